@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layers, each depending only on the ones above it in this list:
+//   CGst (system library) → CGstShim (C macros/variadics) → GStreamerKit (safe Swift over GStreamer,
+//   knows nothing about cameras) → GCapture (the capture engine) → gcapture CLI, benchmark, examples.
+let package = Package(
+    name: "gcapture",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "GCapture", targets: ["GCapture"]),
+        .library(name: "GStreamerKit", targets: ["GStreamerKit"]),
+        .executable(name: "gcapture", targets: ["GCaptureCLI"]),
+        .executable(name: "gcapture-bench", targets: ["GCaptureBenchmark"]),
+        .executable(name: "frame-counter", targets: ["FrameCounter"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CGst",
+            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-pbutils-1.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
+        ),
+        .target(name: "CGstShim", dependencies: ["CGst"]),
+        .target(name: "GStreamerKit", dependencies: ["CGst", "CGstShim"]),
+        .target(name: "GCapture", dependencies: ["GStreamerKit"]),
+        .executableTarget(
+            name: "GCaptureCLI",
+            dependencies: ["GCapture", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(name: "GCaptureBenchmark", dependencies: ["GCapture", "GStreamerKit"],
+                          path: "Benchmarks/GCaptureBenchmark"),
+        .executableTarget(name: "FrameCounter", dependencies: ["GCapture"], path: "Examples/FrameCounter"),
+        .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit"]),
+        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GStreamerKit"]),
+    ]
+)

@@ -1,0 +1,37 @@
+// CGstShim: the parts of GStreamer/GLib that Swift cannot import (macros, fundamental type ids, in-place
+// buffer writes in probes) plus one hot loop that must stay fast in debug builds. Every name is prefixed
+// CGstShim_ so a reader always knows where a C name comes from.
+#ifndef CGSTSHIM_H
+#define CGSTSHIM_H
+
+#include <gst/gst.h>
+#include <stdint.h>
+#include <stddef.h>
+
+GType CGstShim_type_string(void);
+GType CGstShim_type_int(void);
+GType CGstShim_type_uint(void);
+GType CGstShim_type_int64(void);
+GType CGstShim_type_uint64(void);
+GType CGstShim_type_boolean(void);
+GType CGstShim_type_double(void);
+GType CGstShim_type_enum(void);
+
+/// The type id of a GValue (G_VALUE_TYPE).
+GType CGstShim_value_type(const GValue *value);
+
+/// True when `object` is an instance of `type` or of a subtype (G_TYPE_CHECK_INSTANCE_TYPE).
+gboolean CGstShim_object_is_a(gpointer object, GType type);
+
+/// The GType of an instance (G_OBJECT_TYPE).
+GType CGstShim_object_type(gpointer object);
+
+/// Makes the buffer carried by a probe writable, storing the (possibly new) buffer back in the probe info.
+GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info);
+
+/// Adds uniform noise in [-amplitude, amplitude] to a plane of 8-bit samples, in place; `state` carries a
+/// xorshift32 generator between calls so the noise differs frame to frame and is reproducible from a seed.
+void CGstShim_add_noise(uint8_t *plane, size_t width, size_t height, size_t stride, int amplitude,
+                        uint32_t *state);
+
+#endif

@@ -1,0 +1,42 @@
+#include "CGstShim.h"
+
+GType CGstShim_type_string(void) { return G_TYPE_STRING; }
+GType CGstShim_type_int(void) { return G_TYPE_INT; }
+GType CGstShim_type_uint(void) { return G_TYPE_UINT; }
+GType CGstShim_type_int64(void) { return G_TYPE_INT64; }
+GType CGstShim_type_uint64(void) { return G_TYPE_UINT64; }
+GType CGstShim_type_boolean(void) { return G_TYPE_BOOLEAN; }
+GType CGstShim_type_double(void) { return G_TYPE_DOUBLE; }
+GType CGstShim_type_enum(void) { return G_TYPE_ENUM; }
+
+GType CGstShim_value_type(const GValue *value) { return G_VALUE_TYPE(value); }
+
+gboolean CGstShim_object_is_a(gpointer object, GType type) {
+    return object != NULL && G_TYPE_CHECK_INSTANCE_TYPE(object, type);
+}
+
+GType CGstShim_object_type(gpointer object) { return G_OBJECT_TYPE(object); }
+
+GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info) {
+    GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
+    if (buffer == NULL) return NULL;
+    buffer = gst_buffer_make_writable(buffer);
+    GST_PAD_PROBE_INFO_DATA(info) = buffer;
+    return buffer;
+}
+
+void CGstShim_add_noise(uint8_t *plane, size_t width, size_t height, size_t stride, int amplitude,
+                        uint32_t *state) {
+    if (amplitude <= 0) return;
+    uint32_t x = *state ? *state : 0x9E3779B9u;
+    const uint32_t span = (uint32_t)(2 * amplitude + 1);
+    for (size_t row = 0; row < height; row++) {
+        uint8_t *p = plane + row * stride;
+        for (size_t col = 0; col < width; col++) {
+            x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+            int v = (int)p[col] + (int)((x >> 8) % span) - amplitude;
+            p[col] = (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v));
+        }
+    }
+    *state = x;
+}

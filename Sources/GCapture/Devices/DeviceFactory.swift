@@ -1,0 +1,107 @@
+import Foundation
+import GStreamerKit
+
+/// Builds CaptureDevices from what GStreamer's providers report, and decides what is not a camera.
+enum DeviceFactory {
+    struct Identity {
+        var nodePath: String?
+        var name: String
+    }
+
+    static func identity(of device: GStreamerKit.Device) -> Identity {
+        let properties = device.properties
+        return Identity(nodePath: properties["device.path"] ?? properties["api.v4l2.path"],
+                        name: properties["device.name"] ?? properties["node.name"] ?? device.displayName)
+    }
+
+    static func matches(_ device: CaptureDevice, _ identity: Identity) -> Bool {
+        if let path = identity.nodePath { return device.nodePath == path }
+        if case .provided(let provided) = device.backend {
+            return self.identity(of: provided).name == identity.name
+        }
+        return false
+    }
+
+    static func makeDevice(from device: GStreamerKit.Device) -> CaptureDevice? {
+        let properties = device.properties
+        let deviceClass = device.deviceClass
+        if deviceClass.contains("Video/Source") {
+            return makeCamera(device, properties)
+        }
+        if deviceClass.contains("Audio/Source") {
+            return makeMicrophone(device, properties)
+        }
+        return nil
+    }
+
+    private static func makeCamera(_ device: GStreamerKit.Device, _ properties: [String: String]) -> CaptureDevice? {
+        let capabilities = properties["device.capabilities"] ?? ":capture:"
+        // Metadata nodes of UVC cameras and output-only nodes are not cameras.
+        guard capabilities.contains(":capture:") else { return nil }
+        let formats = device.caps.map(FormatReader.formats(from:)) ?? []
+        guard !formats.isEmpty, !FormatReader.isGreyOnly(formats) else { return nil }
+        let nodePath = properties["device.path"] ?? properties["api.v4l2.path"]
+        let name = properties["v4l2.device.card"] ?? device.displayName
+        let backend: CaptureDevice.Backend
+        if properties["device.api"] == "v4l2", let nodePath {
+            backend = .v4l2(path: nodePath)
+        } else {
+            backend = .provided(device)
+        }
+        return CaptureDevice(
+            uniqueID: stableID(nodePath: nodePath, busInfo: properties["v4l2.device.bus_info"], fallback: device.displayName),
+            localizedName: name,
+            modelID: [properties["device.vendor.id"], properties["device.product.id"]].compactMap { $0 }.joined(separator: ":")
+                .nonEmpty ?? (properties["v4l2.device.driver"] ?? name),
+            manufacturer: properties["device.vendor.name"] ?? properties["v4l2.device.driver"] ?? "",
+            deviceType: .external,
+            position: position(for: nodePath, name: name),
+            mediaType: .video, nodePath: nodePath, formats: formats, backend: backend)
+    }
+
+    private static func makeMicrophone(_ device: GStreamerKit.Device, _ properties: [String: String]) -> CaptureDevice? {
+        // The audio server lists each output's monitor as a source too: those are not microphones.
+        if properties["device.class"] == "monitor" { return nil }
+        let name = properties["device.name"] ?? properties["node.name"] ?? device.displayName
+        return CaptureDevice(uniqueID: "audio:" + name, localizedName: device.displayName,
+                             modelID: properties["device.product.name"] ?? name,
+                             manufacturer: properties["device.vendor.name"] ?? "",
+                             deviceType: .microphone, position: .unspecified, mediaType: .audio,
+                             nodePath: nil, formats: [], backend: .provided(device))
+    }
+
+    /// /dev/v4l/by-id names survive re-plugging into another port; by-path survives a different camera in
+    /// the same port; both are better ids than /dev/videoN, which changes with plug order.
+    static func stableID(nodePath: String?, busInfo: String?, fallback: String) -> String {
+        guard let nodePath else { return fallback }
+        let target = URL(fileURLWithPath: nodePath).resolvingSymlinksInPath().path
+        for folder in ["/dev/v4l/by-id", "/dev/v4l/by-path"] {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }
+            for name in names.sorted() {
+                let link = folder + "/" + name
+                if URL(fileURLWithPath: link).resolvingSymlinksInPath().path == target { return link }
+            }
+        }
+        return nodePath
+    }
+
+    /// Position from configuration (GCAPTURE_CAMERA_POSITIONS="/dev/video0=front,usb-X=back"), else the
+    /// name ("Front Camera", "user-facing"), else unspecified.
+    static func position(for nodePath: String?, name: String) -> CaptureDevice.Position {
+        if let configured = ProcessInfo.processInfo.environment["GCAPTURE_CAMERA_POSITIONS"] {
+            for entry in configured.split(separator: ",") {
+                let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+                if parts.count == 2, parts[0] == nodePath || parts[0] == name,
+                   let position = CaptureDevice.Position(rawValue: parts[1]) { return position }
+            }
+        }
+        let lower = name.lowercased()
+        if lower.contains("front") || lower.contains("user-facing") { return .front }
+        if lower.contains("back") || lower.contains("rear") || lower.contains("world-facing") { return .back }
+        return .unspecified
+    }
+}
+
+extension String {
+    var nonEmpty: String? { isEmpty ? nil : self }
+}

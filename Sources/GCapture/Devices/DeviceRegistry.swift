@@ -1,0 +1,115 @@
+import Foundation
+import GStreamerKit
+import Synchronization
+
+/// A device appearing or going away.
+public enum DeviceConnectionEvent: Sendable {
+    case connected(CaptureDevice)
+    case disconnected(CaptureDevice)
+
+    public var device: CaptureDevice {
+        switch self { case .connected(let d), .disconnected(let d): d }
+    }
+}
+
+extension CaptureDevice {
+    /// Posted on NotificationCenter.default with the device as `object` (AVCaptureDeviceWasConnected).
+    public static let wasConnectedNotification = Notification.Name("GCaptureDeviceWasConnected")
+    public static let wasDisconnectedNotification = Notification.Name("GCaptureDeviceWasDisconnected")
+
+    /// Hotplug events from now on, as a stream (the device monitor starts with the first caller).
+    public static func connectionEvents() -> AsyncStream<DeviceConnectionEvent> {
+        DeviceRegistry.shared.makeEventStream()
+    }
+}
+
+/// Keeps the list of present devices, fed by one GStreamer device monitor for the whole process.
+final class DeviceRegistry: Sendable {
+    static let shared = DeviceRegistry()
+
+    private struct State {
+        var monitor: DeviceMonitor?
+        var realDevices: [CaptureDevice] = []
+        var listeners: [UUID: AsyncStream<DeviceConnectionEvent>.Continuation] = [:]
+    }
+
+    private let state = Mutex(State())
+    let testCamera = CaptureDevice.makeTestCamera(options: TestCameraOptions())
+    let testMicrophone = CaptureDevice.makeTestMicrophone()
+
+    var devices: [CaptureDevice] {
+        startIfNeeded()
+        return state.withLock { $0.realDevices } + [testCamera, testMicrophone]
+    }
+
+    func device(withUniqueID id: String) -> CaptureDevice? {
+        devices.first { $0.uniqueID == id || ($0.nodePath != nil && $0.nodePath == id) }
+    }
+
+    func makeEventStream() -> AsyncStream<DeviceConnectionEvent> {
+        startIfNeeded()
+        let (stream, continuation) = AsyncStream<DeviceConnectionEvent>.makeStream()
+        let key = UUID()
+        state.withLock { $0.listeners[key] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.listeners.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    private func startIfNeeded() {
+        let monitor: DeviceMonitor? = state.withLock { state in
+            guard state.monitor == nil else { return nil }
+            let monitor = DeviceMonitor(classes: ["Video/Source", "Audio/Source"])
+            state.monitor = monitor
+            return monitor
+        }
+        guard let monitor else { return }
+        monitor.bus.setHandler { [weak self] message in
+            switch message.kind {
+            case .deviceAdded(let device): self?.added(device)
+            case .deviceRemoved(let device): self?.removed(device)
+            default: break
+            }
+        }
+        // A machine without providers still has the test devices.
+        guard (try? monitor.start()) != nil else { return }
+        for device in monitor.devices { added(device, announce: false) }
+    }
+
+    private func added(_ device: GStreamerKit.Device, announce: Bool = true) {
+        guard let captureDevice = DeviceFactory.makeDevice(from: device) else { return }
+        // The monitor re-announces devices it has already listed: only the first sighting counts.
+        let listeners: [AsyncStream<DeviceConnectionEvent>.Continuation]? = state.withLock { state in
+            guard !state.realDevices.contains(captureDevice) else { return nil }
+            state.realDevices.append(captureDevice)
+            return Array(state.listeners.values)
+        }
+        guard announce, let listeners else { return }
+        NotificationCenter.default.post(name: CaptureDevice.wasConnectedNotification, object: captureDevice)
+        for listener in listeners { listener.yield(.connected(captureDevice)) }
+    }
+
+    private func removed(_ device: GStreamerKit.Device) {
+        let identity = DeviceFactory.identity(of: device)
+        let result: (CaptureDevice, [AsyncStream<DeviceConnectionEvent>.Continuation])? = state.withLock { state in
+            guard let index = state.realDevices.firstIndex(where: { DeviceFactory.matches($0, identity) }) else { return nil }
+            return (state.realDevices.remove(at: index), Array(state.listeners.values))
+        }
+        guard let (captureDevice, listeners) = result else { return }
+        NotificationCenter.default.post(name: CaptureDevice.wasDisconnectedNotification, object: captureDevice)
+        for listener in listeners { listener.yield(.disconnected(captureDevice)) }
+    }
+}
+
+extension DeviceRegistry {
+    /// Stops the device monitor and forgets the devices it found (the next query starts it again).
+    func shutDown() {
+        let monitor = state.withLock { state -> DeviceMonitor? in
+            defer { state.monitor = nil; state.realDevices.removeAll() }
+            return state.monitor
+        }
+        monitor?.bus.removeHandler()
+        monitor?.stop()
+    }
+}

@@ -1,0 +1,4 @@
+/// What a device captures.
+public enum MediaType: String, Sendable, Codable, CaseIterable {
+    case video, audio
+}

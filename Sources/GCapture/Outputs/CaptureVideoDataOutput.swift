@@ -1,0 +1,144 @@
+import Dispatch
+import Foundation
+import GStreamerKit
+import Synchronization
+
+/// Receives frames from a CaptureVideoDataOutput on the delegate's queue.
+public protocol CaptureVideoDataOutputSampleBufferDelegate: AnyObject, Sendable {
+    func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer)
+    /// A frame was discarded because the previous one was still being processed.
+    func captureOutput(_ output: CaptureVideoDataOutput, didDrop sampleBuffer: SampleBuffer)
+}
+
+extension CaptureVideoDataOutputSampleBufferDelegate {
+    public func captureOutput(_ output: CaptureVideoDataOutput, didDrop sampleBuffer: SampleBuffer) {}
+}
+
+/// Frames to your code (AVCaptureVideoDataOutput): to a delegate on a queue of yours and/or to AsyncStreams.
+public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
+    /// Converts frames before delivery; nil keeps the camera's format and size (no conversion cost).
+    public struct VideoSettings: Sendable, Hashable {
+        public var pixelFormat: String?
+        public var width: Int?
+        public var height: Int?
+        public init(pixelFormat: String? = nil, width: Int? = nil, height: Int? = nil) {
+            self.pixelFormat = pixelFormat
+            self.width = width
+            self.height = height
+        }
+    }
+
+    private struct State {
+        var alwaysDiscardsLateVideoFrames = true
+        var videoSettings: VideoSettings?
+        var delegate: (any CaptureVideoDataOutputSampleBufferDelegate)?
+        var delegateQueue: DispatchQueue?
+        var streams: [UUID: AsyncStream<SampleBuffer>.Continuation] = [:]
+        var delegateBusy = false
+    }
+
+    private let state = Mutex(State())
+    private let delivered = Atomic<Int>(0)
+    private let dropped = Atomic<Int>(0)
+
+    public override init() {}
+
+    /// When true (the default) a frame that arrives while the delegate still processes the previous one is
+    /// dropped (didDrop); when false frames wait in a queue of up to one second of video.
+    public var alwaysDiscardsLateVideoFrames: Bool {
+        get { state.withLock { $0.alwaysDiscardsLateVideoFrames } }
+        set { state.withLock { $0.alwaysDiscardsLateVideoFrames = newValue } }
+    }
+
+    /// Takes effect at the next configuration commit (or start).
+    public var videoSettings: VideoSettings? {
+        get { state.withLock { $0.videoSettings } }
+        set { state.withLock { $0.videoSettings = newValue } }
+    }
+
+    public var sampleBufferDelegate: (any CaptureVideoDataOutputSampleBufferDelegate)? { state.withLock { $0.delegate } }
+
+    /// Frames delivered to the delegate or streams since the output was created.
+    public var deliveredFrameCount: Int { delivered.load(ordering: .relaxed) }
+    /// Frames discarded because a consumer was late.
+    public var droppedFrameCount: Int { dropped.load(ordering: .relaxed) }
+
+    public func setSampleBufferDelegate(_ delegate: (any CaptureVideoDataOutputSampleBufferDelegate)?,
+                                        queue: DispatchQueue?) {
+        state.withLock { state in
+            state.delegate = delegate
+            state.delegateQueue = delegate == nil ? nil : (queue ?? DispatchQueue(label: "gcapture.video-data"))
+        }
+    }
+
+    /// A stream of frames; each call makes an independent stream. With alwaysDiscardsLateVideoFrames it
+    /// keeps only the newest frame for a slow reader.
+    public func sampleBuffers() -> AsyncStream<SampleBuffer> {
+        let policy: AsyncStream<SampleBuffer>.Continuation.BufferingPolicy =
+            alwaysDiscardsLateVideoFrames ? .bufferingNewest(1) : .bufferingNewest(60)
+        let (stream, continuation) = AsyncStream<SampleBuffer>.makeStream(bufferingPolicy: policy)
+        let key = UUID()
+        state.withLock { $0.streams[key] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.streams.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    override var queueDepth: Int { alwaysDiscardsLateVideoFrames ? 2 : 60 }
+
+    override func branchDescription() throws(CaptureError) -> String {
+        var fragment = ""
+        if let settings = videoSettings {
+            var caps = "video/x-raw"
+            if let format = settings.pixelFormat {
+                guard format.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+                    throw .invalidSettings("pixel format '\(format)' is not a GStreamer format name")
+                }
+                caps += ",format=\(format)"
+            }
+            if let width = settings.width { caps += ",width=\(width)" }
+            if let height = settings.height { caps += ",height=\(height)" }
+            fragment += "videoconvert ! videoscale ! capsfilter caps=\"\(caps)\" ! "
+        }
+        return fragment + "appsink name=sink sync=false max-buffers=1 drop=false emit-signals=false enable-last-sample=false"
+    }
+
+    override func didAttach(branch: Bin) {
+        guard let element = branch.element(named: "sink"), let sink = AppSink(element) else { return }
+        sink.setSampleHandler { [weak self] sample in self?.deliver(sample) }
+    }
+
+    override func didDetach() {}
+
+    private func deliver(_ sample: Sample) {
+        guard let buffer = SampleBuffer(sample) else { return }
+        let (delegate, queue, streams, discard, busy) = state.withLock { state in
+            let wasBusy = state.delegateBusy
+            if state.delegate != nil, !wasBusy || !state.alwaysDiscardsLateVideoFrames { state.delegateBusy = true }
+            return (state.delegate, state.delegateQueue, Array(state.streams.values), state.alwaysDiscardsLateVideoFrames, wasBusy)
+        }
+        var wasDelivered = false
+        for stream in streams {
+            switch stream.yield(buffer) {
+            case .enqueued: wasDelivered = true
+            case .dropped: dropped.add(1, ordering: .relaxed)
+            case .terminated: break
+            @unknown default: break
+            }
+        }
+        if let delegate, let queue {
+            if discard && busy {
+                dropped.add(1, ordering: .relaxed)
+                queue.async { delegate.captureOutput(self, didDrop: buffer) }
+            } else {
+                wasDelivered = true
+                queue.async {
+                    delegate.captureOutput(self, didOutput: buffer)
+                    self.state.withLock { $0.delegateBusy = false }
+                }
+            }
+        }
+        if wasDelivered { delivered.add(1, ordering: .relaxed) }
+    }
+}

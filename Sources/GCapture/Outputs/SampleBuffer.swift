@@ -1,0 +1,31 @@
+import GStreamerKit
+
+/// One video frame delivered by a CaptureVideoDataOutput (CMSampleBuffer). It holds GStreamer's buffer, not
+/// a copy: reading the planes maps the frame's memory in place.
+public final class SampleBuffer: @unchecked Sendable {
+    let sample: Sample
+    /// Size, pixel format and plane layout.
+    public let videoInfo: VideoInfo
+
+    init?(_ sample: Sample) {
+        guard let info = sample.videoInfo else { return nil }
+        self.sample = sample
+        videoInfo = info
+    }
+
+    /// Nanoseconds of session running time at which the frame was captured.
+    public var presentationTimeStamp: UInt64 { UInt64(sample.presentationTime ?? 0) }
+    /// The same in seconds.
+    public var presentationTime: Double { Double(presentationTimeStamp) / 1e9 }
+    public var duration: Double? { sample.duration.map { Double($0) / 1e9 } }
+    public var width: Int { videoInfo.width }
+    public var height: Int { videoInfo.height }
+    /// GStreamer format name ("NV12", "YUY2", "RGBA"...).
+    public var pixelFormat: String { videoInfo.format }
+    public var byteCount: Int { sample.byteCount }
+
+    /// The planes, mapped read-only for the duration of `body` without copying.
+    public func withPlanes<R>(_ body: ([VideoPlane]) throws -> R) rethrows -> R? {
+        try sample.withVideoPlanes(body)
+    }
+}

@@ -1,0 +1,356 @@
+import Dispatch
+import Foundation
+import GStreamerKit
+import Synchronization
+
+/// Coordinates inputs and outputs (AVCaptureSession). One GStreamer pipeline per session; every state
+/// change runs on the session's own queue, never on the caller's thread unless the method says it blocks.
+///
+///     let session = CaptureSession()
+///     session.beginConfiguration()
+///     try session.addInput(CaptureDeviceInput(device: .default(for: .video)!))
+///     try session.addOutput(frames)
+///     session.sessionPreset = .hd1280x720
+///     try session.commitConfiguration()
+///     try await session.start()
+public final class CaptureSession: @unchecked Sendable {
+    /// Posted with the session as object and the `RuntimeError` under `runtimeErrorUserInfoKey`.
+    public static let runtimeErrorNotification = Notification.Name("GCaptureSessionRuntimeError")
+    public static let didStartRunningNotification = Notification.Name("GCaptureSessionDidStartRunning")
+    public static let didStopRunningNotification = Notification.Name("GCaptureSessionDidStopRunning")
+    public static let runtimeErrorUserInfoKey = "error"
+
+    /// A failure while running. Fatal ones stopped the session; others cost one output, which was detached.
+    public struct RuntimeError: Error, Sendable, CustomStringConvertible {
+        public let error: CaptureError
+        public let output: CaptureOutput?
+        public let isFatal: Bool
+        public var description: String { error.description }
+    }
+
+    struct Configuration {
+        var inputs: [CaptureInput] = []
+        var outputs: [CaptureOutput] = []
+        var preset: Preset = .high
+
+        var videoDevice: CaptureDevice? { device(for: .video) }
+        var audioDevice: CaptureDevice? { device(for: .audio) }
+        func device(for mediaType: MediaType) -> CaptureDevice? {
+            inputs.lazy.compactMap { $0 as? CaptureDeviceInput }.first { $0.device.mediaType == mediaType }?.device
+        }
+    }
+
+    private struct State {
+        var committed = Configuration()
+        var staged: Configuration?
+        var depth = 0
+        var isRunning = false
+        var graph: SessionGraph?
+        var listeners: [UUID: AsyncStream<RuntimeError>.Continuation] = [:]
+    }
+
+    public let name: String
+    private let state = Mutex(State())
+    private let queue: DispatchQueue
+    private let onQueueKey = DispatchSpecificKey<Bool>()
+    private static let counter = Atomic<Int>(0)
+
+    public init(name: String? = nil) {
+        let number = Self.counter.add(1, ordering: .relaxed).newValue
+        self.name = name ?? "session-\(number)"
+        queue = DispatchQueue(label: "gcapture.\(self.name)")
+        queue.setSpecific(key: onQueueKey, value: true)
+        GStreamer.initialize()
+    }
+
+    deinit {
+        let graph = state.withLock { $0.graph }
+        graph?.shutDown()
+    }
+
+    // MARK: Inputs and outputs
+
+    public var inputs: [CaptureInput] { state.withLock { ($0.staged ?? $0.committed).inputs } }
+    public var outputs: [CaptureOutput] { state.withLock { ($0.staged ?? $0.committed).outputs } }
+
+    /// Preset changes take effect at commit; outside begin/commitConfiguration they are committed at once,
+    /// and a preset the camera cannot do is reported as a runtime error. Use canSetSessionPreset first.
+    public var sessionPreset: Preset {
+        get { state.withLock { ($0.staged ?? $0.committed).preset } }
+        set {
+            do { try mutate { $0.preset = newValue } } catch { publish(RuntimeError(error: error, output: nil, isFatal: false)) }
+        }
+    }
+
+    /// Whether the current camera offers the preset (always true without a camera).
+    public func canSetSessionPreset(_ preset: Preset) -> Bool {
+        guard let device = state.withLock({ ($0.staged ?? $0.committed).videoDevice }) else { return true }
+        return (try? FormatSelector.select(preset, from: device.formats, deviceName: device.description)) != nil
+    }
+
+    public func canAddInput(_ input: CaptureInput) -> Bool {
+        let current = inputs
+        return !current.contains(input) && !current.contains { $0.mediaType == input.mediaType }
+    }
+
+    public func addInput(_ input: CaptureInput) throws(CaptureError) {
+        guard canAddInput(input) else {
+            throw .cannotAddInput("the session already has a \(input.mediaType.rawValue) input")
+        }
+        try mutate { $0.inputs.append(input) }
+    }
+
+    public func removeInput(_ input: CaptureInput) {
+        try? mutate { $0.inputs.removeAll { $0 == input } }
+    }
+
+    public func canAddOutput(_ output: CaptureOutput) -> Bool { !outputs.contains(output) }
+
+    public func addOutput(_ output: CaptureOutput) throws(CaptureError) {
+        guard canAddOutput(output) else { throw .cannotAddOutput("\(output.displayName) is already in the session") }
+        try mutate { $0.outputs.append(output) }
+    }
+
+    public func removeOutput(_ output: CaptureOutput) {
+        try? mutate { $0.outputs.removeAll { $0 == output } }
+    }
+
+    // MARK: Configuration
+
+    /// Starts a batch of changes applied together by the matching commitConfiguration (calls nest).
+    public func beginConfiguration() {
+        state.withLock { state in
+            if state.depth == 0 { state.staged = state.committed }
+            state.depth += 1
+        }
+    }
+
+    /// Applies the batch atomically: on a running session only what changed is rebuilt (a new output is
+    /// attached, a new camera or preset swaps the source) while the rest keeps running. If anything cannot be
+    /// applied, the previous configuration stays in force and keeps running, and the error says why.
+    /// Blocks until applied (a camera swap waits for the new camera's first frame).
+    public func commitConfiguration() throws(CaptureError) {
+        let staged: Configuration? = state.withLock { state in
+            guard state.depth > 0 else { return nil }
+            state.depth -= 1
+            guard state.depth == 0 else { return nil }
+            defer { state.staged = nil }
+            return state.staged
+        }
+        guard let staged else { return }
+        try onQueue { () throws(CaptureError) in try self.apply(staged) }
+    }
+
+    /// commitConfiguration without blocking the caller.
+    public func commit() async throws(CaptureError) {
+        let staged: Configuration? = state.withLock { state in
+            guard state.depth > 0 else { return nil }
+            state.depth -= 1
+            guard state.depth == 0 else { return nil }
+            defer { state.staged = nil }
+            return state.staged
+        }
+        guard let staged else { return }
+        try await onQueueAsync { () throws(CaptureError) in try self.apply(staged) }
+    }
+
+    private func mutate(_ change: (inout Configuration) -> Void) throws(CaptureError) {
+        let implicit = state.withLock { state -> Bool in
+            let implicit = state.depth == 0
+            if implicit { state.staged = state.committed; state.depth = 1 }
+            change(&state.staged!)
+            return implicit
+        }
+        if implicit { try commitConfiguration() }
+    }
+
+    // MARK: Running
+
+    public var isRunning: Bool { state.withLock { $0.isRunning } }
+
+    /// Starts capturing and returns when the first frame has left the camera. Blocks the calling thread;
+    /// failures are reported through runtimeErrorNotification and runtimeErrors(). Prefer `start()`.
+    public func startRunning() {
+        do { try onQueue { () throws(CaptureError) in try self.startOnQueue() } }
+        catch { publish(RuntimeError(error: error, output: nil, isFatal: true)) }
+    }
+
+    /// Stops capturing, finalizing outputs that write files. Blocks the calling thread.
+    public func stopRunning() {
+        onQueue { self.stopOnQueue() }
+    }
+
+    /// Starts capturing without blocking; returns when the first frame has left the camera.
+    public func start() async throws(CaptureError) {
+        try await onQueueAsync { () throws(CaptureError) in try self.startOnQueue() }
+    }
+
+    public func stop() async {
+        await onQueueAsync { self.stopOnQueue() }
+    }
+
+    /// Runtime errors from now on (one stream per call).
+    public func runtimeErrors() -> AsyncStream<RuntimeError> {
+        let (stream, continuation) = AsyncStream<RuntimeError>.makeStream()
+        let key = UUID()
+        state.withLock { $0.listeners[key] = continuation }
+        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.listeners.removeValue(forKey: key) } }
+        return stream
+    }
+
+    /// The running graph in Graphviz dot form, for `gcapture inspect` and bug reports.
+    public var graphDescription: String? { state.withLock { $0.graph }?.pipeline.dotGraph() }
+
+    // MARK: On the session queue
+
+    private struct Resolved {
+        var video: (device: CaptureDevice, selection: FormatSelection)?
+        var audio: CaptureDevice?
+    }
+
+    /// Checks a configuration against the devices as they are now, without touching any graph.
+    private func resolve(_ configuration: Configuration) throws(CaptureError) -> Resolved {
+        var resolved = Resolved()
+        for device in [configuration.videoDevice, configuration.audioDevice].compactMap({ $0 }) {
+            if let node = device.nodePath, !FileManager.default.fileExists(atPath: node) {
+                throw .unknownDevice(id: device.uniqueID, known: DeviceRegistry.shared.devices.map(\.uniqueID))
+            }
+            if let advice = device.authorizationAdvice { throw .accessDenied(device: device.description, advice: advice) }
+        }
+        if let device = configuration.videoDevice {
+            let selection = try FormatSelector.select(configuration.preset, from: device.formats, deviceName: device.description)
+            resolved.video = (device, selection)
+        }
+        resolved.audio = configuration.audioDevice
+        return resolved
+    }
+
+    private func apply(_ configuration: Configuration) throws(CaptureError) {
+        let resolved = try resolve(configuration)
+        guard let graph = state.withLock({ $0.graph }) else {
+            state.withLock { $0.committed = configuration }
+            return
+        }
+        // Build every new piece before touching the running graph: a failure here changes nothing.
+        let newVideo = try resolved.video.map { video throws(CaptureError) in
+            try SourceBuilder.videoSource(for: video.device, selection: video.selection, name: graph.makeSourceName(.video))
+        }
+        let newAudio = try resolved.audio.map { device throws(CaptureError) in
+            try SourceBuilder.audioSource(for: device, name: graph.makeSourceName(.audio))
+        }
+        let attached = graph.attachedOutputs
+        let added = configuration.outputs.filter { output in !attached.contains(output) }
+        let removed = attached.filter { output in !configuration.outputs.contains(output) }
+        let branches = try added.map { output throws(CaptureError) in (output, try graph.buildBranch(for: output)) }
+
+        let oldVideo = graph.videoSource, oldAudio = graph.audioSource
+        let videoChanged = oldVideo?.key != newVideo?.key
+        let audioChanged = oldAudio?.key != newAudio?.key
+        var attachedNow: [CaptureOutput] = []
+        do {
+            if videoChanged { try graph.setSource(newVideo, for: .video) }
+            if audioChanged { try graph.setSource(newAudio, for: .audio) }
+            for (output, bin) in branches {
+                try graph.attach(output, branch: bin)
+                attachedNow.append(output)
+            }
+        } catch {
+            for output in attachedNow { graph.detach(output) }
+            if audioChanged, graph.audioSource?.key != oldAudio?.key { try? graph.setSource(oldAudio, for: .audio) }
+            if videoChanged, graph.videoSource?.key != oldVideo?.key { try? graph.setSource(oldVideo, for: .video) }
+            throw .configurationFailed(reason: error.description, underlying: nil)
+        }
+        for output in removed { graph.detach(output) }
+        state.withLock { $0.committed = configuration }
+    }
+
+    private func startOnQueue() throws(CaptureError) {
+        guard !state.withLock({ $0.isRunning }) else { return }
+        let configuration = state.withLock { $0.committed }
+        let resolved = try resolve(configuration)
+        let graph = try SessionGraph(name: name) { [weak self] event in
+            guard let self else { return }
+            self.queue.async { self.handle(event) }
+        }
+        do {
+            if let video = resolved.video {
+                try graph.setSource(SourceBuilder.videoSource(for: video.device, selection: video.selection,
+                                                              name: graph.makeSourceName(.video)), for: .video)
+            }
+            if let audio = resolved.audio {
+                try graph.setSource(SourceBuilder.audioSource(for: audio, name: graph.makeSourceName(.audio)), for: .audio)
+            }
+            for output in configuration.outputs {
+                try graph.attach(output, branch: graph.buildBranch(for: output))
+            }
+            try graph.play()
+        } catch {
+            graph.shutDown()
+            throw error
+        }
+        state.withLock { $0.graph = graph; $0.isRunning = true }
+        NotificationCenter.default.post(name: Self.didStartRunningNotification, object: self)
+    }
+
+    private func stopOnQueue() {
+        guard let graph = state.withLock({ state -> SessionGraph? in
+            defer { state.graph = nil; state.isRunning = false }
+            return state.graph
+        }) else { return }
+        graph.shutDown()
+        NotificationCenter.default.post(name: Self.didStopRunningNotification, object: self)
+    }
+
+    private func handle(_ event: GraphEvent) {
+        guard let graph = state.withLock({ $0.graph }) else { return }
+        switch event {
+        case .outputFailed(let output, let error):
+            graph.detach(output)
+            output.didFail(error)
+            publish(RuntimeError(error: .outputFailed(output: output.displayName, underlying: error), output: output, isFatal: false))
+        case .sourceFailed(let device, let error):
+            stopOnQueue()
+            let failure: CaptureError = device.map { .deviceFailed(device: $0.description, underlying: error) }
+                ?? .startFailed(reason: "the capture graph failed", underlying: error)
+            publish(RuntimeError(error: failure, output: nil, isFatal: true))
+        }
+    }
+
+    private func publish(_ error: RuntimeError) {
+        let listeners = state.withLock { Array($0.listeners.values) }
+        for listener in listeners { listener.yield(error) }
+        NotificationCenter.default.post(name: Self.runtimeErrorNotification, object: self,
+                                        userInfo: [Self.runtimeErrorUserInfoKey: error])
+    }
+
+    // MARK: Queue helpers
+
+    private func onQueue<T>(_ body: () throws(CaptureError) -> T) throws(CaptureError) -> T {
+        if DispatchQueue.getSpecific(key: onQueueKey) == true { return try body() }
+        let result: Result<T, CaptureError> = queue.sync { () -> Result<T, CaptureError> in
+            do throws(CaptureError) { return .success(try body()) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    private func onQueue<T>(_ body: () -> T) -> T {
+        if DispatchQueue.getSpecific(key: onQueueKey) == true { return body() }
+        return queue.sync(execute: body)
+    }
+
+    private func onQueueAsync<T: Sendable>(_ body: @escaping @Sendable () throws(CaptureError) -> T) async throws(CaptureError) -> T {
+        let result: Result<T, CaptureError> = await withCheckedContinuation { continuation in
+            queue.async {
+                do throws(CaptureError) { continuation.resume(returning: .success(try body())) }
+                catch { continuation.resume(returning: .failure(error)) }
+            }
+        }
+        return try result.get()
+    }
+
+    private func onQueueAsync(_ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { body(); continuation.resume() }
+        }
+    }
+}

@@ -1,0 +1,230 @@
+import Dispatch
+import GStreamerKit
+import Synchronization
+
+/// What the graph reports from its bus, already attributed to a part of the session.
+enum GraphEvent: Sendable {
+    /// An output's branch failed; it has been cut off from the tee and must be detached.
+    case outputFailed(CaptureOutput, GStreamerError)
+    /// A source (or the shared part of the graph) failed: frames have stopped.
+    case sourceFailed(device: CaptureDevice?, GStreamerError)
+}
+
+/// The session's GStreamer graph while it runs:
+///
+///     video source bin ─▶ tee ─┬─▶ queue ▶ output branch (one bin per output)
+///                              └─▶ queue ▶ output branch
+///     audio source bin ─▶ tee ─┬─▶ ...
+///
+/// Every change is local: an output attaches to or detaches from a tee pad, a source is swapped in front of
+/// its tee; nothing else stops. Methods run on the session's queue; only the bus handler runs elsewhere.
+final class SessionGraph: @unchecked Sendable {
+    let pipeline: Pipeline
+    private let videoTee: Element
+    private let audioTee: Element
+    private(set) var videoSource: SourceUnit?
+    private(set) var audioSource: SourceUnit?
+
+    private struct Attached {
+        let output: CaptureOutput
+        let branch: TeeBranch
+        let path: String
+    }
+
+    private struct BusState {
+        var branches: [ObjectIdentifier: Attached] = [:]
+        /// A source on trial (being swapped in): its errors fail the swap instead of the session.
+        var trialPath: String?
+        var trialError: GStreamerError?
+        var sources: [(path: String, device: CaptureDevice)] = []
+    }
+
+    private let busState = Mutex(BusState())
+    private var branchCounter = 0
+    private var sourceCounter = 0
+
+    init(name: String, onEvent: @escaping @Sendable (GraphEvent) -> Void) throws(CaptureError) {
+        pipeline = Pipeline(name: name)
+        do {
+            videoTee = try Element.make("tee", name: "video-tee")
+            audioTee = try Element.make("tee", name: "audio-tee")
+            for tee in [videoTee, audioTee] {
+                try tee.set("allow-not-linked", true)
+                try pipeline.add(tee)
+            }
+        } catch {
+            throw .missingPlugin("tee")
+        }
+        // One clock for every source, outliving any device (pulsesrc's clock dies with its server).
+        pipeline.useClock(.system)
+        pipeline.bus.setHandler { [weak self] message in
+            guard let self, case .error(let error) = message.kind else { return }
+            if let event = self.attribute(error, from: message) { onEvent(event) }
+        }
+    }
+
+    /// Runs on the posting (streaming) thread: only flags and bookkeeping here.
+    private func attribute(_ error: GStreamerError, from message: Message) -> GraphEvent? {
+        busState.withLock { state -> GraphEvent? in
+            if let trial = state.trialPath, message.isFrom(inside: trial) {
+                if state.trialError == nil { state.trialError = error }
+                return nil
+            }
+            for attached in state.branches.values where message.isFrom(inside: attached.path) {
+                let first = !attached.branch.hasFailed
+                attached.branch.markFailed()
+                return first ? .outputFailed(attached.output, error) : nil
+            }
+            let device = state.sources.first { message.isFrom(inside: $0.path) }?.device
+            return .sourceFailed(device: device, error)
+        }
+    }
+
+    // MARK: Running
+
+    /// Starts the graph and waits (up to `timeout`) until it plays or fails.
+    func play(timeout: Duration = .seconds(5)) throws(CaptureError) {
+        do {
+            try pipeline.setState(.playing)
+        } catch {
+            throw .startFailed(reason: "the pipeline refused to play", underlying: error as? GStreamerError)
+        }
+        let state = pipeline.state(timeout: ClockTime(timeout.components.seconds) * .second)
+        guard state.current == .playing else {
+            throw .startFailed(reason: "the pipeline did not reach PLAYING (it is \(state.current))", underlying: nil)
+        }
+    }
+
+    func shutDown() {
+        let attached = busState.withLock { Array($0.branches.values) }
+        for item in attached where item.output.drainsOnDetach {
+            detach(item.output)
+        }
+        pipeline.shutDown()
+        for item in attached { item.output.didDetach() }
+        busState.withLock { $0.branches.removeAll() }
+    }
+
+    var isPlaying: Bool { pipeline.state().current == .playing }
+
+    // MARK: Sources
+
+    enum Slot { case video, audio }
+
+    func makeSourceName(_ slot: Slot) -> String {
+        sourceCounter += 1
+        return "\(slot == .video ? "video" : "audio")-source-\(sourceCounter)"
+    }
+
+    /// Puts `unit` in front of the slot's tee, replacing what was there. When the graph plays, the new
+    /// source must deliver its first buffer within `timeout`, or it is removed and the previous one restored.
+    func setSource(_ unit: SourceUnit?, for slot: Slot, timeout: Duration = .seconds(4)) throws(CaptureError) {
+        let tee = slot == .video ? videoTee : audioTee
+        let previous = slot == .video ? videoSource : audioSource
+        let playing = isPlaying
+        if let previous { unplug(previous, from: tee) }
+        do {
+            if let unit { try plug(unit, into: tee, confirmWithin: playing ? timeout : nil) }
+        } catch {
+            if let previous { try? plug(previous, into: tee, confirmWithin: nil) }
+            throw error
+        }
+        if slot == .video { videoSource = unit } else { audioSource = unit }
+    }
+
+    private func plug(_ unit: SourceUnit, into tee: Element, confirmWithin timeout: Duration?) throws(CaptureError) {
+        let path = pipeline.path + "/" + unit.bin.name
+        do {
+            if timeout != nil {
+                // Opening the device before touching the graph: a busy or missing device fails here.
+                try unit.bin.setState(.ready)
+            }
+            try pipeline.add(unit.bin)
+            try unit.bin.link(to: tee)
+        } catch {
+            _ = try? unit.bin.setState(.null)
+            pipeline.remove(unit.bin)
+            throw .deviceFailed(device: unit.device.description, underlying: error as? GStreamerError
+                                ?? GStreamerError(kind: .stateChange, message: "\(error)"))
+        }
+        guard let timeout else {
+            busState.withLock { $0.sources.append((path, unit.device)) }
+            return
+        }
+        busState.withLock { $0.trialPath = path; $0.trialError = nil }
+        defer { busState.withLock { $0.trialPath = nil } }
+        let firstBuffer = DispatchSemaphore(value: 0)
+        let output = unit.bin.staticPad("src")
+        output?.addProbe(.buffer) { _ in firstBuffer.signal(); return .remove }
+        unit.bin.baseTime = pipeline.baseTime
+        var failure: GStreamerError?
+        do { try unit.bin.syncStateWithParent() } catch { failure = error as? GStreamerError }
+        if failure == nil {
+            let deadline = DispatchTime.now() + .milliseconds(Int(timeout.components.seconds * 1000))
+            while failure == nil {
+                if firstBuffer.wait(timeout: .now() + .milliseconds(20)) == .success { break }
+                failure = busState.withLock { $0.trialError }
+                if failure == nil, DispatchTime.now() > deadline {
+                    failure = GStreamerError(kind: .timeout, message: "no frame within \(timeout)")
+                }
+            }
+        }
+        if let failure {
+            unit.bin.unlink(from: tee)
+            _ = try? unit.bin.setState(.null)
+            pipeline.remove(unit.bin)
+            throw .deviceFailed(device: unit.device.description, underlying: failure)
+        }
+        busState.withLock { $0.sources.append((path, unit.device)) }
+    }
+
+    private func unplug(_ unit: SourceUnit, from tee: Element) {
+        _ = try? unit.bin.setState(.null)
+        unit.bin.unlink(from: tee)
+        pipeline.remove(unit.bin)
+        let path = pipeline.path + "/" + unit.bin.name
+        busState.withLock { $0.sources.removeAll { $0.path == path } }
+    }
+
+    // MARK: Outputs
+
+    var attachedOutputs: [CaptureOutput] { busState.withLock { $0.branches.values.map(\.output) } }
+
+    /// Builds the output's branch behind a guard queue. Nothing is added to the graph.
+    func buildBranch(for output: CaptureOutput) throws(CaptureError) -> Bin {
+        branchCounter += 1
+        let description = "queue name=guard leaky=downstream max-size-buffers=\(output.queueDepth) "
+            + "max-size-bytes=0 max-size-time=0 ! " + (try output.branchDescription())
+        do {
+            let bin = try Bin.parse(description)
+            try bin.set("name", "output-\(branchCounter)")
+            return bin
+        } catch let error as GStreamerError {
+            throw .configurationFailed(reason: "cannot build the branch of \(output.displayName)", underlying: error)
+        } catch {
+            throw .configurationFailed(reason: "cannot build the branch of \(output.displayName): \(error)", underlying: nil)
+        }
+    }
+
+    func attach(_ output: CaptureOutput, branch bin: Bin) throws(CaptureError) {
+        let tee = output.mediaType == .video ? videoTee : audioTee
+        // Callbacks first, so no frame arrives before the output can take it.
+        output.didAttach(branch: bin)
+        do {
+            let branch = try TeeBranch(attaching: bin, to: tee, in: pipeline)
+            busState.withLock {
+                $0.branches[ObjectIdentifier(output)] = Attached(output: output, branch: branch, path: bin.path)
+            }
+        } catch {
+            output.didDetach()
+            throw .configurationFailed(reason: "cannot attach \(output.displayName)", underlying: error as? GStreamerError)
+        }
+    }
+
+    /// Detaches the output's branch (draining it first when the output writes a file).
+    func detach(_ output: CaptureOutput) {
+        guard let attached = busState.withLock({ $0.branches.removeValue(forKey: ObjectIdentifier(output)) }) else { return }
+        attached.branch.detach(drain: output.drainsOnDetach)
+        output.didDetach()
+    }
+}

@@ -1,0 +1,117 @@
+import GStreamerKit
+import Synchronization
+
+/// A device's source part of the session graph: a bin with one "src" pad delivering pinned caps.
+struct SourceUnit {
+    let device: CaptureDevice
+    let selection: FormatSelection?
+    let bin: Bin
+
+    /// What identifies the source: a change means the source must be rebuilt.
+    var key: String { device.uniqueID + "|" + (selection?.caps ?? "audio") }
+}
+
+enum SourceBuilder {
+    /// Audio leaves every source in one format, so encoders downstream never renegotiate.
+    static let audioCaps = "audio/x-raw,format=S16LE,rate=48000,channels=2,layout=interleaved"
+
+    static func videoSource(for device: CaptureDevice, selection: FormatSelection, name: String) throws(CaptureError) -> SourceUnit {
+        let description: String
+        switch device.backend {
+        case .testCamera(let options):
+            description = "videotestsrc is-live=true pattern=\(options.pattern.rawValue) horizontal-speed=\(options.motion) "
+                + "! capsfilter name=caps caps=\"\(selection.caps)\""
+        case .v4l2(let path):
+            description = "v4l2src device=\(path) ! capsfilter name=caps caps=\"\(selection.caps)\""
+                + (selection.format.isCompressed ? " ! jpegdec ! videoconvert" : "")
+        case .provided:
+            description = "capsfilter name=caps caps=\"\(selection.caps)\""
+                + (selection.format.isCompressed ? " ! jpegdec ! videoconvert" : "")
+        case .testMicrophone:
+            throw .cannotAddInput("\(device) is a microphone, not a camera")
+        }
+        let bin = try makeBin(description, name: name, device: device)
+        if case .testCamera(let options) = device.backend, options.noiseLevel > 0 {
+            addSensorNoise(to: bin, options: options, caps: selection.caps)
+        }
+        return SourceUnit(device: device, selection: selection, bin: bin)
+    }
+
+    static func audioSource(for device: CaptureDevice, name: String) throws(CaptureError) -> SourceUnit {
+        let description: String
+        switch device.backend {
+        case .testMicrophone(let options):
+            description = "audiotestsrc is-live=true wave=sine freq=\(options.frequency) volume=\(options.volume) "
+                + "! audioconvert ! audioresample ! capsfilter caps=\"\(audioCaps)\""
+        case .provided:
+            description = "audioconvert ! audioresample ! capsfilter caps=\"\(audioCaps)\""
+        default:
+            throw .cannotAddInput("\(device) is not a microphone")
+        }
+        let bin = try makeBin(description, name: name, device: device)
+        return SourceUnit(device: device, selection: nil, bin: bin)
+    }
+
+    /// Parses the source's elements into a bin named `name`; a provider's device (pulsesrc, pipewiresrc...)
+    /// is made by GStreamer and put in front.
+    private static func makeBin(_ description: String, name: String, device: CaptureDevice) throws(CaptureError) -> Bin {
+        do {
+            let elements = try Bin.parse(description)
+            guard case .provided(let provided) = device.backend else {
+                try elements.set("name", name)
+                return elements
+            }
+            let bin = Bin(name: name)
+            let source = try provided.makeElement()
+            try bin.add([source, elements])
+            try source.link(to: elements)
+            guard let output = elements.staticPad("src") else {
+                throw GStreamerError(kind: .link, message: "source of \(device) has no output")
+            }
+            try bin.addGhostPad(named: "src", target: output)
+            return bin
+        } catch let error as GStreamerError {
+            if error.kind == .missingElement || (error.kind == .parse && error.message.contains("no element")) {
+                throw .missingPlugin(error.message)
+            }
+            throw .deviceFailed(device: device.description, underlying: error)
+        } catch {
+            throw .configurationFailed(reason: "cannot build the source of \(device): \(error)", underlying: nil)
+        }
+    }
+
+    /// A sensor's noise, added to every sample of the test camera's frames before anyone sees them.
+    private static func addSensorNoise(to bin: Bin, options: TestCameraOptions, caps: String) {
+        guard let filter = bin.element(named: "caps"), let pad = filter.staticPad("src"),
+              let layout = (try? Caps(caps)).flatMap(VideoInfo.init(caps:)) else { return }
+        let generator = NoiseGenerator(seed: options.noiseSeed, amplitude: options.noiseLevel, layout: layout)
+        pad.addProbe(.buffer) { info in
+            generator.apply(to: info)
+            return .ok
+        }
+    }
+}
+
+/// Uniform noise on the first plane (luma for NV12/I420, every sample for packed YUY2), different in
+/// every frame, reproducible from its seed.
+private final class NoiseGenerator: Sendable {
+    private let state: Mutex<UInt32>
+    private let amplitude: Int
+    private let layout: VideoInfo
+
+    init(seed: UInt32, amplitude: Int, layout: VideoInfo) {
+        state = Mutex(seed == 0 ? 1 : seed)
+        self.amplitude = amplitude
+        self.layout = layout
+    }
+
+    func apply(to info: Pad.ProbeInfo) {
+        info.withWritableBuffer { buffer in
+            state.withLock { seed in
+                buffer.addUniformNoise(offset: layout.offsets[0], rowBytes: layout.planeRowBytes[0],
+                                       rows: layout.planeHeights[0], stride: layout.strides[0],
+                                       amplitude: amplitude, state: &seed)
+            }
+        }
+    }
+}

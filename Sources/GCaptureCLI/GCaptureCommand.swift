@@ -1,0 +1,22 @@
+import ArgumentParser
+import GCapture
+
+@main
+struct GCaptureCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gcapture",
+        abstract: "Capture from cameras and microphones on Linux: AVFoundation's model on GStreamer.",
+        discussion: """
+        Devices are named by id (see `gcapture devices`): a /dev/v4l/by-id or by-path link, a node such as
+        /dev/video0, or `test` for the built-in live test camera, which exists on every machine.
+
+        Examples:
+          gcapture devices                      list cameras and microphones with their formats
+          gcapture devices --json               the same as JSON, for programs
+          gcapture frames --duration 2          capture 2 s of frames from the default camera, print stats
+          gcapture frames --camera /dev/video0 --preset vga640x480 --json
+        """,
+        version: "gcapture \(CaptureRuntime.version) (GStreamer \(CaptureRuntime.gstreamerVersion))",
+        subcommands: [DevicesCommand.self, FramesCommand.self]
+    )
+}

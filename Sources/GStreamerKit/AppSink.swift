@@ -1,0 +1,52 @@
+import CGst
+
+/// An appsink element: where frames leave GStreamer for Swift.
+public final class AppSink: @unchecked Sendable {
+    public let element: Element
+    private var appSink: UnsafeMutablePointer<GstAppSink> { reinterpret(element.pointer) }
+
+    public init(name: String? = nil) throws {
+        element = try Element.make("appsink", name: name)
+    }
+
+    /// Wraps an appsink found inside a parsed bin.
+    public init?(_ element: Element) {
+        guard element.factoryName == "appsink" else { return nil }
+        self.element = element
+    }
+
+    private final class CallbackBox {
+        let onSample: @Sendable (Sample) -> Void
+        let onEndOfStream: (@Sendable () -> Void)?
+        init(_ onSample: @escaping @Sendable (Sample) -> Void, _ onEndOfStream: (@Sendable () -> Void)?) {
+            self.onSample = onSample
+            self.onEndOfStream = onEndOfStream
+        }
+    }
+
+    /// Calls `onSample` on the streaming thread for every new sample (it must not block for long: the
+    /// branch's queue absorbs short stalls). Replaces signal emission, which costs more.
+    public func setSampleHandler(_ onSample: @escaping @Sendable (Sample) -> Void,
+                                 onEndOfStream: (@Sendable () -> Void)? = nil) {
+        var callbacks = GstAppSinkCallbacks()
+        callbacks.new_sample = { sink, userData in
+            guard let sink, let userData else { return GST_FLOW_ERROR }
+            guard let sample = gst_app_sink_pull_sample(sink) else { return GST_FLOW_EOS }
+            Unmanaged<CallbackBox>.fromOpaque(userData).takeUnretainedValue().onSample(Sample(adopting: sample))
+            return GST_FLOW_OK
+        }
+        callbacks.eos = { _, userData in
+            guard let userData else { return }
+            Unmanaged<CallbackBox>.fromOpaque(userData).takeUnretainedValue().onEndOfStream?()
+        }
+        let box = Unmanaged.passRetained(CallbackBox(onSample, onEndOfStream)).toOpaque()
+        gst_app_sink_set_callbacks(appSink, &callbacks, box, { userData in
+            if let userData { Unmanaged<CallbackBox>.fromOpaque(userData).release() }
+        })
+    }
+
+    /// Pulls a sample, waiting up to `timeout` (for sinks without a handler).
+    public func pullSample(timeout: ClockTime) -> Sample? {
+        gst_app_sink_try_pull_sample(appSink, timeout).map { Sample(adopting: $0) }
+    }
+}

@@ -1,0 +1,149 @@
+import CGst
+
+/// A GstBin: a container of elements that changes state as one.
+public class Bin: Element, @unchecked Sendable {
+    public convenience init(name: String? = nil) {
+        GStreamer.initialize()
+        self.init(adopting: reinterpret(gst_bin_new(name)))
+    }
+
+    var binPointer: UnsafeMutablePointer<GstBin> { reinterpret(pointer) }
+
+    /// Builds a bin from a gst-launch style description. Unlinked pads become ghost pads when asked,
+    /// which is how a branch gets its "sink" pad.
+    public static func parse(_ description: String, ghostUnlinkedPads: Bool = true) throws -> Bin {
+        GStreamer.initialize()
+        var error: UnsafeMutablePointer<GError>?
+        let raw = gst_parse_bin_from_description(description, ghostUnlinkedPads ? 1 : 0, &error)
+        if let error {
+            if let raw { gst_object_unref(UnsafeMutableRawPointer(raw)) }
+            throw GStreamerError(consuming: error, kind: .parse, debug: description)
+        }
+        guard let raw else {
+            throw GStreamerError(kind: .parse, message: "could not parse '\(description)'")
+        }
+        return Bin(adopting: raw)
+    }
+
+    public func add(_ element: Element) throws {
+        guard gst_bin_add(binPointer, element.pointer) != 0 else {
+            throw GStreamerError(kind: .link, message: "cannot add \(element) to \(self)")
+        }
+    }
+
+    public func add(_ elements: [Element]) throws {
+        for element in elements { try add(element) }
+    }
+
+    public func remove(_ element: Element) {
+        gst_bin_remove(binPointer, element.pointer)
+    }
+
+    /// Finds an element by name anywhere inside this bin.
+    public func element(named name: String) -> Element? {
+        gst_bin_get_by_name(binPointer, name).map { Element(adopting: $0) }
+    }
+
+    /// Exposes an inner pad on the bin's border.
+    @discardableResult
+    public func addGhostPad(named name: String, target: Pad) throws -> Pad {
+        guard let ghost = gst_ghost_pad_new(name, target.pointer) else {
+            throw GStreamerError(kind: .link, message: "cannot make ghost pad '\(name)' for \(self)")
+        }
+        let pad = Pad(retaining: ghost)
+        guard gst_element_add_pad(pointer, ghost) != 0 else {
+            throw GStreamerError(kind: .link, message: "cannot add ghost pad '\(name)' to \(self)")
+        }
+        return pad
+    }
+
+    /// The graph in Graphviz dot form (what GST_DEBUG_DUMP_DOT_DIR would write).
+    public func dotGraph() -> String {
+        takeString(gst_debug_bin_to_dot_data(binPointer, GST_DEBUG_GRAPH_SHOW_ALL)) ?? ""
+    }
+}
+
+/// A top-level bin with a bus and a clock.
+public final class Pipeline: Bin, @unchecked Sendable {
+    public convenience init(name: String) {
+        GStreamer.initialize()
+        self.init(adopting: gst_pipeline_new(name))
+    }
+
+    /// Parses a full gst-launch description into a pipeline.
+    public static func launch(_ description: String) throws -> Pipeline {
+        GStreamer.initialize()
+        var error: UnsafeMutablePointer<GError>?
+        let raw = gst_parse_launch(description, &error)
+        if let error {
+            if let raw { gst_object_unref(UnsafeMutableRawPointer(raw)) }
+            throw GStreamerError(consuming: error, kind: .parse, debug: description)
+        }
+        guard let raw else { throw GStreamerError(kind: .parse, message: "could not parse '\(description)'") }
+        let pipeline = Pipeline(adopting: raw)
+        guard CGstShimIsPipeline(raw) else {
+            throw GStreamerError(kind: .parse, message: "'\(description)' is not a pipeline")
+        }
+        return pipeline
+    }
+
+    public lazy var bus: Bus = Bus(adopting: gst_pipeline_get_bus(reinterpret(pointer)))
+
+    /// Makes the pipeline use one clock for all its sources: a live source's own clock (pulsesrc's, for
+    /// one) dies with its device, and the session must outlive any single device.
+    public func useClock(_ clock: Clock) {
+        gst_pipeline_use_clock(reinterpret(pointer), clock.pointer)
+    }
+
+    /// Sets the pipeline to NULL and detaches the bus handler: a dropped PLAYING pipeline would keep
+    /// running silently. Must not be called from a streaming thread.
+    public func shutDown() {
+        bus.removeHandler()
+        _ = try? setState(.null)
+    }
+}
+
+private func CGstShimIsPipeline(_ element: UnsafeMutablePointer<GstElement>) -> Bool {
+    g_type_check_instance_is_a(reinterpret(element), gst_pipeline_get_type()) != 0
+}
+
+/// A GstClock reference.
+public final class Clock: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<GstClock>
+    init(adopting pointer: UnsafeMutablePointer<GstClock>) { self.pointer = pointer }
+    deinit { gst_object_unref(UnsafeMutableRawPointer(pointer)) }
+
+    /// The monotonic system clock every session shares.
+    public static var system: Clock {
+        GStreamer.initialize()
+        return Clock(adopting: gst_system_clock_obtain())
+    }
+
+    public var time: ClockTime { gst_clock_get_time(pointer) }
+}
+
+extension Bin {
+    /// Sink elements inside this bin (at any depth): where end-of-stream finally arrives.
+    public var sinkElements: [Element] {
+        var result: [Element] = []
+        guard let iterator = gst_bin_iterate_sinks(binPointer) else { return result }
+        defer { gst_iterator_free(iterator) }
+        var value = GValue()
+        iterate: while true {
+            switch gst_iterator_next(iterator, &value) {
+            case GST_ITERATOR_OK:
+                if let object = g_value_get_object(&value) {
+                    result.append(Element(retaining: UnsafeMutablePointer<GstElement>(OpaquePointer(object))))
+                }
+                g_value_reset(&value)
+            case GST_ITERATOR_RESYNC:
+                result.removeAll()
+                gst_iterator_resync(iterator)
+            default:
+                break iterate
+            }
+        }
+        g_value_unset(&value)
+        return result
+    }
+}

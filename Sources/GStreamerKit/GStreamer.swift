@@ -1,0 +1,50 @@
+import CGst
+import Synchronization
+
+/// Process-wide GStreamer set-up. Every wrapper in this module calls `GStreamer.initialize()` before its first
+/// use, so callers only call it themselves to catch the (rare) failure early.
+public enum GStreamer {
+    private static let initialized = Mutex<Bool>(false)
+
+    /// Initializes GStreamer once per process. Safe to call from any thread, any number of times.
+    public static func initialize() {
+        initialized.withLock { done in
+            guard !done else { return }
+            gst_init(nil, nil)
+            done = true
+        }
+    }
+
+    /// The runtime GStreamer version, e.g. "1.22.0".
+    public static var version: String {
+        initialize()
+        var major: guint = 0, minor: guint = 0, micro: guint = 0, nano: guint = 0
+        gst_version(&major, &minor, &micro, &nano)
+        return "\(major).\(minor).\(micro)"
+    }
+
+    /// Releases GStreamer's global state. Only for programs that are about to exit and want the leak tracer
+    /// (`GST_TRACERS=leaks`) to report: nothing GStreamer-related may be used afterwards.
+    public static func deinitializeForLeakReport() {
+        let wasInitialized = initialized.withLock { $0 }
+        if wasInitialized { gst_deinit() }
+    }
+
+    /// Whether an element factory is installed (a plugin may be missing on a given machine).
+    public static func hasElement(_ factoryName: String) -> Bool {
+        initialize()
+        guard let factory = gst_element_factory_find(factoryName) else { return false }
+        gst_object_unref(UnsafeMutableRawPointer(factory))
+        return true
+    }
+}
+
+/// Nanoseconds, as GStreamer counts time.
+public typealias ClockTime = UInt
+
+public extension ClockTime {
+    static let second: ClockTime = 1_000_000_000
+    static let millisecond: ClockTime = 1_000_000
+    /// GST_CLOCK_TIME_NONE.
+    static let none: ClockTime = .max
+}

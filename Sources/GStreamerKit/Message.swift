@@ -1,0 +1,124 @@
+import CGst
+
+/// A bus message, decoded on the posting thread into a Sendable value.
+public struct Message: Sendable {
+    public enum Kind: Sendable {
+        case endOfStream
+        case error(GStreamerError)
+        case warning(GStreamerError)
+        case stateChanged(old: ElementState, new: ElementState, pending: ElementState)
+        case asyncDone
+        case streamStart
+        case latency
+        case clockLost
+        /// An application/element message, by structure name.
+        case element(CapsStructure?)
+        case deviceAdded(Device)
+        case deviceRemoved(Device)
+        case other(String)
+    }
+
+    public let kind: Kind
+    /// Path of the posting object ("/GstPipeline:session/GstBin:branch-1/GstQueue:queue0").
+    public let sourcePath: String?
+
+    /// Whether the message was posted by `path` or by something inside it.
+    public func isFrom(inside path: String) -> Bool {
+        guard let sourcePath else { return false }
+        return sourcePath == path || sourcePath.hasPrefix(path + "/")
+    }
+
+    init(_ message: UnsafeMutablePointer<GstMessage>) {
+        sourcePath = objectPath(message.pointee.src)
+        switch message.pointee.type {
+        case GST_MESSAGE_EOS:
+            kind = .endOfStream
+        case GST_MESSAGE_ERROR, GST_MESSAGE_WARNING:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            let isError = message.pointee.type == GST_MESSAGE_ERROR
+            if isError { gst_message_parse_error(message, &error, &debug) }
+            else { gst_message_parse_warning(message, &error, &debug) }
+            let value: GStreamerError
+            if let error {
+                value = GStreamerError(consuming: error, debug: takeString(debug), sourcePath: sourcePath)
+            } else {
+                value = GStreamerError(kind: .gError, message: "unknown error", debug: takeString(debug),
+                                       sourcePath: sourcePath)
+            }
+            kind = isError ? .error(value) : .warning(value)
+        case GST_MESSAGE_STATE_CHANGED:
+            var old = GST_STATE_VOID_PENDING, new = GST_STATE_VOID_PENDING, pending = GST_STATE_VOID_PENDING
+            gst_message_parse_state_changed(message, &old, &new, &pending)
+            kind = .stateChanged(old: ElementState(old), new: ElementState(new), pending: ElementState(pending))
+        case GST_MESSAGE_ASYNC_DONE: kind = .asyncDone
+        case GST_MESSAGE_STREAM_START: kind = .streamStart
+        case GST_MESSAGE_LATENCY: kind = .latency
+        case GST_MESSAGE_CLOCK_LOST: kind = .clockLost
+        case GST_MESSAGE_ELEMENT, GST_MESSAGE_APPLICATION:
+            kind = .element(gst_message_get_structure(message).map { CapsStructure($0, features: nil) })
+        case GST_MESSAGE_DEVICE_ADDED, GST_MESSAGE_DEVICE_REMOVED:
+            var device: UnsafeMutablePointer<GstDevice>?
+            if message.pointee.type == GST_MESSAGE_DEVICE_ADDED { gst_message_parse_device_added(message, &device) }
+            else { gst_message_parse_device_removed(message, &device) }
+            if let device {
+                let wrapped = Device(adopting: device)
+                kind = message.pointee.type == GST_MESSAGE_DEVICE_ADDED ? .deviceAdded(wrapped) : .deviceRemoved(wrapped)
+            } else {
+                kind = .other("device")
+            }
+        default:
+            kind = .other(String(cString: gst_message_type_get_name(message.pointee.type)))
+        }
+    }
+}
+
+/// A pipeline's or monitor's bus.
+public final class Bus: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<GstBus>
+
+    init(adopting pointer: UnsafeMutablePointer<GstBus>) { self.pointer = pointer }
+    deinit {
+        gst_bus_set_sync_handler(pointer, nil, nil, nil)
+        gst_object_unref(UnsafeMutableRawPointer(pointer))
+    }
+
+    private final class HandlerBox {
+        let handler: @Sendable (Message) -> Void
+        init(_ handler: @escaping @Sendable (Message) -> Void) { self.handler = handler }
+    }
+
+    /// Delivers every message to `handler` on the thread that posts it (a streaming thread, often): the
+    /// handler must not block and must not change the pipeline's state. Replaces any previous handler.
+    public func setHandler(_ handler: @escaping @Sendable (Message) -> Void) {
+        gst_bus_set_sync_handler(pointer, nil, nil, nil)
+        let box = Unmanaged.passRetained(HandlerBox(handler)).toOpaque()
+        gst_bus_set_sync_handler(pointer, { _, message, userData in
+            guard let message else { return GST_BUS_DROP }
+            if let userData {
+                Unmanaged<HandlerBox>.fromOpaque(userData).takeUnretainedValue().handler(Message(message))
+            }
+            // GST_BUS_DROP means we own the message.
+            gst_message_unref(message)
+            return GST_BUS_DROP
+        }, box, { userData in
+            if let userData { Unmanaged<HandlerBox>.fromOpaque(userData).release() }
+        })
+    }
+
+    public func removeHandler() { gst_bus_set_sync_handler(pointer, nil, nil, nil) }
+
+    /// Messages as an AsyncStream (installs a handler; finishing the stream removes nothing else).
+    public func messages() -> AsyncStream<Message> {
+        let (stream, continuation) = AsyncStream<Message>.makeStream()
+        setHandler { continuation.yield($0) }
+        return stream
+    }
+
+    /// Waits up to `timeout` for the next message (only when no handler is installed).
+    public func pop(timeout: ClockTime) -> Message? {
+        guard let message = gst_bus_timed_pop(pointer, timeout) else { return nil }
+        defer { gst_message_unref(message) }
+        return Message(message)
+    }
+}

@@ -1,0 +1,151 @@
+import CGst
+import CGstShim
+
+/// An owned reference to a GstPad.
+public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
+    package let pointer: UnsafeMutablePointer<GstPad>
+
+    init(adopting pointer: UnsafeMutablePointer<GstPad>) { self.pointer = pointer }
+    convenience init(retaining pointer: UnsafeMutablePointer<GstPad>) {
+        gst_object_ref(UnsafeMutableRawPointer(pointer))
+        self.init(adopting: pointer)
+    }
+    deinit { gst_object_unref(UnsafeMutableRawPointer(pointer)) }
+
+    public static func == (a: Pad, b: Pad) -> Bool { a.pointer == b.pointer }
+    public func hash(into hasher: inout Hasher) { hasher.combine(pointer) }
+
+    public var name: String { takeString(gst_object_get_name(asObject(pointer))) ?? "" }
+    public var description: String { objectPath(asObject(pointer)) ?? name }
+
+    public var peer: Pad? { gst_pad_get_peer(pointer).map { Pad(adopting: $0) } }
+    public var isLinked: Bool { gst_pad_is_linked(pointer) != 0 }
+
+    /// The element that owns this pad.
+    public var parentElement: Element? {
+        gst_pad_get_parent_element(pointer).map { Element(adopting: $0) }
+    }
+
+    public var currentCaps: Caps? { gst_pad_get_current_caps(pointer).map { Caps(adopting: $0) } }
+
+    public func link(to sink: Pad) throws {
+        let result = gst_pad_link(pointer, sink.pointer)
+        guard result == GST_PAD_LINK_OK else {
+            let reason = String(cString: gst_pad_link_get_name(result))
+            throw GStreamerError(kind: .link, message: "cannot link \(self) to \(sink): \(reason)")
+        }
+    }
+
+    @discardableResult
+    public func unlink(from sink: Pad) -> Bool { gst_pad_unlink(pointer, sink.pointer) != 0 }
+
+    @discardableResult
+    public func send(_ event: Event) -> Bool { gst_pad_send_event(pointer, event.take()) != 0 }
+
+    // MARK: Probes
+
+    /// What a probe sees.
+    public struct ProbeInfo {
+        let raw: UnsafeMutablePointer<GstPadProbeInfo>
+
+        public var isBuffer: Bool { raw.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0 }
+        public var isIdle: Bool { raw.pointee.type.rawValue & GST_PAD_PROBE_TYPE_IDLE.rawValue != 0 }
+
+        public var eventType: EventType? {
+            guard raw.pointee.type.rawValue & GST_PAD_PROBE_TYPE_EVENT_BOTH.rawValue != 0,
+                  let data = raw.pointee.data else { return nil }
+            return EventType(UnsafeMutablePointer<GstEvent>(OpaquePointer(data)).pointee.type)
+        }
+
+        /// Presentation time of the buffer passing, if any.
+        public var bufferPTS: ClockTime? {
+            guard isBuffer, let data = raw.pointee.data else { return nil }
+            let pts = UnsafeMutablePointer<GstBuffer>(OpaquePointer(data)).pointee.pts
+            return pts == ClockTime.none ? nil : pts
+        }
+
+        /// Makes the passing buffer writable and hands its memory to `body` (for in-place edits).
+        public func withWritableBuffer(_ body: (WritableBuffer) -> Void) {
+            guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }
+            body(WritableBuffer(pointer: buffer))
+        }
+    }
+
+    public enum ProbeReturn: Sendable {
+        /// Let the data pass, keep the probe.
+        case ok
+        /// Drop the data (upstream sees success), keep the probe.
+        case drop
+        /// Let the data pass and remove the probe.
+        case remove
+        /// Keep a blocking probe blocking.
+        case pass
+
+        var raw: GstPadProbeReturn {
+            switch self {
+            case .ok: GST_PAD_PROBE_OK
+            case .drop: GST_PAD_PROBE_DROP
+            case .remove: GST_PAD_PROBE_REMOVE
+            case .pass: GST_PAD_PROBE_PASS
+            }
+        }
+    }
+
+    public struct ProbeKind: OptionSet, Sendable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let buffer = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_BUFFER.rawValue)
+        public static let downstreamEvent = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue)
+        public static let idle = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_IDLE.rawValue)
+        public static let blockDownstream = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_BLOCK_DOWNSTREAM.rawValue)
+    }
+
+    public typealias ProbeHandler = @Sendable (ProbeInfo) -> ProbeReturn
+
+    private final class ProbeBox {
+        let handler: ProbeHandler
+        init(_ handler: @escaping ProbeHandler) { self.handler = handler }
+    }
+
+    /// Installs a probe; the handler runs on the streaming thread and must not block. Returns an id for
+    /// `removeProbe`. An IDLE probe may run at once on the calling thread when the pad is idle.
+    @discardableResult
+    public func addProbe(_ kind: ProbeKind, _ handler: @escaping ProbeHandler) -> UInt {
+        let box = Unmanaged.passRetained(ProbeBox(handler)).toOpaque()
+        let id = gst_pad_add_probe(pointer, GstPadProbeType(rawValue: kind.rawValue), { _, info, userData in
+            guard let info, let userData else { return GST_PAD_PROBE_OK }
+            let box = Unmanaged<ProbeBox>.fromOpaque(userData).takeUnretainedValue()
+            return box.handler(ProbeInfo(raw: info)).raw
+        }, box, { userData in
+            if let userData { Unmanaged<ProbeBox>.fromOpaque(userData).release() }
+        })
+        return UInt(id)
+    }
+
+    public func removeProbe(_ id: UInt) { gst_pad_remove_probe(pointer, gulong(id)) }
+}
+
+/// A buffer whose memory may be edited in place (inside a probe).
+public struct WritableBuffer {
+    let pointer: UnsafeMutablePointer<GstBuffer>
+
+    public func withMappedBytes<R>(_ body: (UnsafeMutableRawBufferPointer) -> R) -> R? {
+        var map = GstMapInfo()
+        guard gst_buffer_map(pointer, &map, GstMapFlags(rawValue: GST_MAP_READ.rawValue | GST_MAP_WRITE.rawValue)) != 0 else { return nil }
+        defer { gst_buffer_unmap(pointer, &map) }
+        return body(UnsafeMutableRawBufferPointer(start: map.data, count: Int(map.size)))
+    }
+}
+
+extension WritableBuffer {
+    /// Adds uniform noise of ±`amplitude` to `rows` rows of `rowBytes` bytes each, `stride` apart, starting
+    /// at `offset`: a synthetic sensor noise for test signals. `state` carries the generator between frames.
+    public func addUniformNoise(offset: Int, rowBytes: Int, rows: Int, stride: Int, amplitude: Int,
+                                state: inout UInt32) {
+        _ = withMappedBytes { bytes in
+            guard let base = bytes.baseAddress, offset + stride * (rows - 1) + rowBytes <= bytes.count else { return }
+            CGstShim_add_noise(base.advanced(by: offset).assumingMemoryBound(to: UInt8.self), rowBytes, rows,
+                               stride, Int32(amplitude), &state)
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import CGst
+
+/// Size, pixel format and layout of raw video, read from caps.
+public struct VideoInfo: Sendable, Equatable {
+    public var width: Int
+    public var height: Int
+    /// GStreamer's format name ("NV12", "I420", "YUY2", "RGBA"...).
+    public var format: String
+    public var frameRate: Fraction
+    /// Bytes of one frame.
+    public var size: Int
+    public var planeCount: Int
+    public var strides: [Int]
+    public var offsets: [Int]
+    /// Height in rows of each plane (chroma planes may be subsampled).
+    public var planeHeights: [Int]
+    /// Width in bytes of the meaningful part of each plane's rows.
+    public var planeRowBytes: [Int]
+
+    public init?(caps: Caps) {
+        var info = GstVideoInfo()
+        guard gst_video_info_from_caps(&info, caps.pointer) != 0, let finfo = info.finfo else { return nil }
+        self.init(info, finfo: finfo)
+    }
+
+    init(_ info: GstVideoInfo, finfo: UnsafePointer<GstVideoFormatInfo>) {
+        width = Int(info.width)
+        height = Int(info.height)
+        format = String(cString: gst_video_format_to_string(finfo.pointee.format))
+        frameRate = Fraction(info.fps_n, info.fps_d)
+        size = Int(info.size)
+        planeCount = Int(finfo.pointee.n_planes)
+        strides = tupleArray(info.stride, as: gint.self).prefix(planeCount).map { Int($0) }
+        offsets = tupleArray(info.offset, as: gsize.self).prefix(planeCount).map { Int($0) }
+        let componentPlane = tupleArray(finfo.pointee.plane, as: guint.self)
+        let heightShift = tupleArray(finfo.pointee.h_sub, as: guint.self)
+        let widthShift = tupleArray(finfo.pointee.w_sub, as: guint.self)
+        let pixelStride = tupleArray(finfo.pointee.pixel_stride, as: gint.self)
+        var heights = Array(repeating: Int(info.height), count: planeCount)
+        var rowBytes = Array(repeating: 0, count: planeCount)
+        for component in 0..<Int(finfo.pointee.n_components) {
+            let plane = Int(componentPlane[component])
+            guard plane < planeCount else { continue }
+            // GST_VIDEO_SUB_SCALE: round up when subsampling.
+            heights[plane] = -((-Int(info.height)) >> Int(heightShift[component]))
+            let compWidth = -((-Int(info.width)) >> Int(widthShift[component]))
+            rowBytes[plane] = max(rowBytes[plane], compWidth * Int(pixelStride[component]))
+        }
+        planeHeights = heights
+        planeRowBytes = rowBytes
+    }
+}
+
+private func tupleArray<Tuple, Element>(_ tuple: Tuple, as _: Element.Type) -> [Element] {
+    withUnsafeBytes(of: tuple) { Array($0.bindMemory(to: Element.self)) }
+}
+
+/// One mapped plane of a video frame: memory owned by GStreamer, valid inside the closure only.
+public struct VideoPlane {
+    public let bytes: UnsafeRawBufferPointer
+    public let stride: Int
+    public let height: Int
+    /// Meaningful bytes per row (stride may add padding).
+    public let rowBytes: Int
+}
+
+/// An owned GstSample: a buffer with its caps. Immutable, so it can cross threads.
+public final class Sample: @unchecked Sendable {
+    package let pointer: OpaquePointer
+
+    init(adopting pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { gst_sample_unref(pointer) }
+
+    private var buffer: UnsafeMutablePointer<GstBuffer>? { gst_sample_get_buffer(pointer) }
+
+    /// Presentation timestamp in running time (pipeline clock minus base time) for live sources.
+    public var presentationTime: ClockTime? {
+        guard let pts = buffer?.pointee.pts, pts != ClockTime.none else { return nil }
+        return pts
+    }
+
+    public var duration: ClockTime? {
+        guard let value = buffer?.pointee.duration, value != ClockTime.none else { return nil }
+        return value
+    }
+
+    /// Bytes held by the buffer.
+    public var byteCount: Int { buffer.map { Int(gst_buffer_get_size($0)) } ?? 0 }
+
+    public var caps: Caps? { gst_sample_get_caps(pointer).map { Caps(retaining: $0) } }
+
+    public var videoInfo: VideoInfo? { caps.flatMap { VideoInfo(caps: $0) } }
+
+    /// Maps the whole buffer read-only, without copying.
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+        guard let buffer else { return nil }
+        var map = GstMapInfo()
+        guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return nil }
+        defer { gst_buffer_unmap(buffer, &map) }
+        return try body(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
+    }
+
+    /// Maps the frame's planes read-only, without copying (honours per-buffer video meta layouts).
+    public func withVideoPlanes<R>(_ body: ([VideoPlane]) throws -> R) rethrows -> R? {
+        guard let buffer, let capsPointer = gst_sample_get_caps(pointer) else { return nil }
+        var info = GstVideoInfo()
+        guard gst_video_info_from_caps(&info, capsPointer) != 0, let finfo = info.finfo else { return nil }
+        var frame = GstVideoFrame()
+        guard gst_video_frame_map(&frame, &info, buffer, GST_MAP_READ) != 0 else { return nil }
+        defer { gst_video_frame_unmap(&frame) }
+        let layout = VideoInfo(frame.info, finfo: finfo)
+        let data = tupleArray(frame.data, as: UnsafeMutableRawPointer?.self)
+        var planes: [VideoPlane] = []
+        for plane in 0..<layout.planeCount {
+            guard let base = data[plane] else { continue }
+            let length = layout.strides[plane] * layout.planeHeights[plane]
+            planes.append(VideoPlane(bytes: UnsafeRawBufferPointer(start: base, count: length),
+                                     stride: layout.strides[plane], height: layout.planeHeights[plane],
+                                     rowBytes: layout.planeRowBytes[plane]))
+        }
+        return try body(planes)
+    }
+}
