@@ -23,6 +23,7 @@ struct DevicesCommand: ParsableCommand {
         } else {
             print(DeviceTable.render(devices))
         }
+        CaptureRuntime.shutDownForLeakReport()
     }
 }
 

@@ -95,11 +95,11 @@ public final class CaptureDevice: @unchecked Sendable, Hashable, Identifiable, C
     /// The built-in test microphone.
     public static var testMicrophone: CaptureDevice { DeviceRegistry.shared.testMicrophone }
 
-    /// A test camera with other options (noise, pattern, motion, position); its id is `uniqueID`.
+    /// A test camera with other options (noise, pattern, motion, position, sizes); its id is `uniqueID`.
     public static func makeTestCamera(uniqueID: String = "test", options: TestCameraOptions) -> CaptureDevice {
         CaptureDevice(uniqueID: uniqueID, localizedName: "Test Camera", modelID: "videotestsrc",
                       manufacturer: "gcapture", deviceType: .testCamera, position: options.position,
-                      mediaType: .video, nodePath: nil, formats: TestCameraOptions.formats,
+                      mediaType: .video, nodePath: nil, formats: options.formats,
                       backend: .testCamera(options))
     }
 

@@ -1,0 +1,82 @@
+import Foundation
+import GStreamerKit
+import XCTest
+
+final class PipelineTests: XCTestCase {
+    func testStateChangesAndEndOfStreamArriveAsMessages() async throws {
+        let pipeline = try Pipeline.launch("videotestsrc num-buffers=10 ! video/x-raw,width=64,height=48 ! fakesink name=sink")
+        let messages = pipeline.bus.messages()
+        try pipeline.setState(.playing)
+        var reachedPlaying = false, sawEndOfStream = false
+        let deadline = Date().addingTimeInterval(5)
+        for await message in messages {
+            switch message.kind {
+            case .stateChanged(_, let new, _) where message.sourcePath == pipeline.path && new == .playing:
+                reachedPlaying = true
+            case .endOfStream:
+                sawEndOfStream = true
+            default: break
+            }
+            if sawEndOfStream || Date() > deadline { break }
+        }
+        pipeline.shutDown()
+        XCTAssertTrue(reachedPlaying)
+        XCTAssertTrue(sawEndOfStream)
+        XCTAssertEqual(pipeline.state().current, .null)
+    }
+
+    func testErrorsCarryDomainCodeDebugAndSource() async throws {
+        let pipeline = try Pipeline.launch("filesrc name=reader location=/nonexistent/gcapture-file ! fakesink")
+        let messages = pipeline.bus.messages()
+        XCTAssertThrowsError(try pipeline.setState(.playing))
+        var error: GStreamerError?
+        for await message in messages {
+            if case .error(let value) = message.kind { error = value; break }
+        }
+        pipeline.shutDown()
+        let reported = try XCTUnwrap(error)
+        XCTAssertEqual(reported.domain, "gst-resource-error-quark")
+        XCTAssertEqual(reported.resourceCode, .notFound)
+        XCTAssertTrue(reported.sourcePath?.hasSuffix("reader") ?? false, "\(reported.sourcePath ?? "nil")")
+        XCTAssertTrue(reported.debug?.contains("/nonexistent/gcapture-file") ?? false, reported.debug ?? "no debug")
+    }
+
+    func testUnknownElementsAndBadDescriptionsAreErrors() {
+        XCTAssertThrowsError(try Element.make("no-such-element-gcapture")) { error in
+            XCTAssertEqual((error as? GStreamerError)?.kind, .missingElement)
+        }
+        XCTAssertThrowsError(try Bin.parse("videotestsrc ! no-such-element-gcapture")) { error in
+            XCTAssertEqual((error as? GStreamerError)?.kind, .parse)
+        }
+        XCTAssertThrowsError(try Element.make("queue").set("no-such-property", 1)) { error in
+            XCTAssertEqual((error as? GStreamerError)?.kind, .property)
+        }
+    }
+
+    func testPropertiesRoundTrip() throws {
+        let queue = try Element.make("queue", name: "q")
+        try queue.set("max-size-buffers", 7)
+        try queue.set("leaky", "downstream")
+        XCTAssertEqual(queue.intProperty("max-size-buffers"), 7)
+        XCTAssertEqual(queue.property("leaky"), "downstream")
+        XCTAssertEqual(queue.name, "q")
+        XCTAssertEqual(queue.factoryName, "queue")
+    }
+
+    func testSamplesAreMappedWithoutCopying() throws {
+        let pipeline = try Pipeline.launch("videotestsrc num-buffers=3 ! video/x-raw,format=NV12,width=320,height=240 ! appsink name=sink")
+        let sink = try XCTUnwrap(pipeline.element(named: "sink").flatMap(AppSink.init))
+        try pipeline.setState(.playing)
+        defer { pipeline.shutDown() }
+        let sample = try XCTUnwrap(sink.pullSample(timeout: 5 * .second))
+        XCTAssertEqual(sample.videoInfo?.format, "NV12")
+        XCTAssertEqual(sample.byteCount, 320 * 240 * 3 / 2)
+        let base = sample.withBytes { $0.baseAddress }
+        let planes = try XCTUnwrap(sample.withVideoPlanes { planes in planes.map { ($0.bytes.baseAddress, $0.stride, $0.height) } })
+        XCTAssertEqual(planes.count, 2)
+        // The planes point into the buffer's own memory: no copy was made.
+        XCTAssertEqual(planes[0].0, base!)
+        XCTAssertEqual(planes[1].0, base!.map { $0 + 320 * 240 })
+        XCTAssertEqual(planes[1].2, 120)
+    }
+}
