@@ -1,1 +1,89 @@
+import Foundation
+@testable import GCapture
+import Synchronization
 import XCTest
+
+/// Records the frames an output delivers: timestamps, sizes, formats.
+final class FrameLog: Sendable {
+    struct Entry: Sendable { var time: Double; var width: Int; var height: Int; var format: String; var arrival: Date }
+    private let entries = Mutex<[Entry]>([])
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    init(_ output: CaptureVideoDataOutput) {
+        let stream = output.sampleBuffers()
+        let started = Task { [weak self] in
+            for await frame in stream {
+                self?.entries.withLock {
+                    $0.append(Entry(time: frame.presentationTime, width: frame.width, height: frame.height,
+                                    format: frame.pixelFormat, arrival: Date()))
+                }
+            }
+        }
+        task.withLock { $0 = started }
+    }
+
+    deinit { task.withLock { $0?.cancel() } }
+
+    var all: [Entry] { entries.withLock { $0 } }
+    var count: Int { entries.withLock { $0.count } }
+
+    /// Waits until `count` frames have arrived in total.
+    @discardableResult
+    func waitFor(_ count: Int, timeout: TimeInterval = 5) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while self.count < count, Date() < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        return self.count >= count
+    }
+
+    /// Frames that arrive within `seconds` from now.
+    func collect(for seconds: Double) async -> [Entry] {
+        let start = count
+        try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+        return Array(all.dropFirst(start))
+    }
+
+    /// The longest interval between consecutive frames' timestamps, in seconds.
+    static func longestGap(_ entries: [Entry]) -> Double {
+        zip(entries.dropFirst(), entries).map { $0.time - $1.time }.max() ?? 0
+    }
+}
+
+extension XCTestCase {
+    /// A session with one test camera input and the given outputs, committed but not started.
+    func makeSession(camera: CaptureDevice = .testCamera, preset: CaptureSession.Preset = .vga640x480,
+                     outputs: [CaptureOutput]) throws -> CaptureSession {
+        let session = CaptureSession()
+        session.beginConfiguration()
+        try session.addInput(CaptureDeviceInput(device: camera))
+        for output in outputs { try session.addOutput(output) }
+        session.sessionPreset = preset
+        try session.commitConfiguration()
+        return session
+    }
+
+    /// Runs a program built next to the test bundle (gcapture, gcapture-bench) and returns its output.
+    func runProduct(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws
+        -> (status: Int32, stdout: String, stderr: String) {
+        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var executable = folder.appendingPathComponent(name)
+        if !FileManager.default.fileExists(atPath: executable.path) {
+            // `swift test` runs the bundle from inside the .xctest folder.
+            executable = folder.deletingLastPathComponent().appendingPathComponent(name)
+        }
+        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
+            throw XCTSkip("\(name) is not built next to the tests (build with `swift build --build-tests`)")
+        }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+@testable import GCapture
+import GStreamerKit
+import Synchronization
+import XCTest
+
+final class CaptureSessionTests: XCTestCase {
+    func testStartAndStopChangeStateAndNotify() async throws {
+        let output = CaptureVideoDataOutput()
+        let session = try makeSession(outputs: [output])
+        let notifications = Mutex<[Notification.Name]>([])
+        let observers = [CaptureSession.didStartRunningNotification, CaptureSession.didStopRunningNotification].map { name in
+            NotificationCenter.default.addObserver(forName: name, object: session, queue: nil) { note in
+                notifications.withLock { $0.append(note.name) }
+            }
+        }
+        defer { observers.forEach(NotificationCenter.default.removeObserver) }
+        XCTAssertFalse(session.isRunning)
+        try await session.start()
+        XCTAssertTrue(session.isRunning)
+        try await session.start() // starting a running session changes nothing
+        XCTAssertNotNil(session.graphDescription)
+        await session.stop()
+        XCTAssertFalse(session.isRunning)
+        await session.stop()
+        session.startRunning() // the blocking variants
+        XCTAssertTrue(session.isRunning)
+        session.stopRunning()
+        XCTAssertFalse(session.isRunning)
+        XCTAssertNil(session.graphDescription)
+        XCTAssertEqual(notifications.withLock { $0 }, [CaptureSession.didStartRunningNotification, CaptureSession.didStopRunningNotification,
+                                                       CaptureSession.didStartRunningNotification, CaptureSession.didStopRunningNotification])
+    }
+
+    func testFramesArriveAtTheConfiguredSizeAndRate() async throws {
+        let output = CaptureVideoDataOutput()
+        let log = FrameLog(output)
+        let session = try makeSession(camera: .makeTestCamera(options: .init(maxFrameRate: 30)), preset: .hd1280x720, outputs: [output])
+        try await session.start()
+        let frames = await log.collect(for: 1.5)
+        await session.stop()
+        // 1.5 s at 30 fps is 45 frames; allow for a loaded machine, not for a wrong rate.
+        XCTAssertGreaterThanOrEqual(frames.count, 40)
+        XCTAssertLessThanOrEqual(frames.count, 47)
+        let span = try XCTUnwrap(frames.last).time - XCTUnwrap(frames.first).time
+        XCTAssertEqual(Double(frames.count - 1) / span, 30, accuracy: 0.5, "rate from timestamps")
+        XCTAssertTrue(frames.allSatisfy { $0.width == 1280 && $0.height == 720 && $0.format == "NV12" })
+        XCTAssertLessThan(FrameLog.longestGap(frames), 0.07)
+    }
+
+    func testAddingAndRemovingAnOutputKeepsTheOtherFlowing() async throws {
+        let main = CaptureVideoDataOutput()
+        let mainLog = FrameLog(main)
+        let session = try makeSession(outputs: [main])
+        try await session.start()
+        await mainLog.waitFor(5)
+        let startCount = mainLog.count
+        for _ in 0..<3 {
+            let extra = CaptureVideoDataOutput()
+            let extraLog = FrameLog(extra)
+            try session.addOutput(extra)
+            let arrived = await extraLog.waitFor(5, timeout: 3)
+            XCTAssertTrue(arrived, "the added output got no frames")
+            session.removeOutput(extra)
+            let afterRemoval = extraLog.count
+            _ = await mainLog.collect(for: 0.2)
+            XCTAssertLessThanOrEqual(extraLog.count, afterRemoval + 1, "a removed output still receives frames")
+        }
+        let frames = Array(mainLog.all.dropFirst(startCount))
+        await session.stop()
+        XCTAssertGreaterThan(frames.count, 15)
+        XCTAssertLessThan(FrameLog.longestGap(frames), 0.1, "the main output stalled while the other was added/removed")
+        XCTAssertEqual(session.outputs.count, 1)
+    }
+
+    func testAFailingCommitLeavesTheRunningGraphAsItWas() async throws {
+        let main = CaptureVideoDataOutput()
+        let mainLog = FrameLog(main)
+        let camera = CaptureDevice.makeTestCamera(options: .init(sizes: [.init(width: 640, height: 480), .init(width: 1280, height: 720)]))
+        let session = try makeSession(camera: camera, preset: .vga640x480, outputs: [main])
+        try await session.start()
+        await mainLog.waitFor(3)
+
+        // An impossible preset together with a new output: neither is applied.
+        let extra = CaptureVideoDataOutput()
+        session.beginConfiguration()
+        try session.addOutput(extra)
+        session.sessionPreset = .hd1920x1080
+        XCTAssertThrowsError(try session.commitConfiguration()) { error in
+            XCTAssertEqual("\(error)", "Test Camera [test] offers 640x480, 1280x720 (NV12, I420, YUY2); preset hd1920x1080 needs 1920x1080")
+        }
+        XCTAssertEqual(session.sessionPreset, .vga640x480)
+        XCTAssertEqual(session.outputs, [main])
+
+        // An output whose settings cannot be built: the commit fails, the rest runs on.
+        let broken = CaptureVideoDataOutput()
+        broken.videoSettings = .init(pixelFormat: "NOT-A-FORMAT!")
+        XCTAssertThrowsError(try session.addOutput(broken)) { error in
+            XCTAssertTrue("\(error)".contains("NOT-A-FORMAT!"), "\(error)")
+        }
+        // An output that cannot link to the camera's frames fails at attach time, also without harm.
+        let unlinkable = FailingOutput(fragment: "capsfilter caps=video/x-raw,format=RGB,width=7,height=3 ! fakesink")
+        XCTAssertThrowsError(try session.addOutput(unlinkable))
+        XCTAssertEqual(session.outputs, [main])
+
+        let frames = await mainLog.collect(for: 0.5)
+        XCTAssertTrue(session.isRunning)
+        XCTAssertGreaterThanOrEqual(frames.count, 10, "frames stopped after the failed commits")
+        XCTAssertTrue(frames.allSatisfy { $0.width == 640 })
+        await session.stop()
+    }
+
+    func testAnOutputThatFailsWhileRunningIsDetachedAndTheSessionRunsOn() async throws {
+        let main = CaptureVideoDataOutput()
+        let mainLog = FrameLog(main)
+        let session = try makeSession(outputs: [main])
+        let errors = session.runtimeErrors()
+        try await session.start()
+        let failing = FailingOutput(fragment: "identity error-after=5 ! fakesink")
+        try session.addOutput(failing)
+        var reported: CaptureSession.RuntimeError?
+        for await error in errors { reported = error; break }
+        XCTAssertFalse(try XCTUnwrap(reported).isFatal)
+        XCTAssertTrue(reported?.output === failing)
+        XCTAssertTrue(failing.failed.withLock { $0 })
+        let frames = await mainLog.collect(for: 0.5)
+        XCTAssertTrue(session.isRunning)
+        XCTAssertGreaterThanOrEqual(frames.count, 10)
+        await session.stop()
+    }
+
+    func testSwitchingCamerasWhileRunningKeepsOutputsRunning() async throws {
+        let output = CaptureVideoDataOutput()
+        let log = FrameLog(output)
+        let session = try makeSession(preset: .vga640x480, outputs: [output])
+        try await session.start()
+        await log.waitFor(3)
+        let second = CaptureDevice.makeTestCamera(uniqueID: "test-ball", options: .init(pattern: .ball))
+        session.beginConfiguration()
+        session.removeInput(session.inputs[0])
+        try session.addInput(CaptureDeviceInput(device: second))
+        session.sessionPreset = .hd1280x720
+        try session.commitConfiguration()
+        let frames = await log.collect(for: 0.5)
+        await session.stop()
+        XCTAssertGreaterThanOrEqual(frames.count, 10)
+        XCTAssertTrue(frames.allSatisfy { $0.width == 1280 }, "frames from the new camera at the new preset")
+        XCTAssertEqual((session.inputs.first as? CaptureDeviceInput)?.device.uniqueID, "test-ball")
+    }
+
+    func testUnknownDeviceIsAClearError() {
+        XCTAssertThrowsError(try CaptureDeviceInput(deviceWithUniqueID: "/dev/video42")) { error in
+            XCTAssertTrue("\(error)".hasPrefix("no device with id '/dev/video42'; devices present: "), "\(error)")
+            XCTAssertTrue("\(error)".contains("test"))
+        }
+    }
+
+    func testOnlyOneInputPerMediaType() throws {
+        let session = CaptureSession()
+        try session.addInput(CaptureDeviceInput(device: .testCamera))
+        let other = try CaptureDeviceInput(device: .makeTestCamera(uniqueID: "test-2", options: .init()))
+        XCTAssertFalse(session.canAddInput(other))
+        XCTAssertThrowsError(try session.addInput(other))
+        XCTAssertTrue(session.canAddInput(try CaptureDeviceInput(device: .testMicrophone)))
+    }
+
+    func testDelegateReceivesFramesAndDropsWhenLate() async throws {
+        final class SlowDelegate: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
+            let outputs = Atomic<Int>(0), drops = Atomic<Int>(0)
+            func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer) {
+                outputs.add(1, ordering: .relaxed)
+                Thread.sleep(forTimeInterval: 0.1) // a consumer slower than the camera
+            }
+            func captureOutput(_ output: CaptureVideoDataOutput, didDrop sampleBuffer: SampleBuffer) {
+                drops.add(1, ordering: .relaxed)
+            }
+        }
+        let output = CaptureVideoDataOutput()
+        let delegate = SlowDelegate()
+        let delegateQueue = DispatchQueue(label: "slow")
+        output.setSampleBufferDelegate(delegate, queue: delegateQueue)
+        let session = try makeSession(outputs: [output])
+        try await session.start()
+        try await Task.sleep(for: .seconds(1))
+        await session.stop()
+        delegateQueue.sync {} // let the callbacks already queued run
+        let delivered = delegate.outputs.load(ordering: .relaxed)
+        XCTAssertGreaterThanOrEqual(delivered, 6)
+        XCTAssertLessThanOrEqual(delivered, 12, "a 100 ms consumer cannot take more than ~10 frames a second")
+        XCTAssertGreaterThanOrEqual(delegate.drops.load(ordering: .relaxed), 10)
+        XCTAssertEqual(output.droppedFrameCount, delegate.drops.load(ordering: .relaxed))
+    }
+
+    func testTestCameraNoiseIsRealNoise() async throws {
+        func lumaSpread(noise: Int) async throws -> Double {
+            let output = CaptureVideoDataOutput()
+            let camera = CaptureDevice.makeTestCamera(options: .init(pattern: .black, motion: 0, noiseLevel: noise))
+            let session = try makeSession(camera: camera, preset: .low, outputs: [output])
+            let frames = output.sampleBuffers()
+            try await session.start()
+            var spread = 0.0
+            for await frame in frames {
+                spread = frame.withPlanes { planes -> Double in
+                    let luma = planes[0]
+                    var sum = 0.0, sumSquares = 0.0, count = 0.0
+                    for row in 0..<luma.height {
+                        for column in 0..<luma.rowBytes {
+                            let value = Double(luma.bytes[row * luma.stride + column])
+                            sum += value; sumSquares += value * value; count += 1
+                        }
+                    }
+                    return (sumSquares / count - (sum / count) * (sum / count)).squareRoot()
+                } ?? 0
+                break
+            }
+            await session.stop()
+            return spread
+        }
+        let clean = try await lumaSpread(noise: 0)
+        let noisy = try await lumaSpread(noise: 20)
+        XCTAssertLessThan(clean, 0.5)
+        // Uniform noise of ±20 has a standard deviation of about 20/sqrt(3) = 11.5.
+        XCTAssertEqual(noisy, 11.5, accuracy: 1.5)
+    }
+}
+
+/// An output with an arbitrary branch, for failures no real output would produce on purpose.
+final class FailingOutput: CaptureOutput, @unchecked Sendable {
+    let fragment: String
+    let failed = Mutex(false)
+    init(fragment: String) { self.fragment = fragment }
+    override func branchDescription() throws(CaptureError) -> String { fragment }
+    override func didFail(_ error: GStreamerError) { failed.withLock { $0 = true } }
+}
