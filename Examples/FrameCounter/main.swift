@@ -1,1 +1,34 @@
+// A minimal program on the GCapture library: the default camera (or the test camera), 720p, frames to a
+// delegate for two seconds, then a count. Run: swift run frame-counter
+import Dispatch
+import GCapture
+import Synchronization
 
+final class FrameCounter: CaptureVideoDataOutputSampleBufferDelegate {
+    let frames = Atomic<Int>(0)
+
+    func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer) {
+        let count = frames.add(1, ordering: .relaxed).newValue
+        if count % 30 == 1 {
+            print("frame \(count): \(sampleBuffer.width)x\(sampleBuffer.height) \(sampleBuffer.pixelFormat) "
+                  + "at \(sampleBuffer.presentationTime) s")
+        }
+    }
+}
+
+let camera = CaptureDevice.default(for: .video) ?? .testCamera
+let session = CaptureSession()
+let output = CaptureVideoDataOutput()
+let counter = FrameCounter()
+output.setSampleBufferDelegate(counter, queue: DispatchQueue(label: "frames"))
+
+session.beginConfiguration()
+try session.addInput(CaptureDeviceInput(device: camera))
+try session.addOutput(output)
+if session.canSetSessionPreset(.hd1280x720) { session.sessionPreset = .hd1280x720 }
+try session.commitConfiguration()
+
+try await session.start()
+try await Task.sleep(for: .seconds(2))
+await session.stop()
+print("\(counter.frames.load(ordering: .relaxed)) frames from \(camera.localizedName)")

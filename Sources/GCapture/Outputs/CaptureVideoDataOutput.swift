@@ -72,7 +72,9 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
     }
 
     /// A stream of frames; each call makes an independent stream. With alwaysDiscardsLateVideoFrames it
-    /// keeps only the newest frame for a slow reader.
+    /// keeps only the newest frame for a slow reader. The stream ends when the output leaves a running graph
+    /// (the session stops, or the output is removed or fails): a frame left unread in a stream would hold the
+    /// camera's buffer, and with it the device, forever.
     public func sampleBuffers() -> AsyncStream<SampleBuffer> {
         let policy: AsyncStream<SampleBuffer>.Continuation.BufferingPolicy =
             alwaysDiscardsLateVideoFrames ? .bufferingNewest(1) : .bufferingNewest(60)
@@ -109,7 +111,13 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
         sink.setSampleHandler { [weak self] sample in self?.deliver(sample) }
     }
 
-    override func didDetach() {}
+    override func didDetach() {
+        let streams = state.withLock { state in
+            defer { state.streams.removeAll() }
+            return Array(state.streams.values)
+        }
+        for stream in streams { stream.finish() }
+    }
 
     private func deliver(_ sample: Sample) {
         guard let buffer = SampleBuffer(sample) else { return }

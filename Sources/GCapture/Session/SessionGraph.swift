@@ -82,17 +82,42 @@ final class SessionGraph: @unchecked Sendable {
 
     // MARK: Running
 
-    /// Starts the graph and waits (up to `timeout`) until it plays or fails.
+    /// Starts the graph and returns once the first buffer has left a source (the video one if there is
+    /// one). Any error posted meanwhile fails the start, with GStreamer's own words.
     func play(timeout: Duration = .seconds(5)) throws(CaptureError) {
-        do {
+        let firstSource = videoSource ?? audioSource
+        let failure = onTrial(pipeline.path, waitingForFirstBufferFrom: firstSource, timeout: timeout) {
             try pipeline.setState(.playing)
-        } catch {
-            throw .startFailed(reason: "the pipeline refused to play", underlying: error as? GStreamerError)
         }
-        let state = pipeline.state(timeout: ClockTime(timeout.components.seconds) * .second)
-        guard state.current == .playing else {
-            throw .startFailed(reason: "the pipeline did not reach PLAYING (it is \(state.current))", underlying: nil)
+        if let failure {
+            throw .startFailed(reason: failure.isResourceError ? "\(firstSource?.device.description ?? "a device") failed" : "the pipeline failed",
+                               underlying: failure)
         }
+    }
+
+    /// Runs `action`, treating errors from inside `path` as its own failure rather than the session's,
+    /// until `source` delivers its first buffer (or `timeout` passes).
+    private func onTrial(_ path: String, waitingForFirstBufferFrom source: SourceUnit?, timeout: Duration,
+                         _ action: () throws -> Void) -> GStreamerError? {
+        busState.withLock { $0.trialPath = path; $0.trialError = nil }
+        defer { busState.withLock { $0.trialPath = nil; $0.trialError = nil } }
+        let firstBuffer = DispatchSemaphore(value: 0)
+        source?.bin.staticPad("src")?.addProbe(.buffer) { _ in firstBuffer.signal(); return .remove }
+        var failure: GStreamerError?
+        do { try action() } catch {
+            failure = busState.withLock { $0.trialError } ?? (error as? GStreamerError)
+                ?? GStreamerError(kind: .stateChange, message: "\(error)")
+        }
+        guard source != nil else { return failure }
+        let deadline = DispatchTime.now() + .milliseconds(Int(timeout.components.seconds * 1000))
+        while failure == nil {
+            if firstBuffer.wait(timeout: .now() + .milliseconds(10)) == .success { break }
+            failure = busState.withLock { $0.trialError }
+            if failure == nil, DispatchTime.now() > deadline {
+                failure = GStreamerError(kind: .timeout, message: "no frame within \(timeout)")
+            }
+        }
+        return failure
     }
 
     func shutDown() {
@@ -151,23 +176,9 @@ final class SessionGraph: @unchecked Sendable {
             busState.withLock { $0.sources.append((path, unit.device)) }
             return
         }
-        busState.withLock { $0.trialPath = path; $0.trialError = nil }
-        defer { busState.withLock { $0.trialPath = nil } }
-        let firstBuffer = DispatchSemaphore(value: 0)
-        let output = unit.bin.staticPad("src")
-        output?.addProbe(.buffer) { _ in firstBuffer.signal(); return .remove }
         unit.bin.baseTime = pipeline.baseTime
-        var failure: GStreamerError?
-        do { try unit.bin.syncStateWithParent() } catch { failure = error as? GStreamerError }
-        if failure == nil {
-            let deadline = DispatchTime.now() + .milliseconds(Int(timeout.components.seconds * 1000))
-            while failure == nil {
-                if firstBuffer.wait(timeout: .now() + .milliseconds(20)) == .success { break }
-                failure = busState.withLock { $0.trialError }
-                if failure == nil, DispatchTime.now() > deadline {
-                    failure = GStreamerError(kind: .timeout, message: "no frame within \(timeout)")
-                }
-            }
+        let failure = onTrial(path, waitingForFirstBufferFrom: unit, timeout: timeout) {
+            try unit.bin.syncStateWithParent()
         }
         if let failure {
             unit.bin.unlink(from: tee)

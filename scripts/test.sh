@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Every test: installs what is missing, builds everything (tests, CLI, benchmark, examples), runs the suite.
+# Device tests skip on machines without /dev/video0; .ci/run also runs them inside the v4l2 test VM.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+swift build --build-tests
+swift test --skip-build "$@"
