@@ -62,8 +62,9 @@ extension XCTestCase {
     }
 
     /// Runs a program built next to the test bundle (gcapture, gcapture-bench) and returns its output.
-    func runProduct(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws
-        -> (status: Int32, stdout: String, stderr: String) {
+    /// `launcher` runs it through another program (e.g. setpriv to drop privileges).
+    func runProduct(_ name: String, _ arguments: [String], environment: [String: String] = [:],
+                    launcher: [String] = []) throws -> (status: Int32, stdout: String, stderr: String) {
         let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         var executable = folder.appendingPathComponent(name)
         if !FileManager.default.fileExists(atPath: executable.path) {
@@ -74,8 +75,13 @@ extension XCTestCase {
             throw XCTSkip("\(name) is not built next to the tests (build with `swift build --build-tests`)")
         }
         let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
+        if let program = launcher.first {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = Array(launcher.dropFirst()) + [executable.path] + arguments
+        } else {
+            process.executableURL = executable
+            process.arguments = arguments
+        }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out

@@ -35,6 +35,38 @@ final class V4L2DeviceTests: XCTestCase {
         XCTAssertEqual(CaptureDevice.device(withUniqueID: "/dev/video0"), camera)
     }
 
+    /// A user outside the node's group sees the camera as denied, with the group to join.
+    func testAccessDeniedSaysWhichGroupToJoin() throws {
+        let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        let environment = try registryReadableByEveryone()
+        let result = try runProduct("gcapture", ["devices", "--json"], environment: environment, launcher: nobody)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let devices = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        let camera = try XCTUnwrap(devices.first { $0["node"] as? String == "/dev/video0" })
+        XCTAssertEqual(camera["authorization"] as? String, "denied")
+        let advice = try XCTUnwrap(camera["authorizationAdvice"] as? String)
+        XCTAssertTrue(advice.contains("'video'") && advice.contains("usermod -aG video"), advice)
+
+        let frames = try runProduct("gcapture", ["frames", "--camera", "/dev/video0"], environment: environment, launcher: nobody)
+        XCTAssertNotEqual(frames.status, 0)
+        XCTAssertTrue(frames.stderr.contains("usermod -aG video"), frames.stderr)
+    }
+
+    /// Root's GStreamer plugin registry, copied where another user can read it (rebuilding it under
+    /// emulation takes ~20 s).
+    private func registryReadableByEveryone() throws -> [String: String] {
+        var environment = ["HOME": "/tmp"]
+        let registry = NSHomeDirectory() + "/.cache/gstreamer-1.0/registry.x86_64.bin"
+        guard FileManager.default.fileExists(atPath: registry) else { return environment }
+        let copy = NSTemporaryDirectory() + "gcapture-registry-\(UUID().uuidString).bin"
+        try FileManager.default.copyItem(atPath: registry, toPath: copy)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: copy)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: copy) }
+        environment["GST_REGISTRY"] = copy
+        environment["GST_REGISTRY_UPDATE"] = "no"
+        return environment
+    }
+
     func testFramesArriveAtTheCapsAskedFor() async throws {
         let output = CaptureVideoDataOutput()
         let log = FrameLog(output)

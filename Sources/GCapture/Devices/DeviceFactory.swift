@@ -70,6 +70,26 @@ enum DeviceFactory {
                              nodePath: nil, formats: [], backend: .provided(device))
     }
 
+    /// Cameras this user may not open. GStreamer's provider opens a node to describe it, so it never reports
+    /// these; listing them (from sysfs) is what lets a user learn that a camera exists and which group to join.
+    /// Only a device's first node (index 0) is taken: the others are metadata nodes.
+    static func inaccessibleCameras(excluding known: Set<String>) -> [CaptureDevice] {
+        let sysfs = "/sys/class/video4linux"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: sysfs) else { return [] }
+        return names.filter { $0.hasPrefix("video") }.sorted().compactMap { name -> CaptureDevice? in
+            let node = "/dev/" + name
+            guard !known.contains(node), access(node, R_OK | W_OK) != 0, FileManager.default.fileExists(atPath: node),
+                  let index = try? String(contentsOfFile: "\(sysfs)/\(name)/index", encoding: .utf8),
+                  index.trimmingCharacters(in: .whitespacesAndNewlines) == "0" else { return nil }
+            let card = (try? String(contentsOfFile: "\(sysfs)/\(name)/name", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? name
+            return CaptureDevice(uniqueID: stableID(nodePath: node, busInfo: nil, fallback: node), localizedName: card,
+                                 modelID: card, manufacturer: "", deviceType: .external,
+                                 position: position(for: node, name: card), mediaType: .video, nodePath: node,
+                                 formats: [], backend: .v4l2(path: node))
+        }
+    }
+
     /// /dev/v4l/by-id names survive re-plugging into another port; by-path survives a different camera in
     /// the same port; both are better ids than /dev/videoN, which changes with plug order.
     static func stableID(nodePath: String?, busInfo: String?, fallback: String) -> String {

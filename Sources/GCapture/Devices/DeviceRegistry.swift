@@ -39,7 +39,9 @@ final class DeviceRegistry: Sendable {
 
     var devices: [CaptureDevice] {
         startIfNeeded()
-        return state.withLock { $0.realDevices } + [testCamera, testMicrophone]
+        let found = state.withLock { $0.realDevices }
+        let denied = DeviceFactory.inaccessibleCameras(excluding: Set(found.compactMap(\.nodePath)))
+        return found + denied + [testCamera, testMicrophone]
     }
 
     func device(withUniqueID id: String) -> CaptureDevice? {
