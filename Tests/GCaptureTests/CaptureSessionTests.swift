@@ -191,6 +191,31 @@ final class CaptureSessionTests: XCTestCase {
         XCTAssertEqual(output.droppedFrameCount, delegate.drops.load(ordering: .relaxed))
     }
 
+    func testWithoutDiscardingALateDelegateGetsEveryFrameInOrder() async throws {
+        final class Recorder: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
+            let times = Mutex<[Double]>([])
+            func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer) {
+                times.withLock { $0.append(sampleBuffer.presentationTime) }
+                Thread.sleep(forTimeInterval: 0.04) // slower than 30 fps, for a short while
+            }
+        }
+        let output = CaptureVideoDataOutput()
+        output.alwaysDiscardsLateVideoFrames = false
+        let recorder = Recorder()
+        let delegateQueue = DispatchQueue(label: "recorder")
+        output.setSampleBufferDelegate(recorder, queue: delegateQueue)
+        let session = try makeSession(outputs: [output])
+        try await session.start()
+        try await Task.sleep(for: .milliseconds(700))
+        await session.stop()
+        delegateQueue.sync {}
+        let times = recorder.times.withLock { $0 }
+        XCTAssertEqual(output.droppedFrameCount, 0, "a backlog under a second must not drop")
+        XCTAssertGreaterThanOrEqual(times.count, 18)
+        XCTAssertEqual(times, times.sorted(), "frames out of order")
+        XCTAssertLessThan(FrameLog.longestGap(times.map { .init(time: $0, width: 0, height: 0, format: "", arrival: Date()) }), 0.07)
+    }
+
     func testTestCameraNoiseIsRealNoise() async throws {
         func lumaSpread(noise: Int) async throws -> Double {
             let output = CaptureVideoDataOutput()

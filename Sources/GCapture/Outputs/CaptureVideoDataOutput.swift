@@ -34,7 +34,8 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
         var delegate: (any CaptureVideoDataOutputSampleBufferDelegate)?
         var delegateQueue: DispatchQueue?
         var streams: [UUID: AsyncStream<SampleBuffer>.Continuation] = [:]
-        var delegateBusy = false
+        /// Frames handed to the delegate queue and not yet processed.
+        var delegateInFlight = 0
     }
 
     private let state = Mutex(State())
@@ -44,7 +45,10 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
     public override init() {}
 
     /// When true (the default) a frame that arrives while the delegate still processes the previous one is
-    /// dropped (didDrop); when false frames wait in a queue of up to one second of video.
+    /// dropped (didDrop); when false up to `lateFrameBacklog` frames wait for the delegate. Either way a slow
+    /// consumer never holds more camera buffers than that, so it cannot starve the camera or other outputs.
+    /// Frames wait for a delegate that is late, when alwaysDiscardsLateVideoFrames is false: about a second.
+    public static let lateFrameBacklog = 30
     public var alwaysDiscardsLateVideoFrames: Bool {
         get { state.withLock { $0.alwaysDiscardsLateVideoFrames } }
         set { state.withLock { $0.alwaysDiscardsLateVideoFrames = newValue } }
@@ -121,10 +125,11 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
 
     private func deliver(_ sample: Sample) {
         guard let buffer = SampleBuffer(sample) else { return }
-        let (delegate, queue, streams, discard, busy) = state.withLock { state in
-            let wasBusy = state.delegateBusy
-            if state.delegate != nil, !wasBusy || !state.alwaysDiscardsLateVideoFrames { state.delegateBusy = true }
-            return (state.delegate, state.delegateQueue, Array(state.streams.values), state.alwaysDiscardsLateVideoFrames, wasBusy)
+        let (delegate, queue, streams, accepted) = state.withLock { state in
+            let limit = state.alwaysDiscardsLateVideoFrames ? 1 : Self.lateFrameBacklog
+            let accepted = state.delegate != nil && state.delegateInFlight < limit
+            if accepted { state.delegateInFlight += 1 }
+            return (state.delegate, state.delegateQueue, Array(state.streams.values), accepted)
         }
         var wasDelivered = false
         for stream in streams {
@@ -136,15 +141,15 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
             }
         }
         if let delegate, let queue {
-            if discard && busy {
-                dropped.add(1, ordering: .relaxed)
-                queue.async { delegate.captureOutput(self, didDrop: buffer) }
-            } else {
+            if accepted {
                 wasDelivered = true
                 queue.async {
                     delegate.captureOutput(self, didOutput: buffer)
-                    self.state.withLock { $0.delegateBusy = false }
+                    self.state.withLock { $0.delegateInFlight -= 1 }
                 }
+            } else {
+                dropped.add(1, ordering: .relaxed)
+                queue.async { delegate.captureOutput(self, didDrop: buffer) }
             }
         }
         if wasDelivered { delivered.add(1, ordering: .relaxed) }

@@ -93,6 +93,8 @@ public final class CaptureSession: @unchecked Sendable {
         return !current.contains(input) && !current.contains { $0.mediaType == input.mediaType }
     }
 
+    /// Adds an input. Outside begin/commitConfiguration the change is committed at once, blocking like
+    /// commitConfiguration; inside, it is staged.
     public func addInput(_ input: CaptureInput) throws(CaptureError) {
         guard canAddInput(input) else {
             throw .cannotAddInput("the session already has a \(input.mediaType.rawValue) input")
@@ -106,6 +108,8 @@ public final class CaptureSession: @unchecked Sendable {
 
     public func canAddOutput(_ output: CaptureOutput) -> Bool { !outputs.contains(output) }
 
+    /// Adds an output. Outside begin/commitConfiguration the change is committed at once (on a running
+    /// session the output joins the live graph), blocking like commitConfiguration; inside, it is staged.
     public func addOutput(_ output: CaptureOutput) throws(CaptureError) {
         guard canAddOutput(output) else { throw .cannotAddOutput("\(output.displayName) is already in the session") }
         try mutate { $0.outputs.append(output) }
