@@ -1,1 +1,98 @@
+import Foundation
+import GStreamerKit
 
+// gcapture-bench: the capture engine and the plain GStreamer pipeline it amounts to, side by side in one run,
+// reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
+
+struct Options {
+    enum Part: String { case latency, frames }
+
+    var seconds = 10.0
+    var rounds = 3
+    var latencyRounds = 15
+    var json = false
+    var only: Part?
+
+    static let usage = """
+        usage: gcapture-bench [--seconds S] [--rounds N] [--latency-rounds N] [--only latency|frames] [--json]
+
+          --seconds S          seconds of 1080p30 frames per child process (default 10)
+          --rounds N           engine/plain child process pairs for the CPU and memory figures (default 3)
+          --latency-rounds N   engine/plain start → first frame pairs (default 15)
+          --only PART          run only the latency or the frames part
+          --json               print one JSON object with every figure instead of the table
+        """
+
+    /// nil when help was asked for.
+    static func parse(_ arguments: [String]) throws(BenchmarkError) -> Options? {
+        var options = Options()
+        var remaining = arguments[...]
+        func value(for flag: String) throws(BenchmarkError) -> String {
+            guard let value = remaining.popFirst() else { throw .usage("\(flag) needs a value") }
+            return value
+        }
+        func count(for flag: String) throws(BenchmarkError) -> Int {
+            let text = try value(for: flag)
+            guard let number = Int(text), number > 0 else { throw .usage("\(flag) must be a positive integer, not '\(text)'") }
+            return number
+        }
+        while let argument = remaining.popFirst() {
+            switch argument {
+            case "--seconds":
+                let text = try value(for: argument)
+                guard let seconds = Double(text), seconds > 0, seconds <= 3600 else {
+                    throw .usage("--seconds must be between 0 and 3600, not '\(text)'")
+                }
+                options.seconds = seconds
+            case "--rounds": options.rounds = try count(for: argument)
+            case "--latency-rounds": options.latencyRounds = try count(for: argument)
+            case "--json": options.json = true
+            case "--only":
+                let text = try value(for: argument)
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency or frames, not '\(text)'") }
+                options.only = part
+            case "-h", "--help": return nil
+            default: throw .usage("unknown argument '\(argument)'")
+            }
+        }
+        return options
+    }
+
+    func runs(_ part: Part) -> Bool { only == nil || only == part }
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+
+// Hidden: one side of the frame delivery benchmark, in a process of its own.
+if arguments.first == "child" {
+    exit(await FrameChild.main(Array(arguments.dropFirst())))
+}
+
+let options: Options
+do {
+    guard let parsed = try Options.parse(arguments) else {
+        print(Options.usage)
+        exit(0)
+    }
+    options = parsed
+} catch {
+    printError("gcapture-bench: \(error)\n\n\(Options.usage)")
+    exit(2)
+}
+
+do {
+    var report = BenchmarkReport(gstreamerVersion: GStreamer.version,
+                                 processors: ProcessInfo.processInfo.activeProcessorCount,
+                                 plainPipeline: Contestants.plainDescription)
+    if options.runs(.latency) {
+        report.latency = try await LatencyBenchmark.run(rounds: options.latencyRounds, progress: printError)
+    }
+    if options.runs(.frames) {
+        report.frameDelivery = try FrameDeliveryBenchmark.run(seconds: options.seconds, rounds: options.rounds,
+                                                              progress: printError)
+    }
+    print(options.json ? try report.json() : report.table())
+} catch {
+    printError("gcapture-bench: \(error)")
+    exit(1)
+}

@@ -1,0 +1,158 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What one child process cost, as the kernel accounted it (wait4), and what it printed on stdout.
+struct ChildUsage: Sendable {
+    /// The exit code, or nil when a signal ended it (see `signal`).
+    var exitCode: Int32?
+    var signal: Int32?
+    var stdout: String
+    var wallSeconds: Double
+    var userSeconds: Double
+    var systemSeconds: Double
+    /// Peak resident set size of the program (VmHWM of its address space, KiB), sampled while it ran.
+    var peakRSSKiB: Int
+    /// ru_maxrss from wait4 (KiB). Not the program's own peak: posix_spawn's vfork child execs from the
+    /// parent's address space, and Linux folds that address space's high-water mark into the child's
+    /// maxrss at exec, so this is at least the parent's RSS at spawn time.
+    var waitMaxRSSKiB: Int
+
+    var cpuSeconds: Double { userSeconds + systemSeconds }
+    var peakRSSMiB: Double { Double(peakRSSKiB) / 1024 }
+    var succeeded: Bool { exitCode == 0 }
+    var endDescription: String {
+        if let exitCode { return "exit status \(exitCode)" }
+        return "signal \(signal ?? 0)"
+    }
+}
+
+/// Runs programs with posix_spawn and reaps them with wait4, which reports the CPU time of that one child
+/// (user + system). Its peak RSS is read from /proc/<pid>/status (VmHWM) while it runs: wait4's ru_maxrss
+/// would include the parent's RSS (see ChildUsage.waitMaxRSSKiB). stderr is inherited.
+enum ChildProcess {
+    /// This benchmark's own executable, to re-run it in a child mode.
+    static var currentExecutable: String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        if length > 0 { return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+        return CommandLine.arguments[0]
+    }
+
+    /// Spawns `executable` (looked up in PATH when `searchPath`), collects its stdout and waits for it; after
+    /// `timeout` seconds it is killed (and reported as ended by SIGKILL).
+    static func run(_ executable: String, _ arguments: [String], searchPath: Bool = false,
+                    timeout: Double) throws(BenchmarkError) -> ChildUsage {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw .child("pipe failed: errno \(errno)") }
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        // Neither end leaks into other children; the child gets its copy of the write end below.
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // dup2 clears close-on-exec on the copy: the child keeps only its stdout end of the pipe.
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, STDOUT_FILENO)
+
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+
+        var pid: pid_t = 0
+        let started = Monotonic.now
+        let spawned = searchPath
+            ? posix_spawnp(&pid, executable, &actions, nil, argv, envp)
+            : posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        close(writeEnd)
+        guard spawned == 0 else {
+            close(readEnd)
+            throw .child("cannot start \(executable): \(String(cString: strerror(spawned)))")
+        }
+
+        let (output, peakRSS) = readAll(readEnd, pid: pid, started: started, deadline: started + UInt64(timeout * 1e9))
+        close(readEnd)
+
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 {
+            guard errno == EINTR else { throw .child("wait4 failed: errno \(errno)") }
+        }
+        let ended = Monotonic.now
+
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import (they are macros).
+        let terminatingSignal = status & 0x7f
+        return ChildUsage(
+            exitCode: terminatingSignal == 0 ? (status >> 8) & 0xff : nil,
+            signal: terminatingSignal == 0 ? nil : terminatingSignal,
+            stdout: String(decoding: output, as: UTF8.self),
+            wallSeconds: Monotonic.seconds(from: started, to: ended),
+            userSeconds: seconds(usage.ru_utime),
+            systemSeconds: seconds(usage.ru_stime),
+            peakRSSKiB: peakRSS,
+            waitMaxRSSKiB: usage.ru_maxrss)
+    }
+
+    /// How often the child's VmHWM is sampled. It only grows, so the last sample before exit misses at most
+    /// what the child allocated in its final moments (while tearing down).
+    static let memorySamplingMilliseconds: UInt64 = 20
+
+    /// Reads until end of file (the child exited, or at least closed its stdout), sampling the child's peak RSS
+    /// and killing it at the deadline. The child is not reaped yet, so its pid cannot have been reused.
+    private static func readAll(_ fd: Int32, pid: pid_t, started: UInt64,
+                                deadline: UInt64) -> (output: [UInt8], peakRSSKiB: Int) {
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var killed = false
+        var peakRSS = 0
+        let statusPath = "/proc/\(pid)/status"
+        // posix_spawn returns as soon as the child starts its exec, a moment before the child leaves the
+        // parent's address space: a sample taken then would show the parent's VmHWM. Sampling starts later.
+        let firstSample = started + memorySamplingMilliseconds * 1_000_000
+        while true {
+            let now = Monotonic.now
+            if now >= firstSample {
+                // An exited (zombie) child has no memory lines: the last value read stays.
+                peakRSS = max(peakRSS, highWaterMarkKiB(statusPath) ?? 0)
+            }
+            if !killed, now >= deadline {
+                kill(pid, SIGKILL)
+                killed = true
+            }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let untilDeadline = (deadline - min(now, deadline)) / 1_000_000 + 1
+            let waitMilliseconds = killed ? -1 : Int32(min(untilDeadline, memorySamplingMilliseconds))
+            let ready = poll(&poller, 1, waitMilliseconds)
+            if ready == 0 { continue }
+            if ready < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            let count = read(fd, &buffer, buffer.count)
+            if count > 0 {
+                output.append(contentsOf: buffer[..<count])
+            } else if count == 0 || errno != EINTR {
+                break
+            }
+        }
+        return (output, peakRSS)
+    }
+
+    /// VmHWM ("VmHWM:     51234 kB") of a live process: the peak RSS of its current address space, which
+    /// exec started afresh.
+    static func highWaterMarkKiB(_ statusPath: String) -> Int? {
+        guard let status = try? String(contentsOfFile: statusPath, encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+        return line.split(separator: " ").dropFirst().first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    private static func seconds(_ time: timeval) -> Double {
+        Double(time.tv_sec) + Double(time.tv_usec) / 1e6
+    }
+}

@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Median, 90th percentile and extremes of a series of measurements.
+struct Summary: Codable, Sendable {
+    var median: Double
+    var p90: Double
+    var min: Double
+    var max: Double
+    /// Every measurement, in the order taken.
+    var samples: [Double]
+
+    init(_ samples: [Double]) {
+        precondition(!samples.isEmpty, "a summary needs at least one sample")
+        self.samples = samples
+        median = Statistics.percentile(samples, 0.5)
+        p90 = Statistics.percentile(samples, 0.9)
+        min = samples.min()!
+        max = samples.max()!
+    }
+}
+
+enum Statistics {
+    /// The `fraction` quantile (0...1), interpolating linearly between the two nearest ranks (numpy's default;
+    /// for 0.5 this is the usual median).
+    static func percentile(_ values: [Double], _ fraction: Double) -> Double {
+        precondition(!values.isEmpty)
+        let sorted = values.sorted()
+        let rank = fraction * Double(sorted.count - 1)
+        let lower = Int(rank.rounded(.down))
+        let upper = Swift.min(lower + 1, sorted.count - 1)
+        let weight = rank - Double(lower)
+        return sorted[lower] + (sorted[upper] - sorted[lower]) * weight
+    }
+
+    static func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
+}
+
+/// Monotonic nanoseconds (CLOCK_MONOTONIC), comparable across threads: every timestamp of the benchmark.
+enum Monotonic {
+    static var now: UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+
+    static func milliseconds(from start: UInt64, to end: UInt64) -> Double {
+        Double(Int64(bitPattern: end &- start)) / 1e6
+    }
+
+    static func seconds(from start: UInt64, to end: UInt64) -> Double {
+        Double(Int64(bitPattern: end &- start)) / 1e9
+    }
+}

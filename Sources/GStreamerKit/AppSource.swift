@@ -1,0 +1,27 @@
+import CGst
+
+/// An appsrc element: where Swift hands buffers to GStreamer.
+public final class AppSource: @unchecked Sendable {
+    public let element: Element
+    private var appSource: UnsafeMutablePointer<GstAppSrc> { reinterpret(element.pointer) }
+
+    /// Wraps an appsrc found inside a parsed bin.
+    public init?(_ element: Element) {
+        guard element.factoryName == "appsrc" else { return nil }
+        self.element = element
+    }
+
+    public func setCaps(_ caps: Caps) { gst_app_src_set_caps(appSource, caps.pointer) }
+
+    /// Copies `bytes` into a new buffer stamped with `presentationTime` and pushes it.
+    @discardableResult
+    public func push(copying bytes: UnsafeRawBufferPointer, presentationTime: ClockTime? = nil) -> Bool {
+        guard let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil) else { return false }
+        if let base = bytes.baseAddress { gst_buffer_fill(buffer, 0, base, gsize(bytes.count)) }
+        buffer.pointee.pts = presentationTime ?? ClockTime.none
+        // gst_app_src_push_buffer takes the buffer's reference.
+        return gst_app_src_push_buffer(appSource, buffer) == GST_FLOW_OK
+    }
+
+    public func endOfStream() { gst_app_src_end_of_stream(appSource) }
+}

@@ -1,0 +1,53 @@
+import CGst
+import CGstShim
+import Foundation
+
+/// Metadata tags (GstTagList) for muxers that write them: EXIF in JPEG, udta in MP4.
+public struct TagList: Sendable {
+    enum Value: Sendable { case string(String), dateTime(Date), double(Double) }
+    private var values: [(String, Value)] = []
+
+    public init() {}
+
+    /// GST_TAG_* names: "device-manufacturer", "device-model", "application-name", "image-orientation"...
+    public mutating func set(_ tag: String, _ value: String) { values.append((tag, .string(value))) }
+    public mutating func set(_ tag: String, _ value: Double) { values.append((tag, .double(value))) }
+    /// "datetime": becomes EXIF DateTimeOriginal.
+    public mutating func set(_ tag: String, date: Date) { values.append((tag, .dateTime(date))) }
+
+    func makeList() -> UnsafeMutablePointer<GstTagList>? {
+        guard let list = gst_tag_list_new_empty() else { return nil }
+        for (tag, value) in values {
+            var gvalue = GValue()
+            switch value {
+            case .string(let text):
+                g_value_init(&gvalue, CGstShim_type_string())
+                g_value_set_string(&gvalue, text)
+            case .double(let number):
+                g_value_init(&gvalue, CGstShim_type_double())
+                g_value_set_double(&gvalue, number)
+            case .dateTime(let date):
+                let seconds = date.timeIntervalSince1970
+                guard let local = g_date_time_new_from_unix_local(gint64(seconds)),
+                      let dateTime = gst_date_time_new_from_g_date_time(local) else { continue }
+                g_value_init(&gvalue, gst_date_time_get_type())
+                g_value_take_boxed(&gvalue, UnsafeRawPointer(dateTime))
+            }
+            gst_tag_list_add_value(list, GST_TAG_MERGE_REPLACE, tag, &gvalue)
+            g_value_unset(&gvalue)
+        }
+        return list
+    }
+}
+
+extension Element {
+    /// Replaces the tags an element that writes metadata (jifmux, mp4mux) will write next.
+    public func setTags(_ tags: TagList) {
+        guard g_type_check_instance_is_a(reinterpret(pointer), gst_tag_setter_get_type()) != 0,
+              let list = tags.makeList() else { return }
+        let setter = OpaquePointer(pointer)
+        gst_tag_setter_reset_tags(setter)
+        gst_tag_setter_merge_tags(setter, list, GST_TAG_MERGE_REPLACE_ALL)
+        gst_tag_list_unref(list)
+    }
+}
