@@ -1,4 +1,5 @@
 import CGst
+import Foundation
 
 /// Size, pixel format and layout of raw video, read from caps.
 public struct VideoInfo: Sendable, Equatable {
@@ -91,6 +92,9 @@ public final class Sample: @unchecked Sendable {
 
     public var videoInfo: VideoInfo? { caps.flatMap { VideoInfo(caps: $0) } }
 
+    /// The frame layout, parsed once per caps when `cache` is shared by a stream of samples.
+    public func videoInfo(cache: VideoInfoCache) -> VideoInfo? { cache.entry(for: self)?.info }
+
     /// Maps the whole buffer read-only, without copying.
     public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
         guard let buffer else { return nil }
@@ -101,10 +105,17 @@ public final class Sample: @unchecked Sendable {
     }
 
     /// Maps the frame's planes read-only, without copying (honours per-buffer video meta layouts).
-    public func withVideoPlanes<R>(_ body: ([VideoPlane]) throws -> R) rethrows -> R? {
-        guard let buffer, let capsPointer = gst_sample_get_caps(pointer) else { return nil }
-        var info = GstVideoInfo()
-        guard gst_video_info_from_caps(&info, capsPointer) != 0, let finfo = info.finfo else { return nil }
+    public func withVideoPlanes<R>(cache: VideoInfoCache? = nil, _ body: ([VideoPlane]) throws -> R) rethrows -> R? {
+        guard let buffer else { return nil }
+        var info: GstVideoInfo
+        if let entry = cache?.entry(for: self) {
+            info = entry.raw
+        } else {
+            guard let capsPointer = gst_sample_get_caps(pointer) else { return nil }
+            info = GstVideoInfo()
+            guard gst_video_info_from_caps(&info, capsPointer) != 0 else { return nil }
+        }
+        guard let finfo = info.finfo else { return nil }
         var frame = GstVideoFrame()
         guard gst_video_frame_map(&frame, &info, buffer, GST_MAP_READ) != 0 else { return nil }
         defer { gst_video_frame_unmap(&frame) }
@@ -119,5 +130,34 @@ public final class Sample: @unchecked Sendable {
                                      rowBytes: layout.planeRowBytes[plane]))
         }
         return try body(planes)
+    }
+}
+
+/// Remembers the layout of the last caps seen, so a stream of frames whose caps do not change parses them
+/// once instead of once per frame.
+public final class VideoInfoCache: @unchecked Sendable {
+    struct Entry {
+        let caps: UnsafeMutablePointer<GstCaps>
+        let info: VideoInfo
+        let raw: GstVideoInfo
+    }
+
+    private var entry: Entry?
+    private let lock = NSLock()
+
+    public init() {}
+    deinit { if let caps = entry?.caps { gst_caps_unref(caps) } }
+
+    func entry(for sample: Sample) -> Entry? {
+        guard let caps = gst_sample_get_caps(sample.pointer) else { return nil }
+        return lock.withLock { () -> Entry? in
+            // The cache keeps its caps alive, so an equal pointer is the same caps.
+            if let entry, entry.caps == caps { return entry }
+            var raw = GstVideoInfo()
+            guard gst_video_info_from_caps(&raw, caps) != 0, let finfo = raw.finfo else { return nil }
+            if let old = entry?.caps { gst_caps_unref(old) }
+            entry = Entry(caps: gst_caps_ref(caps), info: VideoInfo(raw, finfo: finfo), raw: raw)
+            return entry
+        }
     }
 }

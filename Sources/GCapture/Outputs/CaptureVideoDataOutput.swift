@@ -41,6 +41,7 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
     private let state = Mutex(State())
     private let delivered = Atomic<Int>(0)
     private let dropped = Atomic<Int>(0)
+    private let layoutCache = VideoInfoCache()
 
     public override init() {}
 
@@ -124,7 +125,7 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
     }
 
     private func deliver(_ sample: Sample) {
-        guard let buffer = SampleBuffer(sample) else { return }
+        guard let buffer = SampleBuffer(sample, layoutCache: layoutCache) else { return }
         let (delegate, queue, streams, accepted) = state.withLock { state in
             let limit = state.alwaysDiscardsLateVideoFrames ? 1 : Self.lateFrameBacklog
             let accepted = state.delegate != nil && state.delegateInFlight < limit

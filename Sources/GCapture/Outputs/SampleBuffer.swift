@@ -7,9 +7,13 @@ public final class SampleBuffer: @unchecked Sendable {
     /// Size, pixel format and plane layout.
     public let videoInfo: VideoInfo
 
-    init?(_ sample: Sample) {
-        guard let info = sample.videoInfo else { return nil }
+    private let layoutCache: VideoInfoCache
+
+    /// `layoutCache` is shared by all frames of one output: their caps rarely change.
+    init?(_ sample: Sample, layoutCache: VideoInfoCache) {
+        guard let info = sample.videoInfo(cache: layoutCache) else { return nil }
         self.sample = sample
+        self.layoutCache = layoutCache
         videoInfo = info
     }
 
@@ -26,6 +30,6 @@ public final class SampleBuffer: @unchecked Sendable {
 
     /// The planes, mapped read-only for the duration of `body` without copying.
     public func withPlanes<R>(_ body: ([VideoPlane]) throws -> R) rethrows -> R? {
-        try sample.withVideoPlanes(body)
+        try sample.withVideoPlanes(cache: layoutCache, body)
     }
 }

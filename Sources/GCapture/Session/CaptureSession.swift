@@ -45,7 +45,11 @@ public final class CaptureSession: @unchecked Sendable {
         var staged: Configuration?
         var depth = 0
         var isRunning = false
+        /// The graph while running.
         var graph: SessionGraph?
+        /// While stopped: the committed configuration's graph, built (in NULL, no device opened) so that
+        /// start only has to set it playing.
+        var prepared: SessionGraph?
         var listeners: [UUID: AsyncStream<RuntimeError>.Continuation] = [:]
     }
 
@@ -64,8 +68,9 @@ public final class CaptureSession: @unchecked Sendable {
     }
 
     deinit {
-        let graph = state.withLock { $0.graph }
+        let (graph, prepared) = state.withLock { ($0.graph, $0.prepared) }
         graph?.shutDown()
+        prepared?.discard()
     }
 
     // MARK: Inputs and outputs
@@ -232,7 +237,12 @@ public final class CaptureSession: @unchecked Sendable {
     private func apply(_ configuration: Configuration) throws(CaptureError) {
         let resolved = try resolve(configuration)
         guard let graph = state.withLock({ $0.graph }) else {
-            state.withLock { $0.committed = configuration }
+            let prepared = try buildGraph(configuration, resolved)
+            let replaced = state.withLock { state -> SessionGraph? in
+                defer { state.committed = configuration; state.prepared = prepared }
+                return state.prepared
+            }
+            replaced?.discard()
             return
         }
         // Build every new piece before touching the running graph: a failure here changes nothing.
@@ -268,13 +278,11 @@ public final class CaptureSession: @unchecked Sendable {
         state.withLock { $0.committed = configuration }
     }
 
-    private func startOnQueue() throws(CaptureError) {
-        guard !state.withLock({ $0.isRunning }) else { return }
-        let configuration = state.withLock { $0.committed }
-        let resolved = try resolve(configuration)
-        let graph = try SessionGraph(name: name) { [weak self] event in
+    /// Builds the whole graph for a configuration, in NULL: elements made and linked, no device opened.
+    private func buildGraph(_ configuration: Configuration, _ resolved: Resolved) throws(CaptureError) -> SessionGraph {
+        let graph = try SessionGraph(name: name) { [weak self] graph, event in
             guard let self else { return }
-            self.queue.async { self.handle(event) }
+            self.queue.async { self.handle(event, from: graph) }
         }
         do {
             if let video = resolved.video {
@@ -287,6 +295,29 @@ public final class CaptureSession: @unchecked Sendable {
             for output in configuration.outputs {
                 try graph.attach(output, branch: graph.buildBranch(for: output))
             }
+        } catch {
+            graph.discard()
+            throw error
+        }
+        return graph
+    }
+
+    private func startOnQueue() throws(CaptureError) {
+        guard !state.withLock({ $0.isRunning }) else { return }
+        let (configuration, prepared) = state.withLock { state in
+            defer { state.prepared = nil }
+            return (state.committed, state.prepared)
+        }
+        // Devices may have come or gone since the graph was prepared: check again, cheaply.
+        let graph: SessionGraph
+        do throws(CaptureError) {
+            let resolved = try resolve(configuration)
+            if let prepared { graph = prepared } else { graph = try buildGraph(configuration, resolved) }
+        } catch {
+            prepared?.discard()
+            throw error
+        }
+        do {
             try graph.play()
         } catch {
             graph.shutDown()
@@ -302,11 +333,20 @@ public final class CaptureSession: @unchecked Sendable {
             return state.graph
         }) else { return }
         graph.shutDown()
+        prepareForNextStart()
         NotificationCenter.default.post(name: Self.didStopRunningNotification, object: self)
     }
 
-    private func handle(_ event: GraphEvent) {
-        guard let graph = state.withLock({ $0.graph }) else { return }
+    /// Builds the graph the next start will play, off the start's critical path.
+    private func prepareForNextStart() {
+        let configuration = state.withLock { $0.committed }
+        guard let resolved = try? resolve(configuration), let graph = try? buildGraph(configuration, resolved) else { return }
+        state.withLock { $0.prepared = graph }
+    }
+
+    private func handle(_ event: GraphEvent, from source: SessionGraph) {
+        // Events of a graph that has since stopped concern nobody.
+        guard let graph = state.withLock({ $0.graph }), graph === source else { return }
         switch event {
         case .outputFailed(let output, let error):
             graph.detach(output)

@@ -43,7 +43,7 @@ final class SessionGraph: @unchecked Sendable {
     private var branchCounter = 0
     private var sourceCounter = 0
 
-    init(name: String, onEvent: @escaping @Sendable (GraphEvent) -> Void) throws(CaptureError) {
+    init(name: String, onEvent: @escaping @Sendable (SessionGraph, GraphEvent) -> Void) throws(CaptureError) {
         pipeline = Pipeline(name: name)
         do {
             videoTee = try Element.make("tee", name: "video-tee")
@@ -59,7 +59,7 @@ final class SessionGraph: @unchecked Sendable {
         pipeline.useClock(.system)
         pipeline.bus.setHandler { [weak self] message in
             guard let self, case .error(let error) = message.kind else { return }
-            if let event = self.attribute(error, from: message) { onEvent(event) }
+            if let event = self.attribute(error, from: message) { onEvent(self, event) }
         }
     }
 
@@ -127,6 +127,13 @@ final class SessionGraph: @unchecked Sendable {
         }
         pipeline.shutDown()
         for item in attached { item.output.didDetach() }
+        busState.withLock { $0.branches.removeAll() }
+    }
+
+    /// Releases a graph that never played (a prepared graph replaced by a newer configuration): its outputs
+    /// were never running, so they are not told they stopped.
+    func discard() {
+        pipeline.shutDown()
         busState.withLock { $0.branches.removeAll() }
     }
 
