@@ -4,6 +4,7 @@ import PackageDescription
 // Layers, each depending only on the ones above it in this list:
 //   CGst (system library) → CGstShim (C macros/variadics) → GStreamerKit (safe Swift over GStreamer,
 //   knows nothing about cameras) → GCapture (the capture engine) → gcapture CLI, benchmark, examples.
+//   CImaging holds the engine's pixel loops (plain C, no GStreamer).
 let package = Package(
     name: "gcapture",
     platforms: [.macOS(.v14)],
@@ -25,7 +26,8 @@ let package = Package(
         ),
         .target(name: "CGstShim", dependencies: ["CGst"]),
         .target(name: "GStreamerKit", dependencies: ["CGst", "CGstShim"]),
-        .target(name: "GCapture", dependencies: ["GStreamerKit"]),
+        .target(name: "CImaging"),
+        .target(name: "GCapture", dependencies: ["GStreamerKit", "CImaging"]),
         .executableTarget(
             name: "GCaptureCLI",
             dependencies: ["GCapture", .product(name: "ArgumentParser", package: "swift-argument-parser")]

@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 swift build --build-tests
-swift test --skip-build "$@"
+mkdir -p .build
+swift test --skip-build --disable-swift-testing "$@" 2>&1 | tee .build/test.log
+bash scripts/summarize-tests.sh .build/test.log

@@ -111,7 +111,7 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
         return fragment + "appsink name=sink sync=false max-buffers=1 drop=false emit-signals=false enable-last-sample=false"
     }
 
-    override func didAttach(branch: Bin) {
+    override func didAttach(branch: Bin, context: OutputContext) {
         guard let element = branch.element(named: "sink"), let sink = AppSink(element) else { return }
         sink.setSampleHandler { [weak self] sample in self?.deliver(sample) }
     }

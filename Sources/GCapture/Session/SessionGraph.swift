@@ -227,7 +227,7 @@ final class SessionGraph: @unchecked Sendable {
     func attach(_ output: CaptureOutput, branch bin: Bin) throws(CaptureError) {
         let tee = output.mediaType == .video ? videoTee : audioTee
         // Callbacks first, so no frame arrives before the output can take it.
-        output.didAttach(branch: bin)
+        output.didAttach(branch: bin, context: makeContext())
         do {
             let branch = try TeeBranch(attaching: bin, to: tee, in: pipeline)
             busState.withLock {
@@ -237,6 +237,15 @@ final class SessionGraph: @unchecked Sendable {
             output.didDetach()
             throw .configurationFailed(reason: "cannot attach \(output.displayName)", underlying: error as? GStreamerError)
         }
+    }
+
+    private func makeContext() -> OutputContext {
+        let pipeline = self.pipeline
+        return OutputContext(
+            runningTime: { [weak pipeline] in pipeline?.currentRunningTime.map(UInt64.init) },
+            videoDevice: { [weak self] in
+                self?.busState.withLock { state in state.sources.last { $0.device.mediaType == .video }?.device }
+            })
     }
 
     /// Detaches the output's branch (draining it first when the output writes a file).

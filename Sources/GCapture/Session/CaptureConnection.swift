@@ -1,0 +1,47 @@
+import Synchronization
+
+/// How an output receives its input's frames (AVCaptureConnection): rotation and mirroring live here.
+public final class CaptureConnection: @unchecked Sendable {
+    private struct State {
+        var videoRotationAngle: Double = 0
+        var isVideoMirrored = false
+        var automaticallyAdjustsVideoMirroring = true
+        var isEnabled = true
+    }
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// Degrees clockwise to rotate frames so they show upright: 0, 90, 180 or 270.
+    public var videoRotationAngle: Double {
+        get { state.withLock { $0.videoRotationAngle } }
+        set {
+            precondition(isVideoRotationAngleSupported(newValue), "videoRotationAngle must be 0, 90, 180 or 270")
+            state.withLock { $0.videoRotationAngle = newValue }
+        }
+    }
+
+    public func isVideoRotationAngleSupported(_ angle: Double) -> Bool { [0, 90, 180, 270].contains(angle) }
+
+    /// Photos and movies are not mirrored unless this is set (with automatic adjustment turned off); a
+    /// preview mirrors the front camera by itself.
+    public var isVideoMirrored: Bool {
+        get { state.withLock { $0.isVideoMirrored } }
+        set { state.withLock { $0.isVideoMirrored = newValue } }
+    }
+
+    public var automaticallyAdjustsVideoMirroring: Bool {
+        get { state.withLock { $0.automaticallyAdjustsVideoMirroring } }
+        set { state.withLock { $0.automaticallyAdjustsVideoMirroring = newValue } }
+    }
+
+    public var isEnabled: Bool {
+        get { state.withLock { $0.isEnabled } }
+        set { state.withLock { $0.isEnabled = newValue } }
+    }
+
+    /// Whether captured frames (photos, movies) are to be mirrored: only when asked for explicitly.
+    var mirrorsCapturedFrames: Bool {
+        state.withLock { !$0.automaticallyAdjustsVideoMirroring && $0.isVideoMirrored }
+    }
+}
