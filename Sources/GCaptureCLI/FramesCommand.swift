@@ -61,14 +61,7 @@ struct FrameCapture {
     var noise: Int
 
     func run(onStart: (Started) -> Void) async throws -> Report {
-        let device: CaptureDevice
-        if let camera {
-            device = try CaptureDevice.requireDevice(withUniqueID: camera)
-        } else {
-            device = CaptureDevice.default(for: .video) ?? .testCamera
-        }
-        let chosen = device.deviceType == .testCamera && noise > 0
-            ? CaptureDevice.makeTestCamera(options: TestCameraOptions(noiseLevel: noise)) : device
+        let chosen = try CameraChoice.device(camera, noise: noise)
         let session = CaptureSession(name: "gcapture-frames")
         let output = CaptureVideoDataOutput()
         session.beginConfiguration()

@@ -15,8 +15,9 @@ struct GCaptureCommand: AsyncParsableCommand {
           gcapture devices --json               the same as JSON, for programs
           gcapture frames --duration 2          capture 2 s of frames from the default camera, print stats
           gcapture frames --camera /dev/video0 --preset vga640x480 --json
+          gcapture photo --output shot.jpg      a photo with zero shutter lag, EXIF included
         """,
         version: "gcapture \(CaptureRuntime.version) (GStreamer \(CaptureRuntime.gstreamerVersion))",
-        subcommands: [DevicesCommand.self, FramesCommand.self]
+        subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self]
     )
 }

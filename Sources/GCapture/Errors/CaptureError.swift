@@ -15,6 +15,7 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
     case outputFailed(output: String, underlying: GStreamerError)
     case timedOut(String)
     case missingPlugin(String)
+    case tooManyPendingCaptures(limit: Int)
 
     public var description: String {
         switch self {
@@ -35,6 +36,8 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
         case .deviceFailed(let device, let underlying): "\(device) failed: \(underlying)"
         case .outputFailed(let output, let underlying): "\(output) failed and was detached: \(underlying)"
         case .timedOut(let what): "\(what) timed out"
+        case .tooManyPendingCaptures(let limit):
+            "\(limit) photos are already waiting to be processed; wait for readiness before capturing more"
         case .missingPlugin(let element):
             "GStreamer element '\(element)' is not installed (apt install gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)"
         }

@@ -1,0 +1,390 @@
+import Dispatch
+import Foundation
+import GStreamerKit
+
+/// Still photos from a running session (AVCapturePhotoOutput), with zero shutter lag: the photo is the frame
+/// exposed at the instant of the request, taken from a ring of recent frames, never "the next frame".
+/// Captures overlap (one is accepted while others encode), quality can be traded for speed, and deferred
+/// delivery hands out a proxy at once and replaces it with the final image when processing is done.
+public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
+    // MARK: Configuration (set before adding the output or between captures)
+
+    public var isZeroShutterLagSupported: Bool { true }
+    /// On by default: the photo is the frame nearest at or before the request. Off: the next frame.
+    public var isZeroShutterLagEnabled: Bool { get { locked { zeroShutterLag } } set { locked { zeroShutterLag = newValue } } }
+    /// Frames the ring keeps (at least 3, as CameraX). Applies when the output is next attached.
+    public var zeroShutterLagRingDepth: Int { get { locked { ringDepth } } set { locked { ringDepth = max(3, newValue) } } }
+    /// The highest prioritization a capture may ask for.
+    public var maxPhotoQualityPrioritization: QualityPrioritization {
+        get { locked { maxPrioritization } } set { locked { maxPrioritization = newValue } }
+    }
+    public var isResponsiveCaptureSupported: Bool { true }
+    /// On by default: up to `maxInFlightCaptures` photos are processed at once; off: one at a time.
+    public var isResponsiveCaptureEnabled: Bool { get { locked { responsive } } set { locked { responsive = newValue } } }
+    public var isFastCapturePrioritizationSupported: Bool { true }
+    /// When captures come faster than they finish, step quality down to hold the shot-to-shot time.
+    public var isFastCapturePrioritizationEnabled: Bool { get { locked { fastPrioritization } } set { locked { fastPrioritization = newValue } } }
+    public var isAutoDeferredPhotoDeliverySupported: Bool { true }
+    /// For .quality captures written to a file: a proxy at once, the final image when processing is done.
+    public var isAutoDeferredPhotoDeliveryEnabled: Bool { get { locked { deferred } } set { locked { deferred = newValue } } }
+    /// Deferred processing waits until no capture has been requested for this long, to stay out of a burst.
+    public var deferredProcessingDelay: TimeInterval { get { locked { deferredDelay } } set { locked { deferredDelay = newValue } } }
+    /// Folders whose unfinished deferred photos (from a crash or an earlier run) are finished when the output
+    /// starts. Folders photos are written to are added by themselves.
+    public var deferredPhotoDirectories: [URL] { get { locked { Array(deferredFolders) } } set { locked { deferredFolders = Set(newValue) } } }
+
+    /// Captures processed at once with responsive capture on.
+    public static let maxInFlightCaptures = 3
+    /// Captures that may wait for processing beyond those; more is an error.
+    public static let maxWaitingCaptures = 8
+
+    /// Memory the zero-shutter-lag ring holds now.
+    public var zeroShutterLagMemoryBytes: Int { locked { ring }?.memoryBytes ?? 0 }
+
+    /// Readiness now (coordinators are told of every change).
+    public var captureReadiness: CaptureReadiness { locked { baseReadiness() } }
+
+    // MARK: State, all under `lock`
+
+    private let lock = NSRecursiveLock()
+    private var zeroShutterLag = true
+    private var ringDepth = 4
+    private var maxPrioritization = QualityPrioritization.quality
+    private var responsive = true
+    private var fastPrioritization = false
+    private var deferred = false
+    private var deferredDelay: TimeInterval = 0.5
+    private var deferredFolders: Set<URL> = []
+
+    private var ring: FrameRing?
+    private var context: OutputContext?
+    private var isReceiving = false
+    private var momentary = 0
+    private var waitingForCapture = 0
+    private var inFlight = 0
+    private var slotWaiters: [CheckedContinuation<Void, Never>] = []
+    private var observers: [WeakCoordinator] = []
+    private var lastRequest = Date.distantPast
+    private var deferredScheduled = false
+
+    private struct WeakCoordinator { weak var coordinator: CapturePhotoOutputReadinessCoordinator? }
+
+    private let processingQueue = DispatchQueue(label: "gcapture.photo.processing")
+    private let deferredQueue = DispatchQueue(label: "gcapture.photo.deferred", qos: .utility)
+    private var encoder: PhotoEncoder?
+    private var deferredEncoder: PhotoEncoder?
+    public let delegateQueue = DispatchQueue(label: "gcapture.photo.delegate")
+
+    public override init() {}
+
+    private func locked<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    // MARK: Graph
+
+    override func branchDescription() throws(CaptureError) -> String {
+        "appsink name=sink sync=false max-buffers=1 drop=false emit-signals=false enable-last-sample=false"
+    }
+
+    override func didAttach(branch: Bin, context: OutputContext) {
+        guard let element = branch.element(named: "sink"), let sink = AppSink(element) else { return }
+        let ring = FrameRing(depth: locked { ringDepth })
+        locked {
+            self.ring = ring
+            self.context = context
+            isReceiving = false
+        }
+        sink.setSampleHandler { [weak self, ring] sample in
+            ring.store(sample)
+            self?.frameArrived()
+        }
+        // The encoder's pipeline is made now, not on the first press.
+        processingQueue.async { [weak self] in _ = try? self?.sharedEncoder() }
+        resumeDeferredWork()
+    }
+
+    override func didDetach() {
+        locked {
+            ring?.reset()
+            ring = nil
+            context = nil
+            isReceiving = false
+            readinessChanged()
+        }
+    }
+
+    private func frameArrived() {
+        guard !locked({ isReceiving }) else { return }
+        locked {
+            guard !isReceiving, ring != nil else { return }
+            isReceiving = true
+            readinessChanged()
+        }
+    }
+
+    // MARK: Readiness
+
+    func addReadinessObserver(_ coordinator: CapturePhotoOutputReadinessCoordinator) {
+        locked { observers.append(WeakCoordinator(coordinator: coordinator)) }
+    }
+
+    /// Runs `body` with the readiness state stable; coordinators use it to deliver in order.
+    func withReadinessLock<R>(_ body: (CaptureReadiness) -> R) -> R { locked { body(baseReadiness()) } }
+
+    private var maxInFlight: Int { responsive ? Self.maxInFlightCaptures : 1 }
+
+    private func baseReadiness() -> CaptureReadiness {
+        if !isReceiving { return .sessionNotRunning }
+        if inFlight >= maxInFlight { return .notReadyWaitingForProcessing }
+        if waitingForCapture > 0 { return .notReadyWaitingForCapture }
+        if momentary > 0 { return .notReadyMomentarily }
+        return .ready
+    }
+
+    /// With the lock held: tell every coordinator, synchronously, in order.
+    private func readinessChanged(begun settingsID: Int64? = nil) {
+        observers.removeAll { $0.coordinator == nil }
+        let base = baseReadiness()
+        for observer in observers { observer.coordinator?.outputReadinessChanged(base, begunCapture: settingsID) }
+    }
+
+    // MARK: Capturing
+
+    /// Takes a photo and follows it with `delegate` on `delegateQueue`.
+    public func capturePhoto(with settings: CapturePhotoSettings, delegate: any CapturePhotoCaptureDelegate) {
+        Task {
+            do throws(CaptureError) {
+                _ = try await capture(settings, delegate: delegate)
+            } catch {
+                delegateQueue.async { delegate.photoOutput(self, didFinishCaptureFor: nil, error: error) }
+            }
+        }
+    }
+
+    /// Takes a photo; returns it when encoded (and written), or its proxy when delivery is deferred.
+    public func capturePhoto(with settings: CapturePhotoSettings = CapturePhotoSettings()) async throws(CaptureError) -> CapturePhoto {
+        try await capture(settings, delegate: nil)
+    }
+
+    private func capture(_ settings: CapturePhotoSettings, delegate: (any CapturePhotoCaptureDelegate)?) async throws(CaptureError) -> CapturePhoto {
+        let started = ContinuousClock.now
+        if let url = settings.fileURL { try PhotoProcessor.checkWritable(url) }
+        // The request instant, and the frames exposed by then, are taken before anything else can wait.
+        let accepted: (ring: FrameRing, context: OutputContext, requestTime: UInt64, job: PhotoJob, deferred: Bool)
+        accepted = try locked { () throws(CaptureError) in
+            // Attached is enough: right after start the first frame may still be on its way to the ring.
+            guard let ring, let context, let requestTime = context.runningTime() else { throw .sessionNotRunning }
+            guard inFlight + slotWaiters.count < maxInFlight + Self.maxWaitingCaptures else {
+                throw .tooManyPendingCaptures(limit: Self.maxWaitingCaptures)
+            }
+            var prioritization = min(settings.photoQualityPrioritization, maxPrioritization)
+            if fastPrioritization {
+                let backlog = inFlight + slotWaiters.count
+                if backlog >= maxInFlight { prioritization = .speed } else if backlog >= 1 { prioritization = prioritization.lower }
+            }
+            momentary += 1
+            lastRequest = Date()
+            readinessChanged()
+            let device = context.videoDevice()
+            let job = PhotoJob(id: settings.uniqueID, prioritization: prioritization,
+                               rotation: Int(connection.videoRotationAngle), mirrored: connection.mirrorsCapturedFrames,
+                               rotatePixels: settings.orientationHandling == .rotatePixels, zeroShutterLag: zeroShutterLag,
+                               fileURL: settings.fileURL, requestTime: requestTime, requestDate: Date(),
+                               make: device.map { $0.manufacturer.isEmpty ? "gcapture" : $0.manufacturer } ?? "gcapture",
+                               model: device?.localizedName ?? "unknown")
+            let isDeferred = deferred && prioritization == .quality && settings.fileURL != nil
+            return (ring, context, requestTime, job, isDeferred)
+        }
+        let job = accepted.job
+        let frames: [CapturedFrame]
+        do throws(CaptureError) {
+            frames = try selectFrames(from: accepted.ring, job: job)
+        } catch {
+            locked { momentary -= 1; readinessChanged() }
+            throw error
+        }
+        await waitForProcessingSlot(settingsID: settings.uniqueID)
+
+        let resolvedAtStart = CaptureResolvedPhotoSettings(
+            uniqueID: job.id, photoQualityPrioritization: job.prioritization,
+            photoDimensions: (frames[0].info.width, frames[0].info.height), jpegQuality: job.prioritization.jpegQuality,
+            isZeroShutterLag: job.zeroShutterLag, isDeferred: accepted.deferred, rotationAngle: job.rotation,
+            isMirrored: job.mirrored, frameCount: frames.count)
+        if let delegate { delegateQueue.async { delegate.photoOutput(self, willBeginCaptureFor: resolvedAtStart) } }
+
+        let result: Result<CapturePhoto, CaptureError> = await withCheckedContinuation { continuation in
+            processingQueue.async {
+                continuation.resume(returning: Result { () throws(CaptureError) -> CapturePhoto in
+                    try self.process(job, frames: frames, deferred: accepted.deferred, started: started)
+                })
+            }
+        }
+        releaseProcessingSlot()
+        if let delegate {
+            delegateQueue.async {
+                switch result {
+                case .success(let photo) where photo.isProxy:
+                    delegate.photoOutput(self, didFinishCapturingDeferredPhotoProxy: photo, error: nil)
+                case .success(let photo):
+                    delegate.photoOutput(self, didFinishProcessingPhoto: photo, error: nil)
+                case .failure(let error):
+                    delegate.photoOutput(self, didFinishProcessingPhoto: nil, error: error)
+                }
+                delegate.photoOutput(self, didFinishCaptureFor: (try? result.get())?.resolvedSettings, error: result.failure)
+            }
+        }
+        if accepted.deferred, case .success = result { scheduleDeferredProcessing(delegate: delegate) }
+        return try result.get()
+    }
+
+    /// The frames a capture is made of: exposed at or before the request with zero shutter lag (the newest
+    /// for .speed), else the next ones, waiting for them.
+    private func selectFrames(from ring: FrameRing, job: PhotoJob) throws(CaptureError) -> [CapturedFrame] {
+        let count = job.prioritization.frameCount
+        if job.zeroShutterLag {
+            let frames = job.prioritization == .speed ? ring.newest().map { [$0] } ?? [] : ring.frames(atOrBefore: job.requestTime, limit: count)
+            if !frames.isEmpty { return frames }
+        }
+        locked { momentary -= 1; waitingForCapture += 1; readinessChanged() }
+        let frames = ring.frames(after: job.requestTime, limit: count, timeout: 2)
+        locked { waitingForCapture -= 1; momentary += 1; readinessChanged() }
+        guard !frames.isEmpty else { throw .timedOut("waiting for a frame to capture") }
+        return frames
+    }
+
+    private func waitForProcessingSlot(settingsID: Int64) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now: Bool = locked {
+                momentary -= 1
+                if inFlight < maxInFlight {
+                    inFlight += 1
+                    readinessChanged(begun: settingsID)
+                    return true
+                }
+                slotWaiters.append(continuation)
+                readinessChanged(begun: settingsID)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    private func releaseProcessingSlot() {
+        let next: CheckedContinuation<Void, Never>? = locked {
+            if !slotWaiters.isEmpty { return slotWaiters.removeFirst() } // the slot passes on: inFlight unchanged
+            inFlight -= 1
+            readinessChanged()
+            return nil
+        }
+        next?.resume()
+    }
+
+    private func process(_ job: PhotoJob, frames: [CapturedFrame], deferred: Bool, started: ContinuousClock.Instant) throws(CaptureError) -> CapturePhoto {
+        let photoEncoder = try sharedEncoder()
+        guard deferred, let url = job.fileURL else {
+            return try PhotoProcessor.makePhoto(job, frames: frames, encoder: photoEncoder, quality: job.prioritization.jpegQuality,
+                                                requestStart: started, isProxy: false)
+        }
+        // Keep the frames first: if the process dies after the proxy, the final is still made later.
+        let folder = url.deletingLastPathComponent()
+        _ = try DeferredPhotoStore.save(job, frames: frames, in: folder)
+        locked { _ = deferredFolders.insert(folder) }
+        return try PhotoProcessor.makePhoto(job, frames: [frames[0]], encoder: photoEncoder, quality: QualityPrioritization.speed.jpegQuality,
+                                            requestStart: started, isProxy: true)
+    }
+
+    private func sharedEncoder() throws(CaptureError) -> PhotoEncoder {
+        try locked { () throws(CaptureError) -> PhotoEncoder in
+            if let encoder { return encoder }
+            let made = try PhotoEncoder()
+            encoder = made
+            return made
+        }
+    }
+
+    // MARK: Deferred processing
+
+    /// Deferred photos in a folder: pending ones (proxy on disk) and finished ones.
+    public static func deferredPhotos(in directory: URL) -> [DeferredPhoto] { DeferredPhotoStore.list(in: directory) }
+
+    /// Finishes every pending deferred photo in `directory` now (each final replaces its proxy atomically)
+    /// and returns the finished photos.
+    public func finishDeferredPhotos(in directory: URL) async -> [Result<CapturePhoto, CaptureError>] {
+        await withCheckedContinuation { continuation in
+            deferredQueue.async { continuation.resume(returning: self.finishPending(in: directory)) }
+        }
+    }
+
+    /// Waits until no capture has been requested for `deferredProcessingDelay`, then finishes the folder's
+    /// pending deferred photos (what a program about to exit does with the work it deferred).
+    public func finishDeferredPhotosWhenIdle(in directory: URL) async -> [Result<CapturePhoto, CaptureError>] {
+        while true {
+            let (idleFor, delay) = locked { (Date().timeIntervalSince(lastRequest), deferredDelay) }
+            if idleFor >= delay { break }
+            try? await Task.sleep(for: .milliseconds(Int((delay - idleFor) * 1000) + 1))
+        }
+        return await finishDeferredPhotos(in: directory)
+    }
+
+    private func finishPending(in directory: URL) -> [Result<CapturePhoto, CaptureError>] {
+        DeferredPhotoStore.pendingJobs(in: directory).map { folder in
+            Result { () throws(CaptureError) -> CapturePhoto in
+                let (job, frames) = try DeferredPhotoStore.load(folder)
+                let photoEncoder = try locked { () throws(CaptureError) -> PhotoEncoder in
+                    if let deferredEncoder { return deferredEncoder }
+                    let made = try PhotoEncoder()
+                    self.deferredEncoder = made
+                    return made
+                }
+                let photo = try PhotoProcessor.makePhoto(job, frames: frames, encoder: photoEncoder,
+                                                         quality: QualityPrioritization.quality.jpegQuality,
+                                                         requestStart: .now, isProxy: false)
+                DeferredPhotoStore.finish(folder)
+                return photo
+            }
+        }
+    }
+
+    private func resumeDeferredWork() {
+        let folders = locked { deferredFolders }
+        if folders.contains(where: { !DeferredPhotoStore.pendingJobs(in: $0).isEmpty }) { scheduleDeferredProcessing(delegate: nil) }
+    }
+
+    /// Runs pending deferred work once no capture has been requested for `deferredProcessingDelay`.
+    private func scheduleDeferredProcessing(delegate: (any CapturePhotoCaptureDelegate)?) {
+        let delay: TimeInterval? = locked {
+            guard !deferredScheduled else { return nil }
+            deferredScheduled = true
+            return deferredDelay
+        }
+        guard let delay else { return }
+        deferredQueue.asyncAfter(deadline: .now() + delay) { [weak self] in self?.runDeferredWhenIdle(delegate: delegate) }
+    }
+
+    private func runDeferredWhenIdle(delegate: (any CapturePhotoCaptureDelegate)?) {
+        let (idleFor, delay, folders) = locked { (Date().timeIntervalSince(lastRequest), deferredDelay, deferredFolders) }
+        if idleFor < delay {
+            deferredQueue.asyncAfter(deadline: .now() + (delay - idleFor)) { [weak self] in self?.runDeferredWhenIdle(delegate: delegate) }
+            return
+        }
+        locked { deferredScheduled = false }
+        for folder in folders {
+            for result in finishPending(in: folder) {
+                guard let delegate else { continue }
+                delegateQueue.async {
+                    switch result {
+                    case .success(let photo): delegate.photoOutput(self, didFinishProcessingPhoto: photo, error: nil)
+                    case .failure(let error): delegate.photoOutput(self, didFinishProcessingPhoto: nil, error: error)
+                    }
+                }
+            }
+        }
+    }
+}
+
+extension Result {
+    var failure: Failure? { if case .failure(let error) = self { error } else { nil } }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Synchronization
+
+extension CapturePhotoOutput {
+    /// What matters most for a photo (AVCapturePhotoOutput.QualityPrioritization).
+    public enum QualityPrioritization: Int, Sendable, Codable, Comparable, CaseIterable, CustomStringConvertible {
+        /// The newest frame, encoded fast (JPEG quality 75).
+        case speed = 1
+        /// The frame exposed at the request instant (JPEG quality 85). The default.
+        case balanced = 2
+        /// Several frames up to the request instant averaged into one (less noise), JPEG quality 95.
+        case quality = 3
+
+        public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+        public var description: String { ["", "speed", "balanced", "quality"][rawValue] }
+
+        var jpegQuality: Int {
+            switch self { case .speed: 75; case .balanced: 85; case .quality: 95 }
+        }
+
+        /// Frames averaged for one photo.
+        var frameCount: Int { self == .quality ? 4 : 1 }
+
+        var lower: Self { Self(rawValue: rawValue - 1) ?? .speed }
+    }
+
+    /// Whether pixels are turned upright or only tagged (EXIF Orientation) for viewers to turn.
+    public enum OrientationHandling: String, Sendable, Codable {
+        /// Rotated pixels, EXIF Orientation 1: right in every viewer. The default.
+        case rotatePixels
+        /// Pixels as the sensor saw them, the rotation in EXIF Orientation: cheaper.
+        case exifOrientationOnly
+    }
+}
+
+/// How to take one photo (AVCapturePhotoSettings). Use each settings object for one capture.
+public final class CapturePhotoSettings: @unchecked Sendable {
+    private static let counter = Atomic<Int64>(0)
+
+    public let uniqueID: Int64
+    public var photoQualityPrioritization: CapturePhotoOutput.QualityPrioritization
+    public var orientationHandling: CapturePhotoOutput.OrientationHandling
+    /// Where to write the JPEG (atomically: it appears complete or not at all). Nil keeps it in memory.
+    public var fileURL: URL?
+
+    public init(photoQualityPrioritization: CapturePhotoOutput.QualityPrioritization = .balanced,
+                orientationHandling: CapturePhotoOutput.OrientationHandling = .rotatePixels,
+                fileURL: URL? = nil) {
+        uniqueID = Self.counter.add(1, ordering: .relaxed).newValue
+        self.photoQualityPrioritization = photoQualityPrioritization
+        self.orientationHandling = orientationHandling
+        self.fileURL = fileURL
+    }
+}
+
+/// The settings as applied to a capture (AVCaptureResolvedPhotoSettings).
+public struct CaptureResolvedPhotoSettings: Sendable {
+    public let uniqueID: Int64
+    /// The prioritization used: lower than asked when fast capture prioritization stepped it down.
+    public let photoQualityPrioritization: CapturePhotoOutput.QualityPrioritization
+    public let photoDimensions: (width: Int, height: Int)
+    public let jpegQuality: Int
+    public let isZeroShutterLag: Bool
+    public let isDeferred: Bool
+    public let rotationAngle: Int
+    public let isMirrored: Bool
+    /// Frames averaged into the photo.
+    public let frameCount: Int
+}
+
+/// A finished photo (AVCapturePhoto).
+public struct CapturePhoto: Sendable {
+    public let resolvedSettings: CaptureResolvedPhotoSettings
+    /// Session running time of the exposure, in seconds (the frame's timestamp).
+    public let timestamp: Double
+    /// Session running time of the capture request, in seconds.
+    public let requestTimestamp: Double
+    /// Exposure minus request, in milliseconds: ≤ 0 means the frame was exposed before the press.
+    public let shutterLagMilliseconds: Double
+    /// Request to encoded (and written) photo, in milliseconds.
+    public let latencyMilliseconds: Double
+    /// EXIF fields written: Make, Model, Software, DateTimeOriginal, Orientation.
+    public let metadata: [String: String]
+    /// Where the JPEG was written, if anywhere.
+    public let fileURL: URL?
+    /// A deferred photo's proxy: replaced on disk when processing finishes.
+    public let isProxy: Bool
+    private let data: Data
+
+    init(resolvedSettings: CaptureResolvedPhotoSettings, timestamp: Double, requestTimestamp: Double,
+         latencyMilliseconds: Double, metadata: [String: String], fileURL: URL?, isProxy: Bool, data: Data) {
+        self.resolvedSettings = resolvedSettings
+        self.timestamp = timestamp
+        self.requestTimestamp = requestTimestamp
+        shutterLagMilliseconds = (timestamp - requestTimestamp) * 1000
+        self.latencyMilliseconds = latencyMilliseconds
+        self.metadata = metadata
+        self.fileURL = fileURL
+        self.isProxy = isProxy
+        self.data = data
+    }
+
+    /// The JPEG file's bytes, EXIF included.
+    public func fileDataRepresentation() -> Data { data }
+}
+
+/// Follows one capture (AVCapturePhotoCaptureDelegate). Called on the output's delegate queue, in order.
+public protocol CapturePhotoCaptureDelegate: AnyObject, Sendable {
+    func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor settings: CaptureResolvedPhotoSettings)
+    func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto?, error: CaptureError?)
+    func photoOutput(_ output: CapturePhotoOutput, didFinishCapturingDeferredPhotoProxy proxy: CapturePhoto?, error: CaptureError?)
+    func photoOutput(_ output: CapturePhotoOutput, didFinishCaptureFor settings: CaptureResolvedPhotoSettings?, error: CaptureError?)
+}
+
+extension CapturePhotoCaptureDelegate {
+    public func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor settings: CaptureResolvedPhotoSettings) {}
+    public func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto?, error: CaptureError?) {}
+    public func photoOutput(_ output: CapturePhotoOutput, didFinishCapturingDeferredPhotoProxy proxy: CapturePhoto?, error: CaptureError?) {}
+    public func photoOutput(_ output: CapturePhotoOutput, didFinishCaptureFor settings: CaptureResolvedPhotoSettings?, error: CaptureError?) {}
+}

@@ -1,0 +1,99 @@
+import Foundation
+import GStreamerKit
+
+/// Turns a frame into a JPEG with EXIF: a small pipeline of its own (appsrc → videoflip → jpegenc →
+/// jifmux → appsink) that stays up between photos, apart from the session's graph so that an encoding
+/// failure can never stop the camera. One photo at a time: properties are set per photo.
+final class PhotoEncoder: @unchecked Sendable {
+    /// How the picture is turned for display: videoflip's video-direction nicks.
+    enum Transform: String, Sendable {
+        case identity, rotate90 = "90r", rotate180 = "180", rotate270 = "90l"
+        case mirror = "horiz", mirrorRotate90 = "ul-lr", mirrorRotate180 = "vert", mirrorRotate270 = "ur-ll"
+
+        init(rotation: Int, mirrored: Bool) {
+            switch (rotation, mirrored) {
+            case (90, false): self = .rotate90
+            case (180, false): self = .rotate180
+            case (270, false): self = .rotate270
+            case (0, true): self = .mirror
+            case (90, true): self = .mirrorRotate90
+            case (180, true): self = .mirrorRotate180
+            case (270, true): self = .mirrorRotate270
+            default: self = .identity
+            }
+        }
+
+        /// The EXIF orientation tag (GStreamer's image-orientation) that asks a viewer for the same turn.
+        var imageOrientation: String {
+            switch self {
+            case .identity: "rotate-0"
+            case .rotate90: "rotate-90"
+            case .rotate180: "rotate-180"
+            case .rotate270: "rotate-270"
+            case .mirror: "flip-rotate-0"
+            case .mirrorRotate90: "flip-rotate-90"
+            case .mirrorRotate180: "flip-rotate-180"
+            case .mirrorRotate270: "flip-rotate-270"
+            }
+        }
+    }
+
+    private let pipeline: Pipeline
+    private let source: AppSource
+    private let flip: Element
+    private let encoder: Element
+    private let muxer: Element
+    private let sink: AppSink
+    private let lock = NSLock()
+    private var currentCaps: Caps?
+
+    init() throws(CaptureError) {
+        do {
+            pipeline = try Pipeline.launch("appsrc name=src format=time ! videoflip name=flip ! jpegenc name=enc "
+                                           + "! jifmux name=mux ! appsink name=sink sync=false enable-last-sample=false")
+            guard let src = pipeline.element(named: "src").flatMap(AppSource.init),
+                  let flip = pipeline.element(named: "flip"), let encoder = pipeline.element(named: "enc"),
+                  let muxer = pipeline.element(named: "mux"),
+                  let sink = pipeline.element(named: "sink").flatMap(AppSink.init) else {
+                throw GStreamerError(kind: .parse, message: "the photo encoder lacks an element")
+            }
+            source = src
+            self.flip = flip
+            self.encoder = encoder
+            self.muxer = muxer
+            self.sink = sink
+            try pipeline.setState(.playing)
+        } catch let error as GStreamerError {
+            throw error.kind == .parse ? .missingPlugin("jpegenc/jifmux/videoflip") : .configurationFailed(reason: "the photo encoder failed", underlying: error)
+        } catch {
+            throw .configurationFailed(reason: "the photo encoder failed: \(error)", underlying: nil)
+        }
+    }
+
+    deinit { pipeline.shutDown() }
+
+    /// Encodes one frame. Blocks for the encode (milliseconds); call off the caller's thread.
+    func encode(_ frame: CapturedFrame, quality: Int, transform: Transform, rotatePixels: Bool,
+                tags: TagList, timeout: TimeInterval = 5) throws(CaptureError) -> Data {
+        lock.lock()
+        defer { lock.unlock() }
+        var tags = tags
+        tags.set("image-orientation", rotatePixels ? "rotate-0" : transform.imageOrientation)
+        do {
+            try flip.set("video-direction", rotatePixels ? transform.rawValue : "identity")
+            try encoder.set("quality", quality)
+            muxer.setTags(tags)
+            if currentCaps != frame.caps {
+                source.setCaps(frame.caps)
+                currentCaps = frame.caps
+            }
+        } catch {
+            throw .configurationFailed(reason: "the photo encoder refused its settings", underlying: error as? GStreamerError)
+        }
+        let pushed = frame.bytes.withUnsafeBytes { source.push(copying: $0, presentationTime: ClockTime(frame.presentationTime)) }
+        guard pushed, let sample = sink.pullSample(timeout: ClockTime(timeout * 1e9)) else {
+            throw .timedOut("encoding the photo")
+        }
+        return sample.withBytes { Data($0) } ?? Data()
+    }
+}

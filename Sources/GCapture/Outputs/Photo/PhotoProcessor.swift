@@ -1,0 +1,108 @@
+import CImaging
+import Foundation
+import GStreamerKit
+
+/// Everything a photo needs besides its frames: fixed at the request.
+struct PhotoJob: Sendable, Codable {
+    var id: Int64
+    var prioritization: CapturePhotoOutput.QualityPrioritization
+    var rotation: Int
+    var mirrored: Bool
+    var rotatePixels: Bool
+    var zeroShutterLag: Bool
+    var fileURL: URL?
+    var requestTime: UInt64
+    var requestDate: Date
+    var make: String
+    var model: String
+}
+
+/// Frames → JPEG file: noise reduction, encoding, EXIF, an atomic write.
+enum PhotoProcessor {
+    static let software = "gcapture \(CaptureRuntime.version)"
+
+    /// Averages frames of one format into one (the first frame's timestamp and format), reducing noise by
+    /// √n. Frames of another format (a preset change mid-burst) are left out.
+    static func merge(_ frames: [CapturedFrame]) -> CapturedFrame {
+        guard let first = frames.first else { preconditionFailure("merge needs a frame") }
+        let usable = frames.filter { $0.caps == first.caps && $0.bytes.count == first.bytes.count }
+        guard usable.count > 1 else { return first }
+        var merged = [UInt8](repeating: 0, count: first.bytes.count)
+        withSourcePointers(usable) { sources in
+            merged.withUnsafeMutableBufferPointer { destination in
+                CImaging_average(destination.baseAddress, sources, sources.count, destination.count)
+            }
+        }
+        return CapturedFrame(presentationTime: first.presentationTime, caps: first.caps, info: first.info, bytes: merged)
+    }
+
+    private static func withSourcePointers(_ frames: [CapturedFrame], _ body: ([UnsafePointer<UInt8>?]) -> Void) {
+        func nest(_ index: Int, _ collected: [UnsafePointer<UInt8>?]) {
+            guard index < frames.count else { return body(collected) }
+            frames[index].bytes.withUnsafeBufferPointer { nest(index + 1, collected + [$0.baseAddress]) }
+        }
+        nest(0, [])
+    }
+
+    static func metadata(for job: PhotoJob, transform: PhotoEncoder.Transform) -> (TagList, [String: String]) {
+        var tags = TagList()
+        tags.set("device-manufacturer", job.make)
+        tags.set("device-model", job.model)
+        tags.set("application-name", software)
+        tags.set("datetime", date: job.requestDate)
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy:MM:dd HH:mm:ss"
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        let orientation = job.rotatePixels ? "rotate-0" : transform.imageOrientation
+        return (tags, ["Make": job.make, "Model": job.model, "Software": software,
+                       "DateTimeOriginal": formatter.string(from: job.requestDate), "Orientation": orientation])
+    }
+
+    /// Encodes and, when the job names a file, writes it atomically. `description` marks proxies.
+    static func makePhoto(_ job: PhotoJob, frames: [CapturedFrame], encoder: PhotoEncoder, quality: Int,
+                          requestStart: ContinuousClock.Instant, isProxy: Bool) throws(CaptureError) -> CapturePhoto {
+        let frame = merge(frames)
+        let transform = PhotoEncoder.Transform(rotation: job.rotation, mirrored: job.mirrored)
+        var (tags, metadata) = Self.metadata(for: job, transform: transform)
+        if isProxy { tags.set("description", "gcapture deferred proxy") }
+        let data = try encoder.encode(frame, quality: quality, transform: transform, rotatePixels: job.rotatePixels, tags: tags)
+        if let url = job.fileURL { try writeAtomically(data, to: url) }
+        let turned = job.rotatePixels && (job.rotation == 90 || job.rotation == 270)
+        let resolved = CaptureResolvedPhotoSettings(
+            uniqueID: job.id, photoQualityPrioritization: job.prioritization,
+            photoDimensions: turned ? (frame.info.height, frame.info.width) : (frame.info.width, frame.info.height),
+            jpegQuality: quality, isZeroShutterLag: job.zeroShutterLag, isDeferred: isProxy,
+            rotationAngle: job.rotation, isMirrored: job.mirrored, frameCount: frames.count)
+        let elapsed = ContinuousClock.now - requestStart
+        return CapturePhoto(resolvedSettings: resolved, timestamp: Double(frame.presentationTime) / 1e9,
+                            requestTimestamp: Double(job.requestTime) / 1e9,
+                            latencyMilliseconds: Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15,
+                            metadata: metadata, fileURL: job.fileURL, isProxy: isProxy, data: data)
+    }
+
+    /// Writes next to the target and renames over it: readers see the old file or the new one, never half.
+    static func writeAtomically(_ data: Data, to url: URL) throws(CaptureError) {
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
+        do {
+            try data.write(to: temporary)
+            if rename(temporary.path, url.path) != 0 {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw .invalidSettings("cannot write \(url.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// A clear error now, before any capture, when the photo could not be written.
+    static func checkWritable(_ url: URL) throws(CaptureError) {
+        let directory = url.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .invalidSettings("cannot write \(url.path): folder \(directory) does not exist")
+        }
+        guard access(directory, W_OK) == 0 else {
+            throw .invalidSettings("cannot write \(url.path): folder \(directory) is not writable")
+        }
+    }
+}
