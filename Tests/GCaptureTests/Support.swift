@@ -74,22 +74,68 @@ extension XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: executable.path) else {
             throw XCTSkip("\(name) is not built next to the tests (build with `swift build --build-tests`)")
         }
-        let process = Process()
         if let program = launcher.first {
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = Array(launcher.dropFirst()) + [executable.path] + arguments
-        } else {
-            process.executableURL = executable
-            process.arguments = arguments
+            return try runTool(program, Array(launcher.dropFirst()) + [executable.path] + arguments, environment: environment)
         }
+        return try runTool(executable.path, arguments, environment: environment)
+    }
+
+    /// Runs a program and returns its exit status and output.
+    func runTool(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws
+        -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        // Both pipes are drained at once: a child that fills one while we wait on the other would hang.
+        final class Collected: @unchecked Sendable { var data = Data() }
+        let errors = Collected()
+        let reading = DispatchGroup()
+        DispatchQueue.global().async(group: reading) { errors.data = err.fileHandleForReading.readDataToEndOfFile() }
         let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        reading.wait()
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errors.data, as: UTF8.self))
+    }
+}
+
+extension XCTestCase {
+    /// EXIF and file facts as exiftool (not our code) reads them; numbers as numbers (-n).
+    func exif(_ url: URL) throws -> [String: Any] {
+        let result = try runTool("/usr/bin/exiftool", ["-j", "-n", url.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let objects = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]]
+        return try XCTUnwrap(objects?.first)
+    }
+
+    /// PSNR of an image against a reference, in dB, as ffmpeg computes it.
+    func psnr(_ url: URL, reference: URL) throws -> Double {
+        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-nostats", "-i", url.path, "-i", reference.path,
+                                                      "-lavfi", "psnr", "-f", "null", "-"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let line = try XCTUnwrap(result.stderr.split(separator: "\n").first { $0.contains("PSNR") && $0.contains("average:") })
+        let value = try XCTUnwrap(line.split(separator: " ").first { $0.hasPrefix("average:") }?.dropFirst("average:".count))
+        return try XCTUnwrap(Double(value))
+    }
+
+    /// The luma of a picture scaled down to `width`x1 by ffmpeg: left to right brightness.
+    func lumaProfile(_ url: URL, width: Int = 8) throws -> [UInt8] {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("luma-\(UUID().uuidString).raw")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", url.path, "-vf",
+                                                      "crop=iw:ih/4:0:0,scale=\(width):1,format=gray", "-f", "rawvideo", output.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        return [UInt8](try Data(contentsOf: output))
+    }
+
+    func temporaryFolder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gcapture-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: folder) }
+        return folder
     }
 }
