@@ -102,9 +102,12 @@ struct FrameCapture {
     }
 }
 
+/// One JSON object per line, flushed at once: a program reading our stdout through a pipe must see each
+/// event when it happens, not when a buffer fills or we exit.
 enum JSONLine {
     static func print(_ object: [String: Any]) {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         Swift.print(String(decoding: data, as: UTF8.self))
+        fflush(nil)
     }
 }

@@ -73,6 +73,9 @@ struct PhotoCommand: AsyncParsableCommand {
         photos.deferredProcessingDelay = deferredDelay
         photos.connection.videoRotationAngle = Double(rotation)
         let events = EventPrinter(json: json)
+        photos.deferredPhotoHandler = { result in
+            if case .success(let photo) = result { events.photo(photo, event: "final") }
+        }
         let coordinator = CapturePhotoOutputReadinessCoordinator(photoOutput: photos)
         let readiness = ReadinessPrinter(events)
         coordinator.delegate = readiness
@@ -103,12 +106,8 @@ struct PhotoCommand: AsyncParsableCommand {
             do { try await capture.value } catch { failure = failure ?? error }
         }
         if deferred || !CapturePhotoOutput.deferredPhotos(in: folder).filter({ !$0.isFinished }).isEmpty {
-            for result in await photos.finishDeferredPhotosWhenIdle(in: folder) {
-                switch result {
-                case .success(let photo): events.photo(photo, event: "final")
-                case .failure(let error): failure = failure ?? error
-                }
-            }
+            for case .failure(let error) in await photos.finishDeferredPhotosWhenIdle(in: folder) { failure = failure ?? error }
+            photos.delegateQueue.sync {} // the handler has printed every final
         }
         await session.stop()
         if let failure { throw failure }
@@ -161,7 +160,7 @@ final class EventPrinter: @unchecked Sendable {
 
     private func emit(_ object: [String: Any], text: String) {
         lock.withLock {
-            if json { JSONLine.print(object) } else { print(text) }
+            if json { JSONLine.print(object) } else { print(text); fflush(nil) }
         }
     }
 }

@@ -33,6 +33,12 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     /// starts. Folders photos are written to are added by themselves.
     public var deferredPhotoDirectories: [URL] { get { locked { Array(deferredFolders) } } set { locked { deferredFolders = Set(newValue) } } }
 
+    /// Called (on `delegateQueue`) for every deferred photo finished in the background, including work
+    /// resumed from an earlier run, which has no capture delegate to tell.
+    public var deferredPhotoHandler: (@Sendable (Result<CapturePhoto, CaptureError>) -> Void)? {
+        get { locked { deferredHandler } } set { locked { deferredHandler = newValue } }
+    }
+
     /// Captures processed at once with responsive capture on.
     public static let maxInFlightCaptures = 3
     /// Captures that may wait for processing beyond those; more is an error.
@@ -55,6 +61,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     private var deferred = false
     private var deferredDelay: TimeInterval = 0.5
     private var deferredFolders: Set<URL> = []
+    private var deferredHandler: (@Sendable (Result<CapturePhoto, CaptureError>) -> Void)?
 
     private var ring: FrameRing?
     private var context: OutputContext?
@@ -244,12 +251,15 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     /// for .speed), else the next ones, waiting for them.
     private func selectFrames(from ring: FrameRing, job: PhotoJob) throws(CaptureError) -> [CapturedFrame] {
         let count = job.prioritization.frameCount
+        var frames: [CapturedFrame] = []
         if job.zeroShutterLag {
-            let frames = job.prioritization == .speed ? ring.newest().map { [$0] } ?? [] : ring.frames(atOrBefore: job.requestTime, limit: count)
-            if !frames.isEmpty { return frames }
+            frames = job.prioritization == .speed ? ring.newest().map { [$0] } ?? [] : ring.frames(atOrBefore: job.requestTime, limit: count)
+            // The frame at the request comes first whatever else is averaged in.
+            if frames.count == count { return frames }
         }
+        // Frames still missing (no ring yet, zero shutter lag off, or too few to average) are the next ones.
         locked { momentary -= 1; waitingForCapture += 1; readinessChanged() }
-        let frames = ring.frames(after: job.requestTime, limit: count, timeout: 2)
+        frames += ring.frames(after: job.requestTime, limit: count - frames.count, timeout: frames.isEmpty ? 2 : 0.5)
         locked { waitingForCapture -= 1; momentary += 1; readinessChanged() }
         guard !frames.isEmpty else { throw .timedOut("waiting for a frame to capture") }
         return frames
@@ -330,8 +340,9 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     }
 
     private func finishPending(in directory: URL) -> [Result<CapturePhoto, CaptureError>] {
-        DeferredPhotoStore.pendingJobs(in: directory).map { folder in
-            Result { () throws(CaptureError) -> CapturePhoto in
+        let handler = locked { deferredHandler }
+        return DeferredPhotoStore.pendingJobs(in: directory).map { folder in
+            let result = Result { () throws(CaptureError) -> CapturePhoto in
                 let (job, frames) = try DeferredPhotoStore.load(folder)
                 let photoEncoder = try locked { () throws(CaptureError) -> PhotoEncoder in
                     if let deferredEncoder { return deferredEncoder }
@@ -345,6 +356,8 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                 DeferredPhotoStore.finish(folder)
                 return photo
             }
+            if let handler { delegateQueue.async { handler(result) } }
+            return result
         }
     }
 

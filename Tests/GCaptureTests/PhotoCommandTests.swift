@@ -1,0 +1,77 @@
+import Foundation
+import XCTest
+
+/// `gcapture photo` as a user, or a program driving it, runs it.
+final class PhotoCommandTests: XCTestCase {
+    private func jsonLines(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    func testABurstWritesEveryPhotoAndReportsEachOne() throws {
+        let folder = try temporaryFolder()
+        let result = try runProduct("gcapture", ["photo", "--count", "4", "--interval", "0.1", "--preset", "vga640x480",
+                                                 "--output", folder.appendingPathComponent("shot-%d.jpg").path, "--json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let events = jsonLines(result.stdout)
+        let photos = events.filter { $0["event"] as? String == "photo" }
+        XCTAssertEqual(photos.count, 4)
+        for photo in photos {
+            let path = try XCTUnwrap(photo["path"] as? String)
+            XCTAssertEqual(try exif(URL(fileURLWithPath: path))["ImageWidth"] as? Int, 640)
+            XCTAssertLessThanOrEqual(photo["shutterLagMs"] as? Double ?? 99, 1000.0 / 30)
+            XCTAssertNotNil(photo["latencyMs"] as? Double)
+            XCTAssertEqual(photo["quality"] as? String, "balanced")
+        }
+        XCTAssertTrue(events.contains { $0["event"] as? String == "readiness" && $0["state"] as? String == "ready" })
+    }
+
+    func testBadInputIsOneSentenceAndLeavesNothing() throws {
+        let missing = try runProduct("gcapture", ["photo", "--output", "/nonexistent-gcapture/x.jpg"])
+        XCTAssertNotEqual(missing.status, 0)
+        XCTAssertTrue(missing.stderr.hasPrefix("Error: invalid settings: cannot write /nonexistent-gcapture/x.jpg"), missing.stderr)
+        let camera = try runProduct("gcapture", ["photo", "--camera", "nope"])
+        XCTAssertNotEqual(camera.status, 0)
+        XCTAssertTrue(camera.stderr.contains("no device with id 'nope'"), camera.stderr)
+    }
+
+    /// Deferred work survives a crash: the proxy is on disk at once, the process is killed before the
+    /// final is made, and the next run in the same folder finishes it.
+    func testDeferredWorkLeftByAKilledProcessIsFinishedByTheNextRun() throws {
+        let folder = try temporaryFolder()
+        let photo = folder.appendingPathComponent("deferred.jpg")
+        let process = Process()
+        let folderOfTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidates = [folderOfTests, folderOfTests.deletingLastPathComponent()].map { $0.appendingPathComponent("gcapture") }
+        guard let executable = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw XCTSkip("gcapture is not built next to the tests")
+        }
+        process.executableURL = executable
+        process.arguments = ["photo", "--quality", "quality", "--deferred", "--deferred-delay", "60", "--noise", "10",
+                             "--preset", "vga640x480", "--output", photo.path, "--json"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        // Wait for the proxy event, then kill -9 while the final is still deferred (60 s away).
+        let pid = process.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + 20) { kill(pid, SIGKILL) } // never wait the 60 s
+        var seen = Data()
+        while !String(decoding: seen, as: UTF8.self).contains("\"event\":\"proxy\"") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+        XCTAssertTrue(String(decoding: seen, as: UTF8.self).contains("\"event\":\"proxy\""), "no proxy event before the kill")
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationReason, .uncaughtSignal)
+        XCTAssertEqual(try exif(photo)["ImageDescription"] as? String, "gcapture deferred proxy")
+        let pending = try runProduct("gcapture", ["photo", "--preset", "vga640x480", "--deferred-delay", "0",
+                                                  "--output", folder.appendingPathComponent("next.jpg").path, "--json"])
+        XCTAssertEqual(pending.status, 0, pending.stderr)
+        let finals = jsonLines(pending.stdout).filter { $0["event"] as? String == "final" }
+        XCTAssertEqual(finals.first?["path"] as? String, photo.path)
+        XCTAssertEqual(finals.first?["frames"] as? Int, 4)
+        XCTAssertNil(try exif(photo)["ImageDescription"], "the proxy is still there")
+        XCTAssertEqual(try exif(photo)["ImageWidth"] as? Int, 640)
+    }
+}
