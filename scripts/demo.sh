@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: install what is missing, build, list the devices, capture frames from
-# the default camera (the built-in test camera when the machine has none).
+# The main job on a fresh machine: install what is missing, build, list the devices, take a photo with zero
+# shutter lag from the default camera (the built-in test camera when the machine has none) and show what
+# exiftool reads in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -8,4 +9,6 @@ swift build -c release --product gcapture
 gcapture=.build/release/gcapture
 "$gcapture" --version
 "$gcapture" devices
-"$gcapture" frames --duration 3
+mkdir -p out
+"$gcapture" photo --quality balanced --output out/photo.jpg
+exiftool -s -ImageSize -Make -Model -DateTimeOriginal -Orientation -Software out/photo.jpg

@@ -81,6 +81,21 @@ final class V4L2DeviceTests: XCTestCase {
         XCTAssertEqual(span, 2, accuracy: 0.3)
     }
 
+    func testAPhotoFromTheCameraIsAJPEGOfTheRequestedSize() throws {
+        let folder = try temporaryFolder()
+        let url = folder.appendingPathComponent("vivid.jpg")
+        let result = try runProduct("gcapture", ["photo", "--camera", "/dev/video0", "--preset", "vga640x480",
+                                                 "--output", url.path, "--json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let exif = try exif(url)
+        XCTAssertEqual(exif["FileType"] as? String, "JPEG")
+        XCTAssertEqual(exif["ImageWidth"] as? Int, 640)
+        XCTAssertEqual(exif["ImageHeight"] as? Int, 480)
+        XCTAssertEqual(exif["Model"] as? String, "vivid")
+        let probe = try runTool("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", url.path])
+        XCTAssertEqual(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "mjpeg,640,480")
+    }
+
     func testASecondSessionOnABusyCameraFailsClearly() async throws {
         let camera = try vivid()
         let first = try makeSession(camera: camera, preset: .vga640x480, outputs: [CaptureVideoDataOutput()])
