@@ -42,6 +42,13 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
     @discardableResult
     public func send(_ event: Event) -> Bool { gst_pad_send_event(pointer, event.take()) != 0 }
 
+    /// Shifts the running time of everything passing this pad (negative: earlier). Muxers see timestamps
+    /// from the offset on; sticky events are sent again with it.
+    public var offset: Int64 {
+        get { Int64(gst_pad_get_offset(pointer)) }
+        set { gst_pad_set_offset(pointer, gint64(newValue)) }
+    }
+
     // MARK: Probes
 
     /// What a probe sees.

@@ -2,56 +2,63 @@ import CGst
 import Dispatch
 import Synchronization
 
-/// A bin fed by one request pad of a tee that keeps running: attached and detached without stopping the
-/// tee's other branches, and contained when it fails, so its error cannot travel upstream.
+/// A bin fed by request pads of tees that keep running (one tee per input: video, audio): attached and
+/// detached without stopping the tees' other branches, and contained when it fails, so its error cannot
+/// travel upstream.
 public final class TeeBranch: @unchecked Sendable {
     public let bin: Bin
-    private let tee: Element
     private let container: Bin
-    private let teePad: Pad
-    private let sinkPad: Pad
+    private struct Link { let tee: Element; let teePad: Pad; let sinkPad: Pad }
+    private var links: [Link] = []
     private let failed = AtomicFlag()
     private let detached = Mutex<Bool>(false)
 
     /// Adds `bin` (which must expose a "sink" pad, e.g. a ghost pad) to `container`, brings it to the
     /// container's state and links it to a new request pad of `tee`. On failure nothing is left behind.
-    public init(attaching bin: Bin, to tee: Element, in container: Bin) throws {
-        guard let sinkPad = bin.staticPad("sink") else {
-            throw GStreamerError(kind: .link, message: "branch \(bin) has no 'sink' pad")
-        }
+    public convenience init(attaching bin: Bin, to tee: Element, in container: Bin) throws {
+        try self.init(attaching: bin, inputs: [(tee, "sink")], in: container)
+    }
+
+    /// The same for a bin with several inputs: each named sink pad of `bin` is fed by its own tee.
+    public init(attaching bin: Bin, inputs: [(tee: Element, sinkPad: String)], in container: Bin) throws {
         self.bin = bin
-        self.tee = tee
         self.container = container
-        self.sinkPad = sinkPad
+        let sinkPads = try inputs.map { input in
+            guard let pad = bin.staticPad(input.sinkPad) else {
+                throw GStreamerError(kind: .link, message: "branch \(bin) has no '\(input.sinkPad)' pad")
+            }
+            return pad
+        }
         try container.add(bin)
         do {
-            teePad = try tee.requestPad("src_%u")
-        } catch {
-            container.remove(bin)
-            throw error
-        }
-        // After a failure the tee drops this branch's buffers itself: upstream keeps seeing success.
-        let failed = self.failed
-        teePad.addProbe(.buffer) { _ in failed.isSet ? .drop : .ok }
-        do {
             try bin.syncStateWithParent()
-            try teePad.link(to: sinkPad)
+            for (input, sinkPad) in zip(inputs, sinkPads) {
+                let teePad = try input.tee.requestPad("src_%u")
+                links.append(Link(tee: input.tee, teePad: teePad, sinkPad: sinkPad))
+                // After a failure the tee drops this branch's buffers itself: upstream keeps seeing success.
+                let failed = self.failed
+                teePad.addProbe(.buffer) { _ in failed.isSet ? .drop : .ok }
+                try teePad.link(to: sinkPad)
+            }
         } catch {
+            for link in links {
+                link.teePad.unlink(from: link.sinkPad)
+                link.tee.releaseRequestPad(link.teePad)
+            }
             _ = try? bin.setState(.null)
             container.remove(bin)
-            tee.releaseRequestPad(teePad)
             throw error
         }
     }
 
     /// Stops feeding the branch. Safe from any thread, including the bus sync handler on the very thread
-    /// that reported the branch's error: it is only a flag the tee pad's probe reads.
+    /// that reported the branch's error: it is only a flag the tee pads' probes read.
     public func markFailed() { failed.set() }
     public var hasFailed: Bool { failed.isSet }
 
-    /// Unlinks the branch when the tee pad is idle, optionally drains it (EOS through the branch, waiting up
-    /// to `timeout` for it to reach every sink, so muxers finalize their files), then stops and removes it.
-    /// Blocks; must not be called on a streaming thread. Returns whether the drain completed.
+    /// Unlinks the branch when the tee pads are idle, optionally drains it (EOS through every input,
+    /// waiting up to `timeout` for it to reach every sink, so muxers finalize their files), then stops and
+    /// removes it. Blocks; must not be called on a streaming thread. Returns whether the drain completed.
     @discardableResult
     public func detach(drain: Bool, timeout: Duration = .seconds(3)) -> Bool {
         let alreadyDetached = detached.withLock { value in
@@ -74,22 +81,24 @@ public final class TeeBranch: @unchecked Sendable {
             eosProbes.append((pad, id))
         }
 
-        let unlinked = DispatchSemaphore(value: 0)
-        let teePad = self.teePad, sinkPad = self.sinkPad
+        let unlinked = DispatchGroup()
         let sendEOS = !sinks.isEmpty
-        teePad.addProbe(.idle) { _ in
-            teePad.unlink(from: sinkPad)
-            if sendEOS { sinkPad.send(.endOfStream()) }
-            unlinked.signal()
-            return .remove
+        for link in links {
+            unlinked.enter()
+            let teePad = link.teePad, sinkPad = link.sinkPad
+            teePad.addProbe(.idle) { _ in
+                teePad.unlink(from: sinkPad)
+                if sendEOS { sinkPad.send(.endOfStream()) }
+                unlinked.leave()
+                return .remove
+            }
         }
-        let start = DispatchTime.now()
-        let deadline = start + .nanoseconds(Int(timeout.components.seconds) * 1_000_000_000
-                                            + Int(timeout.components.attoseconds / 1_000_000_000))
+        let deadline = DispatchTime.now() + .nanoseconds(Int(timeout.components.seconds) * 1_000_000_000
+                                                         + Int(timeout.components.attoseconds / 1_000_000_000))
         var completed = unlinked.wait(timeout: deadline) == .success
         if !completed {
-            // The tee is stuck pushing into this branch (it blocks downstream): force the unlink.
-            teePad.unlink(from: sinkPad)
+            // A tee is stuck pushing into this branch (it blocks downstream): force the unlinks.
+            for link in links { link.teePad.unlink(from: link.sinkPad) }
         } else if sendEOS {
             completed = drained.wait(timeout: deadline) == .success
         }
@@ -97,7 +106,7 @@ public final class TeeBranch: @unchecked Sendable {
 
         _ = try? bin.setState(.null)
         container.remove(bin)
-        tee.releaseRequestPad(teePad)
+        for link in links { link.tee.releaseRequestPad(link.teePad) }
         return completed
     }
 }

@@ -24,14 +24,13 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
     /// Whether removing the output must push end-of-stream through it first (files need finalizing).
     var drainsOnDetach: Bool { false }
 
-    /// The output's part of the graph, in gst-launch syntax, starting where the guard queue ends.
-    func branchDescription() throws(CaptureError) -> String {
-        preconditionFailure("\(type(of: self)) must describe its branch")
-    }
+    /// The output's permanent branch in gst-launch syntax, starting where the guard queue ends; nil for
+    /// outputs that attach branches only while they work (a movie file output, between start and stop).
+    func branchDescription() throws(CaptureError) -> String? { nil }
 
-    /// The branch is built and part of the session's graph (which may not be playing yet).
-    func didAttach(branch: Bin, context: OutputContext) {}
-    /// The branch was removed from the graph.
+    /// The output joined a graph (which may not be playing yet); `branch` is its permanent branch, if any.
+    func didJoin(_ context: OutputContext, branch: Bin?) {}
+    /// The output left the graph (the session stopped, or the output was removed or failed).
     func didDetach() {}
     /// The branch failed and was detached; the session keeps running.
     func didFail(_ error: GStreamerError) {}
@@ -39,10 +38,13 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
     var displayName: String { String(describing: type(of: self)) }
 }
 
-/// What an output may ask of the session's graph while attached.
+/// What an output may ask of the session while it is part of its graph.
 struct OutputContext: Sendable {
     /// Session running time now, in nanoseconds: the clock frame timestamps are in.
     let runningTime: @Sendable () -> UInt64?
     /// The camera feeding the session now.
     let videoDevice: @Sendable () -> CaptureDevice?
+    /// Runs `body` on the session's queue with the graph, if that graph is still the session's running one;
+    /// else calls `body` with nil. Graph changes (attaching a recording) happen only there.
+    let onSessionQueue: @Sendable (@escaping @Sendable (SessionGraph?) -> Void) -> Void
 }

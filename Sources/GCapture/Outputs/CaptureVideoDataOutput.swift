@@ -94,7 +94,7 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
 
     override var queueDepth: Int { alwaysDiscardsLateVideoFrames ? 2 : 60 }
 
-    override func branchDescription() throws(CaptureError) -> String {
+    override func branchDescription() throws(CaptureError) -> String? {
         var fragment = ""
         if let settings = videoSettings {
             var caps = "video/x-raw"
@@ -111,8 +111,8 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
         return fragment + "appsink name=sink sync=false max-buffers=1 drop=false emit-signals=false enable-last-sample=false"
     }
 
-    override func didAttach(branch: Bin, context: OutputContext) {
-        guard let element = branch.element(named: "sink"), let sink = AppSink(element) else { return }
+    override func didJoin(_ context: OutputContext, branch: Bin?) {
+        guard let element = branch?.element(named: "sink"), let sink = AppSink(element) else { return }
         sink.setSampleHandler { [weak self] sample in self?.deliver(sample) }
     }
 

@@ -252,9 +252,9 @@ public final class CaptureSession: @unchecked Sendable {
         let newAudio = try resolved.audio.map { device throws(CaptureError) in
             try SourceBuilder.audioSource(for: device, name: graph.makeSourceName(.audio))
         }
-        let attached = graph.attachedOutputs
-        let added = configuration.outputs.filter { output in !attached.contains(output) }
-        let removed = attached.filter { output in !configuration.outputs.contains(output) }
+        let members = graph.members
+        let added = configuration.outputs.filter { output in !members.contains(output) }
+        let removed = members.filter { output in !configuration.outputs.contains(output) }
         let branches = try added.map { output throws(CaptureError) in (output, try graph.buildBranch(for: output)) }
 
         let oldVideo = graph.videoSource, oldAudio = graph.audioSource
@@ -265,16 +265,16 @@ public final class CaptureSession: @unchecked Sendable {
             if videoChanged { try graph.setSource(newVideo, for: .video) }
             if audioChanged { try graph.setSource(newAudio, for: .audio) }
             for (output, bin) in branches {
-                try graph.attach(output, branch: bin)
+                try graph.join(output, branch: bin, context: makeContext(for: graph))
                 attachedNow.append(output)
             }
         } catch {
-            for output in attachedNow { graph.detach(output) }
+            for output in attachedNow { graph.leave(output) }
             if audioChanged, graph.audioSource?.key != oldAudio?.key { try? graph.setSource(oldAudio, for: .audio) }
             if videoChanged, graph.videoSource?.key != oldVideo?.key { try? graph.setSource(oldVideo, for: .video) }
             throw .configurationFailed(reason: error.description, underlying: nil)
         }
-        for output in removed { graph.detach(output) }
+        for output in removed { graph.leave(output) }
         state.withLock { $0.committed = configuration }
     }
 
@@ -293,7 +293,7 @@ public final class CaptureSession: @unchecked Sendable {
                 try graph.setSource(SourceBuilder.audioSource(for: audio, name: graph.makeSourceName(.audio)), for: .audio)
             }
             for output in configuration.outputs {
-                try graph.attach(output, branch: graph.buildBranch(for: output))
+                try graph.join(output, branch: graph.buildBranch(for: output), context: makeContext(for: graph))
             }
         } catch {
             graph.discard()
@@ -349,7 +349,7 @@ public final class CaptureSession: @unchecked Sendable {
         guard let graph = state.withLock({ $0.graph }), graph === source else { return }
         switch event {
         case .outputFailed(let output, let error):
-            graph.detach(output)
+            graph.detachBranch(of: output)
             output.didFail(error)
             publish(RuntimeError(error: .outputFailed(output: output.displayName, underlying: error), output: output, isFatal: false))
         case .sourceFailed(let device, let error):
@@ -358,6 +358,21 @@ public final class CaptureSession: @unchecked Sendable {
                 ?? .startFailed(reason: "the capture graph failed", underlying: error)
             publish(RuntimeError(error: failure, output: nil, isFatal: true))
         }
+    }
+
+    private func makeContext(for graph: SessionGraph) -> OutputContext {
+        let pipeline = graph.pipeline
+        return OutputContext(
+            runningTime: { [weak pipeline] in pipeline?.currentRunningTime.map(UInt64.init) },
+            videoDevice: { [weak graph] in graph?.currentVideoDevice },
+            onSessionQueue: { [weak self, weak graph] body in
+                guard let self else { return body(nil) }
+                let target = graph
+                self.queue.async {
+                    let running = self.state.withLock { $0.graph }
+                    body(running != nil && running === target ? running : nil)
+                }
+            })
     }
 
     private func publish(_ error: RuntimeError) {

@@ -32,6 +32,8 @@ final class SessionGraph: @unchecked Sendable {
     }
 
     private struct BusState {
+        /// Every output of the graph, with or without a branch.
+        var members: [ObjectIdentifier: CaptureOutput] = [:]
         var branches: [ObjectIdentifier: Attached] = [:]
         /// A source on trial (being swapped in): its errors fail the swap instead of the session.
         var trialPath: String?
@@ -121,20 +123,20 @@ final class SessionGraph: @unchecked Sendable {
     }
 
     func shutDown() {
-        let attached = busState.withLock { Array($0.branches.values) }
+        let (members, attached) = busState.withLock { (Array($0.members.values), Array($0.branches.values)) }
         for item in attached where item.output.drainsOnDetach {
-            detach(item.output)
+            detachBranch(of: item.output)
         }
         pipeline.shutDown()
-        for item in attached { item.output.didDetach() }
-        busState.withLock { $0.branches.removeAll() }
+        for output in members { output.didDetach() }
+        busState.withLock { $0.branches.removeAll(); $0.members.removeAll() }
     }
 
     /// Releases a graph that never played (a prepared graph replaced by a newer configuration): its outputs
     /// were never running, so they are not told they stopped.
     func discard() {
         pipeline.shutDown()
-        busState.withLock { $0.branches.removeAll() }
+        busState.withLock { $0.branches.removeAll(); $0.members.removeAll() }
     }
 
     var isPlaying: Bool { pipeline.state().current == .playing }
@@ -206,15 +208,21 @@ final class SessionGraph: @unchecked Sendable {
 
     // MARK: Outputs
 
-    var attachedOutputs: [CaptureOutput] { busState.withLock { $0.branches.values.map(\.output) } }
+    var members: [CaptureOutput] { busState.withLock { Array($0.members.values) } }
 
-    /// Builds the output's branch behind a guard queue. Nothing is added to the graph.
-    func buildBranch(for output: CaptureOutput) throws(CaptureError) -> Bin {
-        branchCounter += 1
+    /// Builds the output's permanent branch behind a guard queue, if it has one. Nothing is added yet.
+    func buildBranch(for output: CaptureOutput) throws(CaptureError) -> Bin? {
+        guard let fragment = try output.branchDescription() else { return nil }
         let description = "queue name=guard leaky=downstream max-size-buffers=\(output.queueDepth) "
-            + "max-size-bytes=0 max-size-time=0 ! " + (try output.branchDescription())
+            + "max-size-bytes=0 max-size-time=0 ! " + fragment
+        return try makeBin(description, for: output)
+    }
+
+    /// Parses a branch bin with a name unique in this graph.
+    func makeBin(_ description: String, for output: CaptureOutput, ghostUnlinkedPads: Bool = true) throws(CaptureError) -> Bin {
+        branchCounter += 1
         do {
-            let bin = try Bin.parse(description)
+            let bin = try Bin.parse(description, ghostUnlinkedPads: ghostUnlinkedPads)
             try bin.set("name", "output-\(branchCounter)")
             return bin
         } catch let error as GStreamerError {
@@ -224,34 +232,53 @@ final class SessionGraph: @unchecked Sendable {
         }
     }
 
-    func attach(_ output: CaptureOutput, branch bin: Bin) throws(CaptureError) {
-        let tee = output.mediaType == .video ? videoTee : audioTee
+    /// Makes the output part of the graph, with its permanent branch if it has one.
+    func join(_ output: CaptureOutput, branch bin: Bin?, context: OutputContext) throws(CaptureError) {
         // Callbacks first, so no frame arrives before the output can take it.
-        output.didAttach(branch: bin, context: makeContext())
+        output.didJoin(context, branch: bin)
+        if let bin {
+            do throws(CaptureError) {
+                try attachBranch(bin, of: output, inputs: [output.mediaType: "sink"])
+            } catch {
+                output.didDetach()
+                throw error
+            }
+        }
+        busState.withLock { $0.members[ObjectIdentifier(output)] = output }
+    }
+
+    /// Links a branch of `output` to the tees: each named sink pad of `bin` to its media's tee.
+    func attachBranch(_ bin: Bin, of output: CaptureOutput, inputs: [MediaType: String]) throws(CaptureError) {
+        let links = inputs.map { (tee: $0.key == .video ? videoTee : audioTee, sinkPad: $0.value) }
         do {
-            let branch = try TeeBranch(attaching: bin, to: tee, in: pipeline)
+            let branch = try TeeBranch(attaching: bin, inputs: links, in: pipeline)
             busState.withLock {
                 $0.branches[ObjectIdentifier(output)] = Attached(output: output, branch: branch, path: bin.path)
             }
         } catch {
-            output.didDetach()
             throw .configurationFailed(reason: "cannot attach \(output.displayName)", underlying: error as? GStreamerError)
         }
     }
 
-    private func makeContext() -> OutputContext {
-        let pipeline = self.pipeline
-        return OutputContext(
-            runningTime: { [weak pipeline] in pipeline?.currentRunningTime.map(UInt64.init) },
-            videoDevice: { [weak self] in
-                self?.busState.withLock { state in state.sources.last { $0.device.mediaType == .video }?.device }
-            })
+    /// The camera feeding the graph now (read from any thread).
+    var currentVideoDevice: CaptureDevice? {
+        busState.withLock { state in state.sources.last { $0.device.mediaType == .video }?.device }
     }
 
-    /// Detaches the output's branch (draining it first when the output writes a file).
-    func detach(_ output: CaptureOutput) {
-        guard let attached = busState.withLock({ $0.branches.removeValue(forKey: ObjectIdentifier(output)) }) else { return }
-        attached.branch.detach(drain: output.drainsOnDetach)
+    /// Whether the session has a source for the media type now.
+    func hasSource(_ mediaType: MediaType) -> Bool { mediaType == .video ? videoSource != nil : audioSource != nil }
+
+    /// Removes the output's branch (draining it first when the output writes a file); it stays a member.
+    @discardableResult
+    func detachBranch(of output: CaptureOutput, drain: Bool? = nil) -> Bool {
+        guard let attached = busState.withLock({ $0.branches.removeValue(forKey: ObjectIdentifier(output)) }) else { return true }
+        return attached.branch.detach(drain: drain ?? output.drainsOnDetach)
+    }
+
+    /// Takes the output out of the graph.
+    func leave(_ output: CaptureOutput) {
+        detachBranch(of: output)
+        guard busState.withLock({ $0.members.removeValue(forKey: ObjectIdentifier(output)) }) != nil else { return }
         output.didDetach()
     }
 }

@@ -92,12 +92,12 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
 
     // MARK: Graph
 
-    override func branchDescription() throws(CaptureError) -> String {
+    override func branchDescription() throws(CaptureError) -> String? {
         "appsink name=sink sync=false max-buffers=1 drop=false emit-signals=false enable-last-sample=false"
     }
 
-    override func didAttach(branch: Bin, context: OutputContext) {
-        guard let element = branch.element(named: "sink"), let sink = AppSink(element) else { return }
+    override func didJoin(_ context: OutputContext, branch: Bin?) {
+        guard let element = branch?.element(named: "sink"), let sink = AppSink(element) else { return }
         let ring = FrameRing(depth: locked { ringDepth })
         locked {
             self.ring = ring
