@@ -16,8 +16,9 @@ struct GCaptureCommand: AsyncParsableCommand {
           gcapture frames --duration 2          capture 2 s of frames from the default camera, print stats
           gcapture frames --camera /dev/video0 --preset vga640x480 --json
           gcapture photo --output shot.jpg      a photo with zero shutter lag, EXIF included
+          gcapture record --output clip.mp4 --duration 10    a movie with audio, crash-safe
         """,
         version: "gcapture \(CaptureRuntime.version) (GStreamer \(CaptureRuntime.gstreamerVersion))",
-        subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self]
+        subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self, RecordCommand.self]
     )
 }

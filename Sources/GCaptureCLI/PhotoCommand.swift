@@ -158,7 +158,7 @@ final class EventPrinter: @unchecked Sendable {
         emit(["event": "readiness", "state": state.rawValue], text: "")
     }
 
-    private func emit(_ object: [String: Any], text: String) {
+    func emit(_ object: [String: Any], text: String) {
         lock.withLock {
             if json { JSONLine.print(object) } else { print(text); fflush(nil) }
         }

@@ -71,6 +71,12 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             return pts == ClockTime.none ? nil : pts
         }
 
+        public var bufferDuration: ClockTime? {
+            guard isBuffer, let data = raw.pointee.data else { return nil }
+            let duration = UnsafeMutablePointer<GstBuffer>(OpaquePointer(data)).pointee.duration
+            return duration == ClockTime.none ? nil : duration
+        }
+
         /// Makes the passing buffer writable and hands its memory to `body` (for in-place edits).
         public func withWritableBuffer(_ body: (WritableBuffer) -> Void) {
             guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }

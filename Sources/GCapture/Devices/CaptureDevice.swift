@@ -41,6 +41,9 @@ public final class CaptureDevice: @unchecked Sendable, Hashable, Identifiable, C
         case testMicrophone(TestMicrophoneOptions)
         /// Any other provider's device (PulseAudio, PipeWire): GStreamer makes its element.
         case provided(GStreamerKit.Device)
+        /// An audio server source by name ("pulse:default", "pulse:alsa_input..."), usable without the
+        /// device monitor (for a server that appeared after the monitor started).
+        case pulse(source: String)
     }
 
     init(uniqueID: String, localizedName: String, modelID: String, manufacturer: String, deviceType: DeviceType,
@@ -69,9 +72,16 @@ public final class CaptureDevice: @unchecked Sendable, Hashable, Identifiable, C
 
     // MARK: Finding devices
 
-    /// The device with this id, or nil. Node paths (/dev/video0) are accepted as ids too.
+    /// The device with this id, or nil. Node paths (/dev/video0) are accepted as ids too, and
+    /// "pulse:NAME" names an audio server source directly ("pulse:default" for the server's default).
     public static func device(withUniqueID uniqueID: String) -> CaptureDevice? {
-        DeviceRegistry.shared.device(withUniqueID: uniqueID)
+        if uniqueID.hasPrefix("pulse:"), GStreamer.hasElement("pulsesrc") {
+            let name = String(uniqueID.dropFirst("pulse:".count))
+            return CaptureDevice(uniqueID: uniqueID, localizedName: name == "default" ? "Default microphone" : name,
+                                 modelID: "pulsesrc", manufacturer: "", deviceType: .microphone, position: .unspecified,
+                                 mediaType: .audio, nodePath: nil, formats: [], backend: .pulse(source: name))
+        }
+        return DeviceRegistry.shared.device(withUniqueID: uniqueID)
     }
 
     /// The device with this id, or an error that lists the devices there are.

@@ -62,7 +62,9 @@ enum DeviceFactory {
     private static func makeMicrophone(_ device: GStreamerKit.Device, _ properties: [String: String]) -> CaptureDevice? {
         // The audio server lists each output's monitor as a source too: those are not microphones.
         if properties["device.class"] == "monitor" { return nil }
-        let name = properties["device.name"] ?? properties["node.name"] ?? device.displayName
+        // The audio server's own name for the source ("alsa_input..."), as its element is told.
+        let serverName = (try? device.makeElement())?.property("device").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+        let name = serverName ?? properties["device.name"] ?? properties["node.name"] ?? device.displayName
         return CaptureDevice(uniqueID: "audio:" + name, localizedName: device.displayName,
                              modelID: properties["device.product.name"] ?? name,
                              manufacturer: properties["device.vendor.name"] ?? "",

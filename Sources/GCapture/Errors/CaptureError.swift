@@ -16,6 +16,27 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
     case timedOut(String)
     case missingPlugin(String)
     case tooManyPendingCaptures(limit: Int)
+    /// Recording stopped at maxRecordedDuration; the file is complete.
+    case maximumDurationReached
+    /// Recording stopped at maxRecordedFileSize; the file is complete.
+    case maximumFileSizeReached
+    /// Recording stopped because free space fell under minFreeDiskSpaceLimit; the file is complete.
+    case diskSpaceLimitReached
+    /// The microphone or audio server went away; the file is finalized up to that moment.
+    case audioDeviceFailed(device: String, underlying: GStreamerError)
+    /// Writing or encoding failed; the file plays up to the failure.
+    case recordingFailed(reason: String, underlying: GStreamerError?)
+    /// Stopped before any frame reached the file; no file is left.
+    case noFramesRecorded
+
+    /// A recording that stopped for this reason is complete and plays to its end (AVFoundation's
+    /// "recording successfully finished" flag).
+    public var recordingFinishedSuccessfully: Bool {
+        switch self {
+        case .maximumDurationReached, .maximumFileSizeReached, .diskSpaceLimitReached: true
+        default: false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -36,6 +57,12 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
         case .deviceFailed(let device, let underlying): "\(device) failed: \(underlying)"
         case .outputFailed(let output, let underlying): "\(output) failed and was detached: \(underlying)"
         case .timedOut(let what): "\(what) timed out"
+        case .maximumDurationReached: "the recording reached its maximum duration"
+        case .maximumFileSizeReached: "the recording reached its maximum file size"
+        case .diskSpaceLimitReached: "free disk space fell under the recording's limit"
+        case .audioDeviceFailed(let device, let underlying): "the microphone \(device) failed: \(underlying)"
+        case .recordingFailed(let reason, let underlying): "recording failed: \(reason)" + (underlying.map { " (\($0))" } ?? "")
+        case .noFramesRecorded: "the recording stopped before any frame reached the file"
         case .tooManyPendingCaptures(let limit):
             "\(limit) photos are already waiting to be processed; wait for readiness before capturing more"
         case .missingPlugin(let element):

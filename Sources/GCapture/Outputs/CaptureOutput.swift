@@ -34,6 +34,8 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
     func didDetach() {}
     /// The branch failed and was detached; the session keeps running.
     func didFail(_ error: GStreamerError) {}
+    /// The session's microphone failed and was removed; video goes on.
+    func audioSourceDidFail(_ device: CaptureDevice, error: GStreamerError) {}
 
     var displayName: String { String(describing: type(of: self)) }
 }

@@ -352,6 +352,11 @@ public final class CaptureSession: @unchecked Sendable {
             graph.detachBranch(of: output)
             output.didFail(error)
             publish(RuntimeError(error: .outputFailed(output: output.displayName, underlying: error), output: output, isFatal: false))
+        case .sourceFailed(let device, let error) where device?.mediaType == .audio && graph.hasSource(.video):
+            // A microphone (or the audio server) went away: recordings end cleanly, video goes on.
+            try? graph.setSource(nil, for: .audio)
+            for output in graph.members { output.audioSourceDidFail(device!, error: error) }
+            publish(RuntimeError(error: .audioDeviceFailed(device: device!.description, underlying: error), output: nil, isFatal: false))
         case .sourceFailed(let device, let error):
             stopOnQueue()
             let failure: CaptureError = device.map { .deviceFailed(device: $0.description, underlying: error) }

@@ -27,7 +27,7 @@ enum SourceBuilder {
         case .provided:
             description = "capsfilter name=caps caps=\"\(selection.caps)\""
                 + (selection.format.isCompressed ? " ! jpegdec ! videoconvert" : "")
-        case .testMicrophone:
+        case .testMicrophone, .pulse:
             throw .cannotAddInput("\(device) is a microphone, not a camera")
         }
         let bin = try makeBin(description, name: name, device: device)
@@ -45,6 +45,11 @@ enum SourceBuilder {
                 + "! audioconvert ! audioresample ! capsfilter caps=\"\(audioCaps)\""
         case .provided:
             description = "audioconvert ! audioresample ! capsfilter caps=\"\(audioCaps)\""
+        case .pulse(let source):
+            // 48 kHz asked of the server itself: otherwise pulsesrc picks 44.1 kHz and we resample.
+            let device = source == "default" ? "" : "device=\"\(source)\" "
+            description = "pulsesrc \(device)! audio/x-raw,rate=48000,channels=2 ! audioconvert ! audioresample "
+                + "! capsfilter caps=\"\(audioCaps)\""
         default:
             throw .cannotAddInput("\(device) is not a microphone")
         }

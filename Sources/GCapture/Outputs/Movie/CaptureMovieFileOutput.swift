@@ -1,0 +1,301 @@
+import Dispatch
+import Foundation
+import GStreamerKit
+
+/// Follows a recording (AVCaptureFileOutputRecordingDelegate). Called on the output's delegate queue.
+public protocol CaptureFileOutputRecordingDelegate: AnyObject, Sendable {
+    func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL)
+    /// `error` is nil for a recording stopped on request; limits reached (see
+    /// `CaptureError.recordingFinishedSuccessfully`) still leave a complete file; failures leave a file that
+    /// plays up to the failure.
+    func fileOutput(_ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, error: CaptureError?)
+    func fileOutput(_ output: CaptureMovieFileOutput, didPauseRecordingTo fileURL: URL)
+    func fileOutput(_ output: CaptureMovieFileOutput, didResumeRecordingTo fileURL: URL)
+}
+
+extension CaptureFileOutputRecordingDelegate {
+    public func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL) {}
+    public func fileOutput(_ output: CaptureMovieFileOutput, didPauseRecordingTo fileURL: URL) {}
+    public func fileOutput(_ output: CaptureMovieFileOutput, didResumeRecordingTo fileURL: URL) {}
+}
+
+/// Records movies from a running session (AVCaptureMovieFileOutput): H.264 and AAC in MP4 by default,
+/// attached to the running session when recording starts and detached, finalized, when it stops, while the
+/// session's other outputs run on without a gap. Crash-safe: the MP4 is written in fragments of
+/// `movieFragmentInterval` (a kill loses at most that and the file plays as it is), and a Matroska sidecar
+/// of the same encoded frames lets the next start recover all but the last few milliseconds.
+public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
+    public enum FileType: String, Sendable, Codable { case mp4, matroska }
+
+    public struct Statistics: Sendable {
+        /// Seconds recorded, pauses excluded.
+        public var duration: Double
+        public var frames: Int
+        public var droppedFrames: Int
+        public var audioBuffers: Int
+        /// Where audio and video start in the file, seconds.
+        public var firstVideoTime: Double?
+        public var firstAudioTime: Double?
+    }
+
+    private struct Recording {
+        let url: URL
+        let delegate: any CaptureFileOutputRecordingDelegate
+        var encoding: MovieEncoding
+        var timeline: RecordingTimeline?
+        var monitor: DispatchSourceTimer?
+        var stopping = false
+    }
+
+    private let lock = NSLock()
+    private var context: OutputContext?
+    private var recording: Recording?
+    private var settings = (fragmentInterval: 1.0, maxDuration: Double?.none, maxFileSize: Int64?.none,
+                            minFreeDisk: Int64(0), fileType: FileType.mp4, videoBitRate: Int?.none)
+    private let workQueue = DispatchQueue(label: "gcapture.movie")
+    public let delegateQueue = DispatchQueue(label: "gcapture.movie.delegate")
+
+    public override init() {}
+
+    private func locked<R>(_ body: () throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    // MARK: Settings (take effect at the next recording)
+
+    /// Seconds of movie written per fragment: the most a crash can cost before recovery. Default 1.
+    public var movieFragmentInterval: TimeInterval {
+        get { locked { settings.fragmentInterval } } set { locked { settings.fragmentInterval = max(0.1, newValue) } }
+    }
+    public var maxRecordedDuration: TimeInterval? { get { locked { settings.maxDuration } } set { locked { settings.maxDuration = newValue } } }
+    /// Bytes; the recording stops before the file would grow past it.
+    public var maxRecordedFileSize: Int64? { get { locked { settings.maxFileSize } } set { locked { settings.maxFileSize = newValue } } }
+    /// Bytes of free space to leave on the file's disk.
+    public var minFreeDiskSpaceLimit: Int64 { get { locked { settings.minFreeDisk } } set { locked { settings.minFreeDisk = newValue } } }
+    /// MP4 (H.264 + AAC, the default) or Matroska (H.264 + Opus).
+    public var fileType: FileType { get { locked { settings.fileType } } set { locked { settings.fileType = newValue } } }
+    /// Video bits per second; nil picks one from the frame size (1080p: 8 Mbit/s).
+    public var videoBitRate: Int? { get { locked { settings.videoBitRate } } set { locked { settings.videoBitRate = newValue } } }
+
+    // MARK: State
+
+    public var isRecording: Bool { locked { recording != nil } }
+    public var isRecordingPaused: Bool { locked { recording?.timeline?.isPaused ?? false } }
+    public var outputFileURL: URL? { locked { recording?.url } }
+    /// Seconds recorded so far, pauses excluded.
+    public var recordedDuration: Double { Double(locked { recording?.timeline?.stats.duration } ?? 0) / 1e9 }
+    /// Bytes written so far.
+    public var recordedFileSize: Int64 {
+        guard let url = outputFileURL else { return 0 }
+        return ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+    public var recordingStatistics: Statistics {
+        Self.statistics(locked { recording?.timeline?.stats } ?? RecordingTimeline.Statistics())
+    }
+
+    /// The statistics of the last recording that finished.
+    public var lastStatistics: Statistics { locked { finishedStatistics } }
+    private var finishedStatistics = CaptureMovieFileOutput.statistics(RecordingTimeline.Statistics())
+
+    private static func statistics(_ stats: RecordingTimeline.Statistics) -> Statistics {
+        Statistics(duration: Double(stats.duration) / 1e9, frames: stats.frames, droppedFrames: stats.droppedFrames, audioBuffers: stats.audioBuffers,
+                          firstVideoTime: stats.firstVideoTime.map { Double($0) / 1e9 },
+                          firstAudioTime: stats.firstAudioTime.map { Double($0) / 1e9 })
+    }
+
+    override var drainsOnDetach: Bool { true }
+
+    override func didJoin(_ context: OutputContext, branch: Bin?) { locked { self.context = context } }
+
+    override func didDetach() {
+        locked { context = nil }
+        // The graph drained the recording before it stopped: the file is complete.
+        complete(error: nil, drained: true)
+    }
+
+    override func didFail(_ error: GStreamerError) {
+        complete(error: .recordingFailed(reason: "writing the movie failed", underlying: error), drained: false)
+    }
+
+    override func audioSourceDidFail(_ device: CaptureDevice, error: GStreamerError) {
+        stop(with: .audioDeviceFailed(device: device.description, underlying: error))
+    }
+
+    // MARK: Recording
+
+    /// Starts recording to `url` (replacing a file there). Returns at once; the delegate hears when the
+    /// recording really started, or why it could not.
+    public func startRecording(to url: URL, recordingDelegate delegate: any CaptureFileOutputRecordingDelegate) {
+        let (context, busy) = locked { (self.context, recording != nil) }
+        let fail: @Sendable (CaptureError) -> Void = { error in
+            self.delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, error: error) }
+        }
+        if busy { return fail(.recordingFailed(reason: "already recording to \(outputFileURL?.path ?? "a file")", underlying: nil)) }
+        guard let context else { return fail(.sessionNotRunning) }
+        do throws(CaptureError) { try PhotoProcessor.checkWritable(url) } catch { return fail(error) }
+        let reserved: Bool = locked {
+            guard recording == nil else { return false }
+            recording = Recording(url: url, delegate: delegate, encoding: encodingSettings())
+            return true
+        }
+        guard reserved else { return fail(.recordingFailed(reason: "already recording", underlying: nil)) }
+        workQueue.async {
+            // Work a crash left behind in this folder is finished first.
+            _ = Self.recoverInterruptedRecordings(in: url.deletingLastPathComponent())
+            context.onSessionQueue { graph in
+                do throws(CaptureError) {
+                    guard let graph else { throw .sessionNotRunning }
+                    try self.attachRecording(to: graph, url: url)
+                    self.delegateQueue.async { delegate.fileOutput(self, didStartRecordingTo: url) }
+                } catch {
+                    self.locked { self.recording = nil }
+                    fail(error)
+                }
+            }
+        }
+    }
+
+    /// Stops and finalizes the file; the delegate hears when it is complete.
+    public func stopRecording() { stop(with: nil) }
+
+    public func pauseRecording() {
+        guard let (timeline, url, delegate) = locked({ recording.flatMap { r in r.timeline.map { ($0, r.url, r.delegate) } } }) else { return }
+        timeline.pause()
+        delegateQueue.async { delegate.fileOutput(self, didPauseRecordingTo: url) }
+    }
+
+    public func resumeRecording() {
+        guard let (timeline, url, delegate) = locked({ recording.flatMap { r in r.timeline.map { ($0, r.url, r.delegate) } } }) else { return }
+        timeline.resume()
+        delegateQueue.async { delegate.fileOutput(self, didResumeRecordingTo: url) }
+    }
+
+    /// Recovers every interrupted recording in `directory` (see MovieRecovery); blocks while remuxing.
+    @discardableResult
+    public static func recoverInterruptedRecordings(in directory: URL) -> [Result<URL, CaptureError>] {
+        MovieRecovery.interruptedRecordings(in: directory).map { movie in
+            Result { () throws(CaptureError) -> URL in
+                try MovieRecovery.recover(movie)
+                return movie
+            }
+        }
+    }
+
+    private func encodingSettings() -> MovieEncoding {
+        MovieEncoding(container: settings.fileType == .mp4 ? .mp4 : .matroska, videoBitRate: settings.videoBitRate ?? 0,
+                      frameRate: 30, fragmentInterval: settings.fragmentInterval, rotationTag: nil, withAudio: false)
+    }
+
+    /// On the session queue: builds the recording's branch and links it to the running tees.
+    private func attachRecording(to graph: SessionGraph, url: URL) throws(CaptureError) {
+        guard var encoding = locked({ recording?.encoding }) else { throw .sessionNotRunning }
+        let selection = graph.videoSource?.selection
+        encoding.withAudio = graph.hasSource(.audio)
+        encoding.frameRate = Int((selection?.frameRate.doubleValue ?? 30).rounded())
+        if encoding.videoBitRate == 0 {
+            encoding.videoBitRate = MovieEncoding.defaultBitRate(width: selection?.format.width ?? 1280, height: selection?.format.height ?? 720)
+        }
+        let angle = Int(connection.videoRotationAngle)
+        encoding.rotationTag = angle == 0 ? nil : "rotate-\(angle)"
+        let bin = try graph.makeBin(try encoding.description(), for: self, ghostUnlinkedPads: false)
+        var inputs: [MediaType: String] = [:]
+        var pads: [Pad] = []
+        do {
+            try bin.element(named: "file")?.set("location", url.path)
+            try bin.element(named: "sidecar_file")?.set("location", MovieRecovery.sidecarURL(for: url).path)
+            for (media, queue, padName) in [(MediaType.video, "video_in", "sink"), (.audio, "audio_in", "audio_sink")] {
+                guard let target = bin.element(named: queue)?.staticPad("sink") else { continue }
+                pads.append(try bin.addGhostPad(named: padName, target: target))
+                inputs[media] = padName
+            }
+        } catch {
+            throw .configurationFailed(reason: "cannot set up the recording", underlying: error as? GStreamerError)
+        }
+        let timeline = RecordingTimeline(pads: pads)
+        pads.first?.addProbe(.buffer) { info in timeline.admitVideo(info.bufferPTS, duration: info.bufferDuration) ? .ok : .drop }
+        if pads.count > 1 { pads[1].addProbe(.buffer) { info in timeline.admitAudio(info.bufferPTS) ? .ok : .drop } }
+        locked {
+            recording?.encoding = encoding
+            recording?.timeline = timeline
+        }
+        try graph.attachBranch(bin, of: self, inputs: inputs)
+        startMonitoring(url: url)
+    }
+
+    // MARK: Limits
+
+    private func startMonitoring(url: URL) {
+        let timer = DispatchSource.makeTimerSource(queue: workQueue)
+        timer.schedule(deadline: .now() + 0.2, repeating: 0.2)
+        timer.setEventHandler { [weak self] in self?.checkLimits(url: url) }
+        locked { recording?.monitor = timer }
+        timer.resume()
+    }
+
+    private func checkLimits(url: URL) {
+        let (limits, encoding) = locked { (settings, recording?.encoding) }
+        guard let encoding else { return }
+        if let maxDuration = limits.maxDuration, recordedDuration >= maxDuration {
+            return stop(with: .maximumDurationReached)
+        }
+        // A fragment is written at once: stop one fragment early so the file never passes the limit.
+        let bytesPerFragment = Int64(Double(encoding.videoBitRate + (encoding.withAudio ? 128_000 : 0)) / 8 * encoding.fragmentInterval)
+        if let maxSize = limits.maxFileSize, recordedFileSize + bytesPerFragment * 2 >= maxSize {
+            return stop(with: .maximumFileSizeReached)
+        }
+        if limits.minFreeDisk > 0 {
+            var info = statvfs()
+            if statvfs(url.deletingLastPathComponent().path, &info) == 0,
+               Int64(info.f_bavail) * Int64(info.f_frsize) < limits.minFreeDisk + bytesPerFragment {
+                return stop(with: .diskSpaceLimitReached)
+            }
+        }
+    }
+
+    // MARK: Finishing
+
+    private func stop(with error: CaptureError?) {
+        let (context, proceed) = locked { () -> (OutputContext?, Bool) in
+            guard recording != nil, recording?.stopping == false else { return (nil, false) }
+            recording?.stopping = true
+            recording?.monitor?.cancel()
+            return (self.context, true)
+        }
+        guard proceed else { return }
+        guard let context else { return complete(error: error, drained: false) }
+        context.onSessionQueue { graph in
+            let drained = graph?.detachBranch(of: self, drain: true) ?? false
+            self.complete(error: error, drained: drained)
+        }
+    }
+
+    /// Ends the recording once: settles the files and tells the delegate.
+    private func complete(error: CaptureError?, drained: Bool) {
+        guard let finished = locked({ () -> Recording? in
+            defer { recording = nil }
+            return recording
+        }) else { return }
+        finished.monitor?.cancel()
+        let stats = finished.timeline?.stats ?? RecordingTimeline.Statistics()
+        locked { finishedStatistics = Self.statistics(stats) }
+        let frames = stats.frames
+        let sidecar = MovieRecovery.sidecarURL(for: finished.url)
+        var outcome = error
+        if frames == 0 {
+            // Without a frame there is no playable movie: leave nothing behind.
+            try? FileManager.default.removeItem(at: finished.url)
+            try? FileManager.default.removeItem(at: sidecar)
+            outcome = outcome ?? .noFramesRecorded
+        } else if drained {
+            try? FileManager.default.removeItem(at: sidecar)
+        } else if FileManager.default.fileExists(atPath: sidecar.path) {
+            // Not finalized (a write failed, or the drain timed out): the sidecar holds more than the last
+            // complete fragment. If it cannot be remuxed now it stays for the next start.
+            try? MovieRecovery.recover(finished.url)
+        }
+        let delegate = finished.delegate, url = finished.url, result = outcome
+        delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, error: result) }
+    }
+}
