@@ -18,6 +18,8 @@ struct ChildUsage: Sendable {
     /// parent's address space, and Linux folds that address space's high-water mark into the child's
     /// maxrss at exec, so this is at least the parent's RSS at spawn time.
     var waitMaxRSSKiB: Int
+    /// Page faults served without I/O (ru_minflt): mostly first touches of freshly mapped memory.
+    var minorFaults: Int = 0
 
     var cpuSeconds: Double { userSeconds + systemSeconds }
     var peakRSSMiB: Double { Double(peakRSSKiB) / 1024 }
@@ -96,7 +98,8 @@ enum ChildProcess {
             userSeconds: seconds(usage.ru_utime),
             systemSeconds: seconds(usage.ru_stime),
             peakRSSKiB: peakRSS,
-            waitMaxRSSKiB: usage.ru_maxrss)
+            waitMaxRSSKiB: usage.ru_maxrss,
+            minorFaults: usage.ru_minflt)
     }
 
     /// How often the child's VmHWM is sampled. It only grows, so the last sample before exit misses at most

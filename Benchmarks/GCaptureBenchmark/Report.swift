@@ -8,6 +8,7 @@ struct BenchmarkReport: Codable {
     var plainPipeline: String
     var latency: LatencyReport?
     var frameDelivery: FrameDeliveryReport?
+    var photo: PhotoReport?
 }
 
 /// Figure 1, in milliseconds.
@@ -90,6 +91,7 @@ extension BenchmarkReport {
         ]
         if let latency { lines += [""] + latency.table() }
         if let frameDelivery { lines += [""] + frameDelivery.table() }
+        if let photo { lines += [""] + photo.table() }
         return lines.joined(separator: "\n")
     }
 }
@@ -137,6 +139,192 @@ extension FrameDeliveryReport {
                 + String(format: "  goal ≤ %.2f×  ", cpuGoal) + (meetsCPUGoal ? "met" : "MISSED")
                 + String(format: "   peak RSS %.2f×", rssRatio),
         ]
+        lines += warnings.map { "  warning: \($0)" }
+        return lines
+    }
+}
+
+/// Figure 3: still photos, per size (see PhotoBenchmark). Times in ms.
+struct PhotoReport: Codable {
+    var prioritization: String
+    /// Sequential shots per size (parts 1 and 2), each after a random pause in `gapMilliseconds`.
+    var shots: Int
+    var gapMilliseconds: [Int]
+    var frameIntervalMilliseconds: Double
+    var burstSeconds: Double
+    var burstRounds: Int
+    var latencyGoal: Double
+    var cpuGoal: Double
+    var sizes: [PhotoSizeReport]
+    var warnings: [String]
+}
+
+struct PhotoSizeReport: Codable {
+    var label: String
+    var width: Int
+    var height: Int
+    var jpegQuality: Int
+    var shutterLag: ShutterLagFigures
+    var requestToFile: RequestToFileFigures
+    var viewfinder: ViewfinderFigures
+    var burst: BurstFigures
+}
+
+/// Part 1: the photo's frame timestamp − the request instant, in session (pipeline) running time.
+struct ShutterLagFigures: Codable {
+    var engine: Summary
+    /// Engine shots whose frame lies more than one frame interval from the request.
+    var engineBeyondOneFrame: Int
+    var camerabin: Summary?
+    /// Why camerabin has no figures, when it has none.
+    var camerabinNote: String?
+    /// Median ≤ 0 and no shot beyond one frame interval.
+    var meetsGoal: Bool
+}
+
+/// Part 2: request → JPEG in a file, against jpegenc alone.
+struct RequestToFileFigures: Codable {
+    /// CapturePhoto.latencyMilliseconds, fileURL set.
+    var engine: Summary
+    /// The same without a fileURL (JPEG in memory), interleaved: the file's share by difference.
+    var engineInMemory: Summary
+    /// start-capture → image-done.
+    var camerabin: Summary?
+    var camerabinFrameToFile: Summary?
+    /// appsrc ! jpegenc ! appsink in this process, push → pull, interleaved with the engine's shots.
+    var floor: Summary
+    var engineMeanJPEGBytes: Double
+    var floorMeanJPEGBytes: Double
+    /// Median engine / median floor.
+    var ratio: Double
+    var meetsGoal: Bool
+}
+
+/// Viewfinder frames that went missing while the sequential shots were taken.
+struct ViewfinderFigures: Codable {
+    var engineFrames: Int
+    var engineMissing: Int
+    var engineMissingPerShot: Double
+    var camerabinFrames: Int?
+    var camerabinMissing: Int?
+    var camerabinMissingPerShot: Double?
+}
+
+/// Part 3: the burst, worst round for counts, medians over rounds for CPU.
+struct BurstFigures: Codable {
+    var seconds: Double
+    var rounds: Int
+    /// Of the floor, and of every photo (else a warning).
+    var jpegQuality: Int
+    var requested: Int
+    var delivered: Int
+    var failed: Int
+    var firstError: String?
+    var expectedFrames: Int
+    var framesLost: Int
+    var burstCPUSeconds: Double
+    var baselineCPUSeconds: Double
+    var onDemandFloorCPUSeconds: Double
+    /// (burst CPU − baseline CPU) / photos delivered.
+    var cpuMillisecondsPerPhoto: Double
+    /// gst-launch-1.0: (CPU with jpegenc − CPU without) / frames, median of the pairs.
+    var floorCPUMillisecondsPerFrame: Double
+    var floorPipeline: String
+    var ratio: Double
+    var meetsCPUGoal: Bool
+    /// The same session with a plain appsrc ! jpegenc ! appsink encoding one frame per request instead of
+    /// the engine: (its CPU − baseline CPU) / encodes. What encoding on demand costs without the engine.
+    var onDemandFloorCPUMillisecondsPerFrame: Double
+    var ratioToOnDemandFloor: Double
+    /// Minor page faults per request beyond the baseline's (4 KiB pages first touched: fresh allocations).
+    var pageFaultsPerPhoto: Double
+    var onDemandFloorPageFaultsPerFrame: Double
+    /// Every photo delivered and no frame lost.
+    var meetsDeliveryGoal: Bool
+    /// The burst's photos, pooled over rounds.
+    var shutterLag: Summary?
+    var latency: Summary?
+    /// Push → pull of the on-demand floor's encodes.
+    var onDemandFloorLatency: Summary?
+    var burstPeakRSSMiB: Double
+    var baselinePeakRSSMiB: Double
+    var runs: [BurstRun]
+    var floorRuns: [FloorRun]
+}
+
+extension PhotoReport {
+    func table() -> [String] {
+        let label = 52, column = 22
+        func row(_ text: String, _ cells: [String]) -> String { "  " + text.padding(label) + cells.map { $0.leftPadding(column) }.joined() }
+        func summaries(_ text: String, _ pick: (PhotoSizeReport) -> Summary?) -> String {
+            row(text, sizes.map { size in
+                pick(size).map { String(format: "%10.2f %10.2f", $0.median, $0.p90) } ?? "—".leftPadding(21)
+            })
+        }
+        func values(_ text: String, _ pick: (PhotoSizeReport) -> String) -> String { row(text, sizes.map(pick)) }
+        func verdict(_ met: Bool) -> String { met ? "met" : "MISSED" }
+        let interval = String(format: "%.1f", frameIntervalMilliseconds)
+        let quality = Set(sizes.map(\.jpegQuality)).sorted().map(String.init).joined(separator: "/")
+
+        var lines = [
+            "3. Still photos at .\(prioritization) (JPEG quality \(quality)), test camera NV12 30 fps. Per size, one at a time, each "
+                + "after a \(gapMilliseconds[0])–\(gapMilliseconds[1]) ms pause:",
+            "   \(shots) × (engine photo to a file, engine photo in memory, floor encode), rotating; then camerabin, \(shots) shots",
+            row("", sizes.map { "\($0.label) (\($0.width)x\($0.height))" }),
+            row("", sizes.map { _ in "median        p90" }),
+            "  shutter lag, ms (frame timestamp − request; ≤ 0: exposed before the press)",
+            summaries("  engine     zero shutter lag (default)", { $0.shutterLag.engine }),
+            summaries("  camerabin  start-capture (the next frame)", { $0.shutterLag.camerabin }),
+            values("  engine     min / max", {
+                String(format: "%9.2f / %.2f", $0.shutterLag.engine.min, $0.shutterLag.engine.max)
+            }),
+            values("  engine     shots beyond one frame (\(interval) ms)", { "\($0.shutterLag.engineBeyondOneFrame)/\($0.shutterLag.engine.samples.count)" }),
+            values("  goal: median ≤ 0, none beyond \(interval) ms", { verdict($0.shutterLag.meetsGoal) }),
+            "  request → JPEG file, ms",
+            summaries("  engine     capturePhoto, fileURL in /tmp", { $0.requestToFile.engine }),
+            summaries("  engine     capturePhoto, in memory (no fileURL)", { $0.requestToFile.engineInMemory }),
+            summaries("  camerabin  start-capture → image-done", { $0.requestToFile.camerabin }),
+            summaries("  floor      appsrc ! jpegenc ! appsink, push → pull", { $0.requestToFile.floor }),
+            values(String(format: "  engine / floor, medians (goal ≤ %.2f×)", latencyGoal), {
+                String(format: "%.2f× ", $0.requestToFile.ratio) + verdict($0.requestToFile.meetsGoal)
+            }),
+            "  viewfinder frames lost per shot (engine: a CaptureVideoDataOutput; camerabin: its viewfinder-sink)",
+            values("  engine", { String(format: "%.2f (%d of %d)", $0.viewfinder.engineMissingPerShot,
+                                        $0.viewfinder.engineMissing, $0.viewfinder.engineFrames + $0.viewfinder.engineMissing) }),
+            values("  camerabin", { size in
+                guard let perShot = size.viewfinder.camerabinMissingPerShot, let missing = size.viewfinder.camerabinMissing,
+                      let frames = size.viewfinder.camerabinFrames else { return "—" }
+                return String(format: "%.2f (%d of %d)", perShot, missing, frames + missing)
+            }),
+            "  burst: a photo requested every \(interval) ms for \(String(format: "%g", burstSeconds)) s, files in /tmp, "
+                + "a CaptureVideoDataOutput on the session (\(burstRounds) round\(burstRounds == 1 ? "" : "s"), worst shown)",
+            values("  photos delivered / requested", { "\($0.burst.delivered)/\($0.burst.requested)" }),
+            values("  frames lost by the frame output", { "\($0.burst.framesLost) of \($0.burst.expectedFrames)" }),
+            values("  CPU s: burst / no requests / on-demand floor", {
+                String(format: "%.2f / %.2f / %.2f", $0.burst.burstCPUSeconds, $0.burst.baselineCPUSeconds,
+                       $0.burst.onDemandFloorCPUSeconds)
+            }),
+            values("  engine     CPU ms per photo", { String(format: "%.2f", $0.burst.cpuMillisecondsPerPhoto) }),
+            values("  floor      jpegenc CPU ms per frame (gst-launch)", { String(format: "%.2f", $0.burst.floorCPUMillisecondsPerFrame) }),
+            values(String(format: "  engine / floor (goal ≤ %.2f×)", cpuGoal), {
+                String(format: "%.2f× ", $0.burst.ratio) + verdict($0.burst.meetsCPUGoal)
+            }),
+            values("  floor      appsrc ! jpegenc ! appsink on demand, CPU ms", {
+                String(format: "%.2f", $0.burst.onDemandFloorCPUMillisecondsPerFrame)
+            }),
+            values("  engine / on-demand floor", { String(format: "%.2f×", $0.burst.ratioToOnDemandFloor) }),
+            values("  page faults per photo: engine / on-demand floor", {
+                String(format: "%.0f / %.0f", $0.burst.pageFaultsPerPhoto, $0.burst.onDemandFloorPageFaultsPerFrame)
+            }),
+            values("  goal: every photo, no frame lost", { verdict($0.burst.meetsDeliveryGoal) }),
+            summaries("  burst photos: shutter lag, ms (one phase per run)", { $0.burst.shutterLag }),
+            summaries("  burst photos: request → file, ms", { $0.burst.latency }),
+            summaries("  on-demand floor: push → pull, ms", { $0.burst.onDemandFloorLatency }),
+            values("  peak RSS MiB: burst / no requests", {
+                String(format: "%.0f / %.0f", $0.burst.burstPeakRSSMiB, $0.burst.baselinePeakRSSMiB)
+            }),
+        ]
+        lines += sizes.compactMap { size in size.shutterLag.camerabinNote.map { "  note: camerabin at \(size.label): \($0)" } }
         lines += warnings.map { "  warning: \($0)" }
         return lines
     }

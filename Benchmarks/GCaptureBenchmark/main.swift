@@ -5,21 +5,28 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames }
+    enum Part: String { case latency, frames, photo }
 
     var seconds = 10.0
     var rounds = 3
     var latencyRounds = 15
+    var photoShots = 40
+    var burstRounds = 1
     var json = false
     var only: Part?
 
     static let usage = """
-        usage: gcapture-bench [--seconds S] [--rounds N] [--latency-rounds N] [--only latency|frames] [--json]
+        usage: gcapture-bench [--seconds S] [--rounds N] [--latency-rounds N] [--photo-shots N] [--burst-rounds N]
+                              [--only latency|frames|photo] [--json]
 
-          --seconds S          seconds of 1080p30 frames per child process (default 10)
+          --seconds S          seconds of 1080p30 frames per child process, and of the photo burst (default 10)
           --rounds N           engine/plain child process pairs for the CPU and memory figures (default 3)
           --latency-rounds N   engine/plain start → first frame pairs (default 15)
-          --only PART          run only the latency or the frames part
+          --photo-shots N      photos one at a time per size, engine and camerabin, for shutter lag and
+                               request → file (default 40)
+          --burst-rounds N     rounds of the photo burst per size, each three child processes: photos, no
+                               requests, on-demand floor (default 1)
+          --only PART          run only the latency, the frames or the photo part
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -46,10 +53,12 @@ struct Options {
                 options.seconds = seconds
             case "--rounds": options.rounds = try count(for: argument)
             case "--latency-rounds": options.latencyRounds = try count(for: argument)
+            case "--photo-shots": options.photoShots = try count(for: argument)
+            case "--burst-rounds": options.burstRounds = try count(for: argument)
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency or frames, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames or photo, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -63,9 +72,11 @@ struct Options {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 
-// Hidden: one side of the frame delivery benchmark, in a process of its own.
+// Hidden: one side of the frame delivery benchmark, or a photo burst, in a process of its own.
 if arguments.first == "child" {
-    exit(await FrameChild.main(Array(arguments.dropFirst())))
+    let childArguments = Array(arguments.dropFirst())
+    if childArguments.first == PhotoBurst.childMode { exit(await PhotoBurst.childMain(childArguments)) }
+    exit(await FrameChild.main(childArguments))
 }
 
 let options: Options
@@ -90,6 +101,10 @@ do {
     if options.runs(.frames) {
         report.frameDelivery = try FrameDeliveryBenchmark.run(seconds: options.seconds, rounds: options.rounds,
                                                               progress: printError)
+    }
+    if options.runs(.photo) {
+        report.photo = try await PhotoBenchmark.run(shots: options.photoShots, burstSeconds: options.seconds,
+                                                    burstRounds: options.burstRounds, progress: printError)
     }
     print(options.json ? try report.json() : report.table())
 } catch {

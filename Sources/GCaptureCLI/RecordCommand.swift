@@ -35,9 +35,6 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: "Session preset.")
     var preset: CaptureSession.Preset = .high
 
-    @Option(help: "Degrees clockwise a player turns the movie to show it upright (MP4 rotation matrix).")
-    var rotation: Int = 0
-
     @Option(help: "Sensor noise of the test camera, ± 8-bit steps.")
     var noise: Int = 0
 
@@ -46,7 +43,6 @@ struct RecordCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
-        guard [0, 90, 180, 270].contains(rotation) else { throw ValidationError("--rotation must be 0, 90, 180 or 270") }
     }
 
     func run() async throws {
@@ -63,7 +59,6 @@ struct RecordCommand: AsyncParsableCommand {
         movie.maxRecordedFileSize = maxSize
         movie.maxRecordedDuration = duration
         movie.fileType = url.pathExtension.lowercased() == "mkv" ? .matroska : .mp4
-        movie.connection.videoRotationAngle = Double(rotation)
 
         let session = CaptureSession(name: "gcapture-record")
         session.beginConfiguration()

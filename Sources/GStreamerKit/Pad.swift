@@ -77,6 +77,14 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             return duration == ClockTime.none ? nil : duration
         }
 
+        /// Moves the passing buffer's timestamps earlier by `amount` (making it writable first): how a
+        /// recording's timeline starts at zero and skips its pauses.
+        public func shiftBufferTimestamps(earlierBy amount: ClockTime) {
+            guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }
+            if buffer.pointee.pts != ClockTime.none { buffer.pointee.pts = buffer.pointee.pts >= amount ? buffer.pointee.pts - amount : 0 }
+            if buffer.pointee.dts != ClockTime.none { buffer.pointee.dts = buffer.pointee.dts >= amount ? buffer.pointee.dts - amount : 0 }
+        }
+
         /// Makes the passing buffer writable and hands its memory to `body` (for in-place edits).
         public func withWritableBuffer(_ body: (WritableBuffer) -> Void) {
             guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }

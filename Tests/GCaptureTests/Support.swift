@@ -139,3 +139,63 @@ extension XCTestCase {
         return folder
     }
 }
+
+/// What ffprobe (not our code) says of a movie.
+struct ProbedMovie {
+    var duration: Double
+    var streams: [[String: Any]]
+    var codecs: [String] { streams.compactMap { $0["codec_name"] as? String } }
+    func stream(_ type: String) -> [String: Any]? { streams.first { $0["codec_type"] as? String == type } }
+    func startTime(_ type: String) -> Double? { (stream(type)?["start_time"] as? String).flatMap(Double.init) }
+    var videoFrames: Int? { (stream("video")?["nb_read_frames"] as? String).flatMap(Int.init) }
+    /// Degrees from the display matrix (ffprobe gives the counter-clockwise angle).
+    var rotation: Int? {
+        let sideData = stream("video")?["side_data_list"] as? [[String: Any]]
+        return sideData?.compactMap { $0["rotation"] as? Int }.first
+    }
+}
+
+extension XCTestCase {
+    func probe(_ url: URL, countFrames: Bool = true) throws -> ProbedMovie {
+        var arguments = ["-v", "error", "-print_format", "json", "-show_format", "-show_streams"]
+        if countFrames { arguments.append("-count_frames") }
+        let result = try runTool("/usr/bin/ffprobe", arguments + [url.path])
+        XCTAssertEqual(result.status, 0, "ffprobe: \(result.stderr)")
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let format = json["format"] as? [String: Any]
+        return ProbedMovie(duration: (format?["duration"] as? String).flatMap(Double.init) ?? 0,
+                           streams: json["streams"] as? [[String: Any]] ?? [])
+    }
+
+    /// Whether ffmpeg decodes every frame without an error.
+    func ffmpegDecodes(_ url: URL) throws -> Bool {
+        let result = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", url.path, "-f", "null", "-"])
+        return result.status == 0 && result.stderr.isEmpty
+    }
+}
+
+/// Collects what a movie output tells its delegate, for tests to wait on.
+final class RecordingWaiter: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var startedAt: URL?
+    private var result: (URL, CaptureError?)?
+    var started: URL? { lock.withLock { startedAt } }
+    var finished: (url: URL, error: CaptureError?)? { lock.withLock { result } }
+
+    func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL) { lock.withLock { startedAt = fileURL } }
+    func fileOutput(_ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, error: CaptureError?) {
+        lock.withLock { result = (outputFileURL, error) }
+    }
+
+    func waitForStart(timeout: TimeInterval = 10) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while started == nil, finished == nil, Date() < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        return started != nil
+    }
+
+    func waitForFinish(timeout: TimeInterval = 15) async -> (url: URL, error: CaptureError?)? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while finished == nil, Date() < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        return finished
+    }
+}

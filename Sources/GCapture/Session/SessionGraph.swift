@@ -167,7 +167,6 @@ final class SessionGraph: @unchecked Sendable {
     }
 
     private func plug(_ unit: SourceUnit, into tee: Element, confirmWithin timeout: Duration?) throws(CaptureError) {
-        let path = pipeline.path + "/" + unit.bin.name
         do {
             if timeout != nil {
                 // Opening the device before touching the graph: a busy or missing device fails here.
@@ -181,6 +180,8 @@ final class SessionGraph: @unchecked Sendable {
             throw .deviceFailed(device: unit.device.description, underlying: error as? GStreamerError
                                 ?? GStreamerError(kind: .stateChange, message: "\(error)"))
         }
+        // The bin's path as messages name it ("/GstPipeline:session/GstBin:video-source-1"), now it is in.
+        let path = unit.bin.path
         guard let timeout else {
             busState.withLock { $0.sources.append((path, unit.device)) }
             return
@@ -199,10 +200,10 @@ final class SessionGraph: @unchecked Sendable {
     }
 
     private func unplug(_ unit: SourceUnit, from tee: Element) {
+        let path = unit.bin.path
         _ = try? unit.bin.setState(.null)
         unit.bin.unlink(from: tee)
         pipeline.remove(unit.bin)
-        let path = pipeline.path + "/" + unit.bin.name
         busState.withLock { $0.sources.removeAll { $0.path == path } }
     }
 

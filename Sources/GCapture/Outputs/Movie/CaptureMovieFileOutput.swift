@@ -185,7 +185,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
 
     private func encodingSettings() -> MovieEncoding {
         MovieEncoding(container: settings.fileType == .mp4 ? .mp4 : .matroska, videoBitRate: settings.videoBitRate ?? 0,
-                      frameRate: 30, fragmentInterval: settings.fragmentInterval, rotationTag: nil, withAudio: false)
+                      frameRate: 30, fragmentInterval: settings.fragmentInterval, withAudio: false)
     }
 
     /// On the session queue: builds the recording's branch and links it to the running tees.
@@ -197,8 +197,6 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         if encoding.videoBitRate == 0 {
             encoding.videoBitRate = MovieEncoding.defaultBitRate(width: selection?.format.width ?? 1280, height: selection?.format.height ?? 720)
         }
-        let angle = Int(connection.videoRotationAngle)
-        encoding.rotationTag = angle == 0 ? nil : "rotate-\(angle)"
         let bin = try graph.makeBin(try encoding.description(), for: self, ghostUnlinkedPads: false)
         var inputs: [MediaType: String] = [:]
         var pads: [Pad] = []
@@ -213,9 +211,19 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         } catch {
             throw .configurationFailed(reason: "cannot set up the recording", underlying: error as? GStreamerError)
         }
-        let timeline = RecordingTimeline(pads: pads)
-        pads.first?.addProbe(.buffer) { info in timeline.admitVideo(info.bufferPTS, duration: info.bufferDuration) ? .ok : .drop }
-        if pads.count > 1 { pads[1].addProbe(.buffer) { info in timeline.admitAudio(info.bufferPTS) ? .ok : .drop } }
+        let timeline = RecordingTimeline()
+        pads.first?.addProbe(.buffer) { info in
+            guard let shift = timeline.admitVideo(info.bufferPTS, duration: info.bufferDuration) else { return .drop }
+            info.shiftBufferTimestamps(earlierBy: shift)
+            return .ok
+        }
+        if pads.count > 1 {
+            pads[1].addProbe(.buffer) { info in
+                guard let shift = timeline.admitAudio(info.bufferPTS) else { return .drop }
+                info.shiftBufferTimestamps(earlierBy: shift)
+                return .ok
+            }
+        }
         locked {
             recording?.encoding = encoding
             recording?.timeline = timeline
@@ -288,12 +296,13 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
             try? FileManager.default.removeItem(at: finished.url)
             try? FileManager.default.removeItem(at: sidecar)
             outcome = outcome ?? .noFramesRecorded
-        } else if drained {
+        } else if drained, outcome == nil || outcome!.recordingFinishedSuccessfully {
             try? FileManager.default.removeItem(at: sidecar)
         } else if FileManager.default.fileExists(atPath: sidecar.path) {
-            // Not finalized (a write failed, or the drain timed out): the sidecar holds more than the last
-            // complete fragment. If it cannot be remuxed now it stays for the next start.
-            try? MovieRecovery.recover(finished.url)
+            // Not finalized cleanly (a write failed, the microphone vanished, the drain timed out): the
+            // sidecar holds every frame that was encoded, so the movie is rebuilt from it, without a track
+            // that never received data. If that fails now the sidecar stays for the next start.
+            try? MovieRecovery.recover(finished.url, includeAudio: stats.audioBuffers > 0)
         }
         let delegate = finished.delegate, url = finished.url, result = outcome
         delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, error: result) }

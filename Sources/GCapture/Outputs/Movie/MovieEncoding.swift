@@ -8,7 +8,6 @@ struct MovieEncoding: Sendable {
     var videoBitRate: Int
     var frameRate: Int
     var fragmentInterval: Double
-    var rotationTag: String?
     var withAudio: Bool
 
     /// H.264 encoder: x264 (fast, explicit rate control), else openh264.
@@ -35,10 +34,9 @@ struct MovieEncoding: Sendable {
             ? "x264enc speed-preset=veryfast tune=zerolatency bitrate=\(videoBitRate / 1000) key-int-max=\(keyInterval) bframes=0"
             : "openh264enc bitrate=\(videoBitRate) gop-size=\(keyInterval) rate-control=bitrate"
         let inputQueue = "leaky=downstream max-size-buffers=0 max-size-bytes=0 max-size-time=1000000000"
-        let tag = rotationTag.map { " ! taginject scope=stream tags=\"image-orientation=\($0)\"" } ?? ""
         var parts = [
             "queue name=video_in \(inputQueue) ! videoconvert ! video/x-raw,format=I420 ! \(videoEncoder) "
-                + "! h264parse ! video/x-h264,stream-format=avc,alignment=au\(tag) ! tee name=vt",
+                + "! h264parse ! video/x-h264,stream-format=avc,alignment=au ! tee name=vt",
             "vt. ! queue ! mux.video_0",
         ]
         if container == .mp4 { parts.append("vt. ! queue ! sidecar.video_0") }

@@ -21,7 +21,7 @@ enum MovieRecovery {
 
     /// Remuxes the sidecar into a normal MP4 that replaces the movie atomically, then removes the sidecar.
     /// Blocks while it copies (no re-encoding).
-    static func recover(_ movie: URL, timeout: TimeInterval = 120) throws(CaptureError) {
+    static func recover(_ movie: URL, includeAudio: Bool = true, timeout: TimeInterval = 120) throws(CaptureError) {
         let sidecar = sidecarURL(for: movie)
         let temporary = movie.deletingLastPathComponent().appendingPathComponent(".\(movie.lastPathComponent).recovering.mp4")
         defer { try? FileManager.default.removeItem(at: temporary) }
@@ -31,7 +31,7 @@ enum MovieRecovery {
             let streams = try MediaInfo.discover(sidecar)
             var description = "filesrc name=in ! matroskademux name=demux  mp4mux name=mux ! filesink name=out"
             if streams.videoStreamCount > 0 { description += "  demux.video_0 ! queue ! h264parse ! mux.video_0" }
-            if streams.audioStreamCount > 0 { description += "  demux.audio_0 ! queue ! aacparse ! mux.audio_0" }
+            if includeAudio, streams.audioStreamCount > 0 { description += "  demux.audio_0 ! queue ! aacparse ! mux.audio_0" }
             let pipeline = try Pipeline.launch(description)
             try pipeline.element(named: "in")?.set("location", sidecar.path)
             try pipeline.element(named: "out")?.set("location", temporary.path)

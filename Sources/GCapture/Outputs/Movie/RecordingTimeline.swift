@@ -1,9 +1,9 @@
 import Foundation
 import GStreamerKit
 
-/// Where a recording is in time: decides which buffers enter the file and shifts their timestamps so the
-/// file starts at zero and pauses leave no gap. Video leads: the recording starts at the first video frame
-/// and resumes at the first frame after resume; audio follows it, so the tracks stay in sync.
+/// Where a recording is in time: decides which buffers enter the file and by how much their timestamps move
+/// so the file starts at zero and pauses leave no gap. Video leads: the recording starts at the first video
+/// frame and resumes at the first frame after resume; audio follows it, so the tracks stay in sync.
 final class RecordingTimeline: @unchecked Sendable {
     struct Statistics: Sendable {
         var frames = 0
@@ -26,10 +26,8 @@ final class RecordingTimeline: @unchecked Sendable {
     private var lastVideoTime: UInt64?
     private var frameInterval: UInt64?
     private var statistics = Statistics()
-    private let pads: [Pad]
 
-    /// `pads` are the recording's inputs whose offsets move the file's timeline.
-    init(pads: [Pad]) { self.pads = pads }
+    init() {}
 
     var stats: Statistics { lock.withLock { statistics } }
     var isPaused: Bool { lock.withLock { pauseRequested } }
@@ -37,16 +35,16 @@ final class RecordingTimeline: @unchecked Sendable {
     func pause() { lock.withLock { pauseRequested = true; resumeRequested = false } }
     func resume() { lock.withLock { if pauseRequested { resumeRequested = true } } }
 
-    /// For the video input's probe: whether the frame enters the file.
-    func admitVideo(_ pts: ClockTime?, duration: ClockTime?) -> Bool {
-        guard let pts else { return false }
+    /// For the video input's probe: nil when the frame stays out of the file, else how much earlier its
+    /// timestamps must move.
+    func admitVideo(_ pts: ClockTime?, duration: ClockTime?) -> ClockTime? {
+        guard let pts else { return nil }
         let time = UInt64(pts)
-        var newOffset: Int64?
-        let admitted: Bool = lock.withLock {
+        return lock.withLock { () -> ClockTime? in
             if let duration, duration > 0 { frameInterval = UInt64(duration) }
             if pauseRequested, !resumeRequested {
                 if pausedAt == nil { pausedAt = time }
-                return false
+                return nil
             }
             if resumeRequested, let pausedAt {
                 // The pause lasted from its first dropped frame to this one.
@@ -55,12 +53,8 @@ final class RecordingTimeline: @unchecked Sendable {
                 pauseRequested = false
                 resumeRequested = false
                 lastVideoTime = nil
-                newOffset = -Int64((start ?? time) + pausedTotal)
             }
-            if start == nil {
-                start = time
-                newOffset = -Int64(time)
-            }
+            if start == nil { start = time }
             if let last = lastVideoTime, let interval = frameInterval, time > last + interval * 3 / 2 {
                 statistics.droppedFrames += Int((time - last) / interval) - 1
             }
@@ -69,20 +63,18 @@ final class RecordingTimeline: @unchecked Sendable {
             let fileTime = time - (start ?? time) - pausedTotal
             if statistics.firstVideoTime == nil { statistics.firstVideoTime = fileTime }
             statistics.duration = fileTime + (frameInterval ?? 0)
-            return true
+            return ClockTime((start ?? time) + pausedTotal)
         }
-        if let newOffset { for pad in pads { pad.offset = newOffset } }
-        return admitted
     }
 
     /// For the audio input's probe: audio enters only while video is being recorded.
-    func admitAudio(_ pts: ClockTime?) -> Bool {
-        guard let pts else { return false }
-        return lock.withLock {
-            guard let start, !pauseRequested, UInt64(pts) >= start + pausedTotal else { return false }
+    func admitAudio(_ pts: ClockTime?) -> ClockTime? {
+        guard let pts else { return nil }
+        return lock.withLock { () -> ClockTime? in
+            guard let start, !pauseRequested, UInt64(pts) >= start + pausedTotal else { return nil }
             statistics.audioBuffers += 1
             if statistics.firstAudioTime == nil { statistics.firstAudioTime = UInt64(pts) - start - pausedTotal }
-            return true
+            return ClockTime(start + pausedTotal)
         }
     }
 }

@@ -1,0 +1,350 @@
+import Foundation
+import GCapture
+import GStreamerKit
+import Synchronization
+
+/// Figure 3: still photos from the test camera at 1080p30 and 2160p30, side by side in one run.
+///
+/// 1. Shutter lag, the photo's frame timestamp − the request instant (both session running time): the engine
+///    with zero shutter lag at .balanced, against GStreamer's camerabin on the same kind of live source (in a
+///    child process, see Camerabin), and viewfinder frames lost per shot on both.
+/// 2. Request → JPEG file, against the floor: jpegenc alone encoding a frame of that size at the same quality,
+///    timed push → pull in this process. Wall time against wall time, interleaved with the engine's shots so
+///    both share the noise and the background load of the running live source; the engine also takes photos
+///    without a file, which shows by difference what writing the file costs.
+/// 3. A burst, one request per frame interval, while a CaptureVideoDataOutput on the same session counts
+///    frames: photos delivered, frames lost, CPU per photo against jpegenc's CPU per frame (see PhotoBurst).
+enum PhotoBenchmark {
+    static let latencyGoal = 1.3
+    static let cpuGoal = 1.3
+    static let prioritization = CapturePhotoOutput.QualityPrioritization.balanced
+    /// The pause before each shot, drawn at random so requests fall anywhere between two frames.
+    static let gapMilliseconds = 100...300
+
+    struct Size: Sendable {
+        var label: String
+        var preset: CaptureSession.Preset
+        var width: Int
+        var height: Int
+
+        var caps: String {
+            "video/x-raw,format=NV12,width=\(width),height=\(height),framerate=\(Contestants.frameRate)/1"
+        }
+    }
+
+    static let sizes = [
+        Size(label: "1080p", preset: .hd1920x1080, width: 1920, height: 1080),
+        Size(label: "2160p", preset: .hd4K3840x2160, width: 3840, height: 2160),
+    ]
+
+    /// The test camera's picture (Contestants.makeTestCamera), not live: frames as fast as they are asked for.
+    static let stillSource = "videotestsrc pattern=smpte horizontal-speed=2"
+
+    static var frameIntervalMilliseconds: Double { 1000 / Double(Contestants.frameRate) }
+
+    static func run(shots: Int, burstSeconds: Double, burstRounds: Int,
+                    progress: (String) -> Void) async throws -> PhotoReport {
+        var random = SeededRandom(seed: 0x6763_6170)
+        var reports: [PhotoSizeReport] = []
+        var warnings: [String] = []
+        for size in sizes {
+            let gaps = (0..<shots).map { _ in Double(Int.random(in: gapMilliseconds, using: &random)) / 1000 }
+            let directory = try temporaryDirectory("shots-\(size.label)")
+            defer { try? FileManager.default.removeItem(at: directory) }
+
+            let engine = try await EngineShots.measure(size, gaps: gaps, directory: directory, progress: progress)
+            progress("photo \(size.label): camerabin, \(shots) shots in a child process")
+            var camerabin: CamerabinShots?
+            var camerabinNote: String?
+            do {
+                camerabin = try Camerabin.shots(size, quality: engine.jpegQuality, gaps: gaps, directory: directory)
+            } catch {
+                camerabinNote = "\(error)"
+                warnings.append("camerabin at \(size.label): \(error)")
+            }
+
+            let burst = try PhotoBurst.measure(size, quality: engine.jpegQuality, seconds: burstSeconds,
+                                               rounds: burstRounds, progress: progress)
+            warnings += burst.warnings.map { "\(size.label) burst: \($0)" }
+            reports.append(PhotoSizeReport(size: size, engine: engine, camerabin: camerabin,
+                                           camerabinNote: camerabinNote, burst: burst))
+        }
+        return PhotoReport(prioritization: prioritization.description, shots: shots,
+                           gapMilliseconds: [gapMilliseconds.lowerBound, gapMilliseconds.upperBound],
+                           frameIntervalMilliseconds: frameIntervalMilliseconds, burstSeconds: burstSeconds,
+                           burstRounds: burstRounds, latencyGoal: latencyGoal, cpuGoal: cpuGoal,
+                           sizes: reports, warnings: warnings)
+    }
+
+    /// A fresh folder under /tmp for photo files; the caller removes it.
+    static func temporaryDirectory(_ name: String) throws -> URL {
+        let url = URL(fileURLWithPath: NSTemporaryDirectory())
+            .appendingPathComponent("gcapture-bench-\(getpid())-\(name)", isDirectory: true)
+        try? FileManager.default.removeItem(at: url)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// Frames missing between the first timestamp at or after `start` and the last at or before `end`, given
+    /// the frame interval: what a viewer of those frames would have seen skip.
+    static func missingFrames(_ timestamps: [UInt64], from start: UInt64, to end: UInt64,
+                              intervalNanoseconds: Double) -> (frames: Int, missing: Int) {
+        let inWindow = timestamps.filter { $0 >= start && $0 <= end }.sorted()
+        guard let first = inWindow.first, let last = inWindow.last else { return (0, 0) }
+        let slots = Int((Double(last - first) / intervalNanoseconds).rounded()) + 1
+        let distinct = Set(inWindow).count
+        return (distinct, max(0, slots - distinct))
+    }
+}
+
+extension PhotoSizeReport {
+    init(size: PhotoBenchmark.Size, engine: EngineShots, camerabin: CamerabinShots?, camerabinNote: String?,
+         burst: BurstFigures) {
+        let interval = PhotoBenchmark.frameIntervalMilliseconds
+        let lag = Summary(engine.shutterLags)
+        // Timestamps are whole nanoseconds: a frame exactly one interval away may show as 33.334 ms.
+        let beyond = engine.shutterLags.filter { abs($0) > interval + 0.001 }.count
+        let latency = Summary(engine.latencies), floor = Summary(engine.floorEncodes)
+        let ratio = latency.median / floor.median
+        let shots = Double(engine.shutterLags.count)
+        label = size.label
+        width = size.width
+        height = size.height
+        jpegQuality = engine.jpegQuality
+        shutterLag = ShutterLagFigures(
+            engine: lag, engineBeyondOneFrame: beyond,
+            camerabin: camerabin.flatMap { $0.shutterLags.isEmpty ? nil : Summary($0.shutterLags) },
+            camerabinNote: camerabinNote, meetsGoal: lag.median <= 0 && beyond == 0)
+        requestToFile = RequestToFileFigures(
+            engine: latency, engineInMemory: Summary(engine.inMemoryLatencies),
+            camerabin: camerabin.flatMap { $0.pressToFile.isEmpty ? nil : Summary($0.pressToFile) },
+            camerabinFrameToFile: camerabin.flatMap { $0.frameToFile.isEmpty ? nil : Summary($0.frameToFile) },
+            floor: floor, engineMeanJPEGBytes: engine.meanJPEGBytes, floorMeanJPEGBytes: engine.floorMeanJPEGBytes,
+            ratio: ratio, meetsGoal: ratio <= PhotoBenchmark.latencyGoal)
+        viewfinder = ViewfinderFigures(
+            engineFrames: engine.viewfinderFrames, engineMissing: engine.viewfinderMissing,
+            engineMissingPerShot: Double(engine.viewfinderMissing) / shots,
+            camerabinFrames: camerabin?.viewfinderFrames, camerabinMissing: camerabin?.viewfinderMissing,
+            camerabinMissingPerShot: camerabin.map { Double($0.viewfinderMissing) / Double(max(1, $0.shutterLags.count)) })
+        self.burst = burst
+    }
+}
+
+// MARK: - Shots: the engine and the floor, interleaved
+
+/// What one size's sequential shots measured in this process.
+struct EngineShots {
+    var jpegQuality: Int
+    /// Frame timestamp − request, ms, of every engine photo (to a file or in memory).
+    var shutterLags: [Double]
+    /// Request → JPEG written, ms (CapturePhoto.latencyMilliseconds, fileURL set).
+    var latencies: [Double]
+    /// Request → JPEG in memory, ms (no fileURL): what writing the file adds, by difference.
+    var inMemoryLatencies: [Double]
+    /// The floor: appsrc → jpegenc → appsink, push → pull, ms.
+    var floorEncodes: [Double]
+    var meanJPEGBytes: Double
+    var floorMeanJPEGBytes: Double
+    /// Frames of the session's CaptureVideoDataOutput ("viewfinder") while the shots were taken.
+    var viewfinderFrames: Int
+    var viewfinderMissing: Int
+
+    /// One step of the interleaving: each waits its own pause first, their order rotates.
+    private enum Turn: CaseIterable { case photoToFile, photoInMemory, floor }
+
+    private struct Taken {
+        var toFile: [CapturePhoto] = []
+        var inMemory: [CapturePhoto] = []
+        var floor: [(milliseconds: Double, bytes: Int)] = []
+        var all: [CapturePhoto] { toFile + inMemory }
+    }
+
+    /// A session with the test camera, a CapturePhotoOutput (zero shutter lag on, its default) and a
+    /// CaptureVideoDataOutput as the viewfinder. One shot at a time, each after a random pause: a photo to a
+    /// file, a photo in memory and a floor encode, in rotating order.
+    static func measure(_ size: PhotoBenchmark.Size, gaps: [Double], directory: URL,
+                        progress: (String) -> Void) async throws -> EngineShots {
+        let session = CaptureSession(name: "bench-photo-\(size.label)")
+        let photos = CapturePhotoOutput()
+        let viewfinder = CaptureVideoDataOutput()
+        session.beginConfiguration()
+        try session.addInput(CaptureDeviceInput(device: Contestants.makeTestCamera()))
+        try session.addOutput(photos)
+        try session.addOutput(viewfinder)
+        session.sessionPreset = size.preset
+        try session.commitConfiguration()
+        guard photos.isZeroShutterLagEnabled else { throw BenchmarkError.setup("zero shutter lag is off by default") }
+
+        let frames = FrameTimes()
+        let stream = viewfinder.sampleBuffers()
+        let consumer = Task {
+            for await frame in stream { frames.add(frame) }
+        }
+        try await session.start()
+        let taken: Taken
+        do {
+            taken = try await shoot(size, photos: photos, gaps: gaps, directory: directory, progress: progress)
+        } catch {
+            await session.stop()
+            consumer.cancel()
+            throw error
+        }
+        await session.stop()
+        await consumer.value  // the stream ends when the session stops
+
+        guard let info = frames.info, info.width == size.width, info.height == size.height,
+              info.frameRate == Fraction(Contestants.frameRate, 1) else {
+            throw BenchmarkError.setup("the \(size.label) session delivered \(frames.info.map { "\($0.width)x\($0.height) at \($0.frameRate)" } ?? "no") frames")
+        }
+        let all = taken.all.sorted { $0.requestTimestamp < $1.requestTimestamp }
+        let first = all.first!, last = all.last!
+        let window = PhotoBenchmark.missingFrames(
+            frames.timestamps, from: UInt64(first.requestTimestamp * 1e9),
+            to: UInt64(last.requestTimestamp * 1e9 + last.latencyMilliseconds * 1e6),
+            intervalNanoseconds: 1e9 / info.frameRate.doubleValue)
+        return EngineShots(
+            jpegQuality: first.resolvedSettings.jpegQuality,
+            shutterLags: all.map(\.shutterLagMilliseconds),
+            latencies: taken.toFile.map(\.latencyMilliseconds),
+            inMemoryLatencies: taken.inMemory.map(\.latencyMilliseconds),
+            floorEncodes: taken.floor.map(\.milliseconds),
+            meanJPEGBytes: Double(all.map { $0.fileDataRepresentation().count }.reduce(0, +)) / Double(all.count),
+            floorMeanJPEGBytes: Double(taken.floor.map(\.bytes).reduce(0, +)) / Double(taken.floor.count),
+            viewfinderFrames: window.frames, viewfinderMissing: window.missing)
+    }
+
+    private static func shoot(_ size: PhotoBenchmark.Size, photos: CapturePhotoOutput, gaps: [Double],
+                              directory: URL, progress: (String) -> Void) async throws -> Taken {
+        func photo(_ number: Int, toFile: Bool) async throws -> CapturePhoto {
+            let settings = CapturePhotoSettings(photoQualityPrioritization: PhotoBenchmark.prioritization,
+                                                fileURL: toFile ? directory.appendingPathComponent("engine-\(number).jpg") : nil)
+            let photo = try await photos.capturePhoto(with: settings)
+            if let url = settings.fileURL, !FileManager.default.fileExists(atPath: url.path) {
+                throw BenchmarkError.noFrame("photo \(number) was not written to \(url.path)")
+            }
+            return photo
+        }
+
+        // Let the ring fill, then one unmeasured shot and encode: first-use costs are not what is measured.
+        try await Task.sleep(for: .milliseconds(500))
+        let warmUp = try await photo(0, toFile: true)
+        let floor = try JPEGFloor(size, quality: warmUp.resolvedSettings.jpegQuality)
+        defer { floor.shutDown() }
+        _ = try floor.encode()
+
+        var taken = Taken()
+        for (index, gap) in gaps.enumerated() {
+            for step in 0..<Turn.allCases.count {
+                try await Task.sleep(for: .seconds(gap))
+                switch Turn.allCases[(index + step) % Turn.allCases.count] {
+                case .photoToFile: taken.toFile.append(try await photo(index + 1, toFile: true))
+                case .photoInMemory: taken.inMemory.append(try await photo(index + 1, toFile: false))
+                case .floor: taken.floor.append(try floor.encode())
+                }
+            }
+            if (index + 1) % 10 == 0 || index + 1 == gaps.count {
+                progress(String(format: "photo %@: shot %d/%d  lag %.1f ms  request → file %.1f ms  in memory %.1f ms  floor %.1f ms",
+                                size.label, index + 1, gaps.count, taken.toFile.last!.shutterLagMilliseconds,
+                                taken.toFile.last!.latencyMilliseconds, taken.inMemory.last!.latencyMilliseconds,
+                                taken.floor.last!.milliseconds))
+            }
+        }
+        return taken
+    }
+}
+
+/// Timestamps of the frames a CaptureVideoDataOutput delivered, and their format.
+final class FrameTimes: Sendable {
+    private struct State {
+        var timestamps: [UInt64] = []
+        var info: VideoInfo?
+    }
+    private let state = Mutex(State())
+
+    func add(_ frame: SampleBuffer) {
+        let (time, info) = (frame.presentationTimeStamp, frame.videoInfo)
+        state.withLock { state in
+            if state.info == nil { state.info = info }
+            state.timestamps.append(time)
+        }
+    }
+
+    var timestamps: [UInt64] { state.withLock { $0.timestamps } }
+    var info: VideoInfo? { state.withLock { $0.info } }
+}
+
+/// The latency floor: jpegenc alone, in a pipeline of this process (appsrc → jpegenc → appsink), encoding
+/// frames of the test camera's pattern at the size and quality of the engine's photos. One encode is timed
+/// from the push (which copies the frame into a new buffer, as the engine's encoder does) to the pull of the
+/// JPEG: jpegenc's work plus two thread hand-offs, with none of the engine's ring, EXIF, or file writing.
+final class JPEGFloor {
+    private let pipeline: Pipeline
+    private let source: AppSource
+    private let sink: AppSink
+    private let frames: [[UInt8]]
+    private var encoded = 0
+    static let distinctFrames = 4
+
+    init(_ size: PhotoBenchmark.Size, quality: Int) throws {
+        let caps = try Caps(size.caps)
+        frames = try Self.testFrames(size, count: Self.distinctFrames)
+        pipeline = try Pipeline.launch("appsrc name=src format=time ! jpegenc quality=\(quality) "
+                                       + "! appsink name=sink sync=false enable-last-sample=false")
+        guard let source = pipeline.element(named: "src").flatMap(AppSource.init),
+              let sink = pipeline.element(named: "sink").flatMap(AppSink.init) else {
+            throw BenchmarkError.setup("the floor pipeline lacks its appsrc or appsink")
+        }
+        self.source = source
+        self.sink = sink
+        source.setCaps(caps)
+        try pipeline.setState(.playing)
+    }
+
+    func shutDown() { pipeline.shutDown() }
+
+    /// Encodes the next frame: milliseconds from push to pull, and the JPEG's size.
+    func encode() throws -> (milliseconds: Double, bytes: Int) {
+        let frame = frames[encoded % frames.count]
+        let presentationTime = ClockTime(encoded) * ClockTime.second / ClockTime(Contestants.frameRate)
+        encoded += 1
+        let pushed = Monotonic.now
+        guard frame.withUnsafeBytes({ source.push(copying: $0, presentationTime: presentationTime) }),
+              let jpeg = sink.pullSample(timeout: 5 * ClockTime.second) else {
+            throw BenchmarkError.noFrame("the floor's jpegenc returned no JPEG within 5 s")
+        }
+        let pulled = Monotonic.now
+        return (Monotonic.milliseconds(from: pushed, to: pulled), jpeg.byteCount)
+    }
+
+    /// Frames of the test camera's moving pattern, copied out of a short videotestsrc run.
+    private static func testFrames(_ size: PhotoBenchmark.Size, count: Int) throws -> [[UInt8]] {
+        let pipeline = try Pipeline.launch("\(PhotoBenchmark.stillSource) num-buffers=\(count) ! \(size.caps) "
+                                           + "! appsink name=sink sync=false")
+        defer { pipeline.shutDown() }
+        guard let sink = pipeline.element(named: "sink").flatMap(AppSink.init) else {
+            throw BenchmarkError.setup("the test frame pipeline lacks its appsink")
+        }
+        try pipeline.setState(.playing)
+        return try (0..<count).map { _ in
+            guard let sample = sink.pullSample(timeout: 5 * ClockTime.second),
+                  let bytes = sample.withBytes({ [UInt8]($0) }) else {
+                throw BenchmarkError.noFrame("videotestsrc made no \(size.label) frame")
+            }
+            return bytes
+        }
+    }
+}
+
+/// A small reproducible generator (SplitMix64), so every run pauses the same way between shots.
+struct SeededRandom: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

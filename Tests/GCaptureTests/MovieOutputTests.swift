@@ -1,0 +1,172 @@
+import Foundation
+@testable import GCapture
+import XCTest
+
+final class MovieOutputTests: XCTestCase {
+    private func session(camera: CaptureDevice = .makeTestCamera(options: .init(maxFrameRate: 30)), microphone: CaptureDevice?,
+                         preset: CaptureSession.Preset = .hd1280x720, outputs: [CaptureOutput]) async throws -> CaptureSession {
+        let session = CaptureSession()
+        session.beginConfiguration()
+        try session.addInput(CaptureDeviceInput(device: camera))
+        if let microphone { try session.addInput(CaptureDeviceInput(device: microphone)) }
+        for output in outputs { try session.addOutput(output) }
+        session.sessionPreset = preset
+        try session.commitConfiguration()
+        try await session.start()
+        return session
+    }
+
+    private func record(_ movie: CaptureMovieFileOutput, to url: URL, seconds: Double,
+                        during: (() async throws -> Void)? = nil) async throws -> CaptureError? {
+        let waiter = RecordingWaiter()
+        movie.startRecording(to: url, recordingDelegate: waiter)
+        let started = await waiter.waitForStart()
+        XCTAssertTrue(started, "the recording did not start: \(waiter.finished?.error.map { "\($0)" } ?? "no answer")")
+        let begin = Date()
+        try await during?()
+        let left = seconds - Date().timeIntervalSince(begin)
+        if left > 0 { try await Task.sleep(for: .milliseconds(Int(left * 1000))) }
+        movie.stopRecording()
+        let finished = await waiter.waitForFinish()
+        XCTAssertNotNil(finished, "the recording never finished")
+        return finished?.error
+    }
+
+    /// The issue's yardstick: 5 s from the test camera with a real PulseAudio microphone.
+    func testFiveSecondsWithARealMicrophonePlayInSyncWhileOtherOutputsRun() async throws {
+        let server = try PulseAudioServer()
+        defer { server.stop() }
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        let frames = CaptureVideoDataOutput()
+        let photos = CapturePhotoOutput()
+        let log = FrameLog(frames)
+        let microphone = try XCTUnwrap(CaptureDevice.device(withUniqueID: PulseAudioServer.microphoneID))
+        let session = try await session(microphone: microphone, outputs: [movie, frames, photos])
+        try await Task.sleep(for: .milliseconds(300))
+        let url = folder.appendingPathComponent("five.mp4")
+        let before = log.count
+        var shots = 0
+        let error = try await record(movie, to: url, seconds: 5) {
+            for _ in 0..<3 {
+                try await Task.sleep(for: .milliseconds(800))
+                _ = try await photos.capturePhoto()
+                shots += 1
+            }
+        }
+        let during = Array(log.all.dropFirst(before))
+        await session.stop()
+        XCTAssertNil(error)
+        let probed = try probe(url)
+        XCTAssertEqual(probed.codecs.sorted(), ["aac", "h264"])
+        XCTAssertEqual(probed.duration, 5, accuracy: 0.2)
+        XCTAssertGreaterThanOrEqual(probed.videoFrames ?? 0, 146, "97% of 150 frames")
+        let videoStart = try XCTUnwrap(probed.startTime("video")), audioStart = try XCTUnwrap(probed.startTime("audio"))
+        XCTAssertLessThanOrEqual(abs(videoStart - audioStart), 0.05, "video starts at \(videoStart) s, audio at \(audioStart) s")
+        XCTAssertTrue(try ffmpegDecodes(url))
+        XCTAssertEqual(shots, 3)
+        XCTAssertLessThan(FrameLog.longestGap(during), 0.1, "the frame output stalled while recording")
+        XCTAssertGreaterThan(during.count, 140)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: url).path), "a clean stop leaves no sidecar")
+    }
+
+    func testBackToBackRecordingsAndPauseResume() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        let frames = CaptureVideoDataOutput()
+        let log = FrameLog(frames)
+        let session = try await session(microphone: .testMicrophone, preset: .vga640x480, outputs: [movie, frames])
+        let before = log.count
+        for index in 0..<3 {
+            let url = folder.appendingPathComponent("clip-\(index).mp4")
+            let error = try await record(movie, to: url, seconds: 1)
+            XCTAssertNil(error)
+            XCTAssertEqual(try probe(url).duration, 1, accuracy: 0.2)
+        }
+        // One second, a second's pause, one more second: two seconds of movie, tracks still together.
+        let paused = folder.appendingPathComponent("paused.mp4")
+        let error = try await record(movie, to: paused, seconds: 3) {
+            try await Task.sleep(for: .seconds(1))
+            movie.pauseRecording()
+            XCTAssertTrue(movie.isRecordingPaused)
+            try await Task.sleep(for: .seconds(1))
+            movie.resumeRecording()
+        }
+        let during = Array(log.all.dropFirst(before))
+        await session.stop()
+        XCTAssertNil(error)
+        let probed = try probe(paused)
+        XCTAssertEqual(probed.duration, 2, accuracy: 0.25)
+        let videoDuration = (probed.stream("video")?["duration"] as? String).flatMap(Double.init) ?? 0
+        let audioDuration = (probed.stream("audio")?["duration"] as? String).flatMap(Double.init) ?? 0
+        XCTAssertEqual(videoDuration, audioDuration, accuracy: 0.1, "a pause must shift both tracks alike")
+        XCTAssertLessThan(FrameLog.longestGap(during), 0.1, "recordings starting and stopping disturbed the frame output")
+    }
+
+    func testTheSizeLimitStopsWithACompleteFile() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        movie.maxRecordedFileSize = 1_500_000
+        let session = try await session(microphone: .testMicrophone, preset: .hd1280x720, outputs: [movie])
+        let url = folder.appendingPathComponent("limited.mp4")
+        let waiter = RecordingWaiter()
+        movie.startRecording(to: url, recordingDelegate: waiter)
+        let finished = await waiter.waitForFinish(timeout: 20)
+        await session.stop()
+        XCTAssertEqual(finished?.error, .maximumFileSizeReached)
+        XCTAssertTrue(finished?.error?.recordingFinishedSuccessfully ?? false)
+        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber).intValue
+        XCTAssertLessThanOrEqual(size, 1_500_000)
+        XCTAssertGreaterThan(try probe(url).duration, 0.5)
+        XCTAssertTrue(try ffmpegDecodes(url))
+    }
+
+    func testAnUnwritablePathIsATypedErrorAndTheSessionRunsOn() async throws {
+        let movie = CaptureMovieFileOutput()
+        let frames = CaptureVideoDataOutput()
+        let log = FrameLog(frames)
+        let session = try await session(microphone: nil, preset: .vga640x480, outputs: [movie, frames])
+        let waiter = RecordingWaiter()
+        movie.startRecording(to: URL(fileURLWithPath: "/nonexistent-gcapture/x.mp4"), recordingDelegate: waiter)
+        let finished = await waiter.waitForFinish()
+        XCTAssertTrue("\(finished?.error.map { "\($0)" } ?? "")".contains("/nonexistent-gcapture does not exist"))
+        let after = await log.collect(for: 0.3)
+        XCTAssertTrue(session.isRunning)
+        XCTAssertGreaterThan(after.count, 5)
+        await session.stop()
+    }
+
+    /// The audio server dies mid-recording: the delegate hears why, the file plays up to then, video goes on.
+    func testTheAudioServerVanishingEndsTheRecordingCleanly() async throws {
+        let server = try PulseAudioServer()
+        defer { server.stop() }
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        let frames = CaptureVideoDataOutput()
+        let log = FrameLog(frames)
+        let microphone = try XCTUnwrap(CaptureDevice.device(withUniqueID: PulseAudioServer.microphoneID))
+        let session = try await session(microphone: microphone, preset: .vga640x480, outputs: [movie, frames])
+        let errors = session.runtimeErrors()
+        let url = folder.appendingPathComponent("cut.mp4")
+        let waiter = RecordingWaiter()
+        movie.startRecording(to: url, recordingDelegate: waiter)
+        let started = await waiter.waitForStart()
+        XCTAssertTrue(started)
+        try await Task.sleep(for: .milliseconds(1500))
+        server.kill()
+        let finished = await waiter.waitForFinish()
+        guard case .audioDeviceFailed? = finished?.error else {
+            return XCTFail("expected audioDeviceFailed, got \(String(describing: finished?.error))")
+        }
+        var runtime: CaptureSession.RuntimeError?
+        for await error in errors { runtime = error; break }
+        XCTAssertEqual(runtime?.isFatal, false)
+        let after = await log.collect(for: 0.5)
+        XCTAssertTrue(session.isRunning, "losing the microphone must not stop the session")
+        XCTAssertGreaterThan(after.count, 10)
+        await session.stop()
+        let probed = try probe(url)
+        XCTAssertEqual(probed.duration, 1.5, accuracy: 0.35)
+        XCTAssertTrue(try ffmpegDecodes(url))
+    }
+}
