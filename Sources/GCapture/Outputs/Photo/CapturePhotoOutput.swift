@@ -254,6 +254,15 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         var frames: [CapturedFrame] = []
         if job.zeroShutterLag {
             frames = job.prioritization == .speed ? ring.newest().map { [$0] } ?? [] : ring.frames(atOrBefore: job.requestTime, limit: count)
+            // A frame exposed before the request may still be on its way into the ring (it reaches the
+            // appsink a few milliseconds after its timestamp): when the newest is a whole interval old,
+            // wait that long for it rather than hand out a frame from before.
+            if let newest = frames.first, let interval = newest.info.frameRate.interval,
+               job.requestTime >= newest.presentationTime + interval,
+               let inFlight = ring.frames(after: newest.presentationTime, limit: 1, timeout: Double(interval) / 1e9).first,
+               inFlight.presentationTime <= job.requestTime {
+                frames = Array(([inFlight] + frames).prefix(count))
+            }
             // The frame at the request comes first whatever else is averaged in.
             if frames.count == count { return frames }
         }
@@ -400,4 +409,9 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
 
 extension Result {
     var failure: Failure? { if case .failure(let error) = self { error } else { nil } }
+}
+
+extension Fraction {
+    /// Nanoseconds between frames at this rate, when it is a rate.
+    var interval: UInt64? { numerator > 0 ? UInt64(1_000_000_000 * denominator / numerator) : nil }
 }

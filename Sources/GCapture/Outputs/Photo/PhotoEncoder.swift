@@ -62,6 +62,10 @@ final class PhotoEncoder: @unchecked Sendable {
             self.encoder = encoder
             self.muxer = muxer
             self.sink = sink
+            // GStreamer 1.22's videoflip, made with the identity direction, still copies every frame; once
+            // its direction has changed and come back it passes frames through untouched.
+            try flip.set("video-direction", "90r")
+            try flip.set("video-direction", "identity")
             try pipeline.setState(.playing)
         } catch let error as GStreamerError {
             throw error.kind == .parse ? .missingPlugin("jpegenc/jifmux/videoflip") : .configurationFailed(reason: "the photo encoder failed", underlying: error)

@@ -1,6 +1,7 @@
 import CImaging
 import Foundation
 import GStreamerKit
+import Synchronization
 
 /// Everything a photo needs besides its frames: fixed at the request.
 struct PhotoJob: Sendable, Codable {
@@ -50,12 +51,9 @@ enum PhotoProcessor {
         tags.set("device-model", job.model)
         tags.set("application-name", software)
         tags.set("datetime", date: job.requestDate)
-        let formatter = DateFormatter()
-        formatter.dateFormat = "yyyy:MM:dd HH:mm:ss"
-        formatter.locale = Locale(identifier: "en_US_POSIX")
         let orientation = job.rotatePixels ? "rotate-0" : transform.imageOrientation
         return (tags, ["Make": job.make, "Model": job.model, "Software": software,
-                       "DateTimeOriginal": formatter.string(from: job.requestDate), "Orientation": orientation])
+                       "DateTimeOriginal": exifDate(job.requestDate), "Orientation": orientation])
     }
 
     /// Encodes and, when the job names a file, writes it atomically. `description` marks proxies.
@@ -80,19 +78,42 @@ enum PhotoProcessor {
                             metadata: metadata, fileURL: job.fileURL, isProxy: isProxy, data: data)
     }
 
+    /// EXIF's local date format, "2026:11:22 03:55:37" (a DateFormatter costs ~0.3 ms to make: made once).
+    private static let exifDateFormatter: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy:MM:dd HH:mm:ss"
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        return formatter
+    }()
+    private static let formatterLock = NSLock()
+
+    static func exifDate(_ date: Date) -> String { formatterLock.withLock { exifDateFormatter.string(from: date) } }
+
     /// Writes next to the target and renames over it: readers see the old file or the new one, never half.
+    /// No fsync on this path: it costs more than the encode, and a crash loses the photo either way.
     static func writeAtomically(_ data: Data, to url: URL) throws(CaptureError) {
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
-        do {
-            try data.write(to: temporary)
-            if rename(temporary.path, url.path) != 0 {
-                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid())-\(counter.add(1, ordering: .relaxed).newValue).tmp")
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw .invalidSettings("cannot write \(url.path): \(String(cString: strerror(errno)))") }
+        let written = data.withUnsafeBytes { bytes -> Bool in
+            var offset = 0
+            while offset < bytes.count {
+                let count = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if count <= 0 { return false }
+                offset += count
             }
-        } catch {
-            try? FileManager.default.removeItem(at: temporary)
-            throw .invalidSettings("cannot write \(url.path): \(error.localizedDescription)")
+            return true
+        }
+        let failure = written ? nil : String(cString: strerror(errno))
+        close(descriptor)
+        guard written, rename(temporary.path, url.path) == 0 else {
+            let reason = failure ?? String(cString: strerror(errno))
+            unlink(temporary.path)
+            throw .invalidSettings("cannot write \(url.path): \(reason)")
         }
     }
+
+    private static let counter = Atomic<Int>(0)
 
     /// A clear error now, before any capture, when the photo could not be written.
     static func checkWritable(_ url: URL) throws(CaptureError) {
