@@ -40,11 +40,7 @@ final class PhotoCommandTests: XCTestCase {
         let folder = try temporaryFolder()
         let photo = folder.appendingPathComponent("deferred.jpg")
         let process = Process()
-        let folderOfTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let candidates = [folderOfTests, folderOfTests.deletingLastPathComponent()].map { $0.appendingPathComponent("gcapture") }
-        guard let executable = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw XCTSkip("gcapture is not built next to the tests")
-        }
+        let executable = try productURL("gcapture")
         process.executableURL = executable
         process.arguments = ["photo", "--quality", "quality", "--deferred", "--deferred-delay", "60", "--noise", "10",
                              "--preset", "vga640x480", "--output", photo.path, "--json"]

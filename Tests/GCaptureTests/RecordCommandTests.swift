@@ -8,11 +8,7 @@ final class RecordCommandTests: XCTestCase {
     func testAKillLosesAtMostAFragmentAndTheNextRunRecoversTheRest() throws {
         let folder = try temporaryFolder()
         let movie = folder.appendingPathComponent("killed.mp4")
-        let folderOfTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let candidates = [folderOfTests, folderOfTests.deletingLastPathComponent()].map { $0.appendingPathComponent("gcapture") }
-        guard let executable = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw XCTSkip("gcapture is not built next to the tests")
-        }
+        let executable = try productURL("gcapture")
         let process = Process()
         process.executableURL = executable
         process.arguments = ["record", "--microphone", "test-microphone", "--preset", "hd1280x720", "--duration", "10",

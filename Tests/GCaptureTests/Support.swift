@@ -61,19 +61,22 @@ extension XCTestCase {
         return session
     }
 
+    /// A program built next to the test bundle (`swift build --build-tests` builds them all).
+    func productURL(_ name: String) throws -> URL {
+        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        // `swift test` runs the bundle from inside the .xctest folder.
+        let candidates = [folder, folder.deletingLastPathComponent()].map { $0.appendingPathComponent(name) }
+        guard let executable = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw XCTSkip("\(name) is not built next to the tests (build with `swift build --build-tests`)")
+        }
+        return executable
+    }
+
     /// Runs a program built next to the test bundle (gcapture, gcapture-bench) and returns its output.
     /// `launcher` runs it through another program (e.g. setpriv to drop privileges).
     func runProduct(_ name: String, _ arguments: [String], environment: [String: String] = [:],
                     launcher: [String] = []) throws -> (status: Int32, stdout: String, stderr: String) {
-        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var executable = folder.appendingPathComponent(name)
-        if !FileManager.default.fileExists(atPath: executable.path) {
-            // `swift test` runs the bundle from inside the .xctest folder.
-            executable = folder.deletingLastPathComponent().appendingPathComponent(name)
-        }
-        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
-            throw XCTSkip("\(name) is not built next to the tests (build with `swift build --build-tests`)")
-        }
+        let executable = try productURL(name)
         if let program = launcher.first {
             return try runTool(program, Array(launcher.dropFirst()) + [executable.path] + arguments, environment: environment)
         }
