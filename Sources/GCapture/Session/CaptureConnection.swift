@@ -6,7 +6,6 @@ public final class CaptureConnection: @unchecked Sendable {
         var videoRotationAngle: Double = 0
         var isVideoMirrored = false
         var automaticallyAdjustsVideoMirroring = true
-        var isEnabled = true
     }
     private let state = Mutex(State())
 
@@ -33,11 +32,6 @@ public final class CaptureConnection: @unchecked Sendable {
     public var automaticallyAdjustsVideoMirroring: Bool {
         get { state.withLock { $0.automaticallyAdjustsVideoMirroring } }
         set { state.withLock { $0.automaticallyAdjustsVideoMirroring = newValue } }
-    }
-
-    public var isEnabled: Bool {
-        get { state.withLock { $0.isEnabled } }
-        set { state.withLock { $0.isEnabled = newValue } }
     }
 
     /// Whether captured frames (photos, movies) are to be mirrored: only when asked for explicitly.
