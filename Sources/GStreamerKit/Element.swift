@@ -86,9 +86,11 @@ public class Element: @unchecked Sendable, Hashable, CustomStringConvertible {
         g_value_unset(&value)
     }
 
-    public func hasProperty(_ property: String) -> Bool {
+    public func hasProperty(_ property: String) -> Bool { propertySpec(property) != nil }
+
+    private func propertySpec(_ property: String) -> UnsafeMutablePointer<GParamSpec>? {
         let klass = UnsafeMutablePointer<GObjectClass>(OpaquePointer(asGObject(pointer).pointee.g_type_instance.g_class))
-        return g_object_class_find_property(klass, property) != nil
+        return g_object_class_find_property(klass, property)
     }
 
     /// A property's value in GStreamer's serialized form, or nil when there is no such property.
@@ -114,8 +116,7 @@ public class Element: @unchecked Sendable, Hashable, CustomStringConvertible {
     }
 
     private func withPropertyValue<R>(_ property: String, _ body: (UnsafeMutablePointer<GValue>) -> R) -> R? {
-        let klass = UnsafeMutablePointer<GObjectClass>(OpaquePointer(asGObject(pointer).pointee.g_type_instance.g_class))
-        guard let spec = g_object_class_find_property(klass, property) else { return nil }
+        guard let spec = propertySpec(property) else { return nil }
         var value = GValue()
         g_value_init(&value, spec.pointee.value_type)
         defer { g_value_unset(&value) }

@@ -30,10 +30,10 @@ final class DeviceRegistry: Sendable {
     private struct State {
         var monitor: DeviceMonitor?
         var realDevices: [CaptureDevice] = []
-        var listeners: [UUID: AsyncStream<DeviceConnectionEvent>.Continuation] = [:]
     }
 
     private let state = Mutex(State())
+    private let events = Broadcast<DeviceConnectionEvent>()
     let testCamera = CaptureDevice.makeTestCamera(options: TestCameraOptions())
     let testMicrophone = CaptureDevice.makeTestMicrophone()
 
@@ -50,13 +50,7 @@ final class DeviceRegistry: Sendable {
 
     func makeEventStream() -> AsyncStream<DeviceConnectionEvent> {
         startIfNeeded()
-        let (stream, continuation) = AsyncStream<DeviceConnectionEvent>.makeStream()
-        let key = UUID()
-        state.withLock { $0.listeners[key] = continuation }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.listeners.removeValue(forKey: key) }
-        }
-        return stream
+        return events.makeStream()
     }
 
     private func startIfNeeded() {
@@ -82,25 +76,25 @@ final class DeviceRegistry: Sendable {
     private func added(_ device: GStreamerKit.Device, announce: Bool = true) {
         guard let captureDevice = DeviceFactory.makeDevice(from: device) else { return }
         // The monitor re-announces devices it has already listed: only the first sighting counts.
-        let listeners: [AsyncStream<DeviceConnectionEvent>.Continuation]? = state.withLock { state in
-            guard !state.realDevices.contains(captureDevice) else { return nil }
+        let isNew = state.withLock { state in
+            guard !state.realDevices.contains(captureDevice) else { return false }
             state.realDevices.append(captureDevice)
-            return Array(state.listeners.values)
+            return true
         }
-        guard announce, let listeners else { return }
+        guard announce, isNew else { return }
         NotificationCenter.default.post(name: CaptureDevice.wasConnectedNotification, object: captureDevice)
-        for listener in listeners { listener.yield(.connected(captureDevice)) }
+        events.yield(.connected(captureDevice))
     }
 
     private func removed(_ device: GStreamerKit.Device) {
         let identity = DeviceFactory.identity(of: device)
-        let result: (CaptureDevice, [AsyncStream<DeviceConnectionEvent>.Continuation])? = state.withLock { state in
+        let gone = state.withLock { state -> CaptureDevice? in
             guard let index = state.realDevices.firstIndex(where: { DeviceFactory.matches($0, identity) }) else { return nil }
-            return (state.realDevices.remove(at: index), Array(state.listeners.values))
+            return state.realDevices.remove(at: index)
         }
-        guard let (captureDevice, listeners) = result else { return }
+        guard let captureDevice = gone else { return }
         NotificationCenter.default.post(name: CaptureDevice.wasDisconnectedNotification, object: captureDevice)
-        for listener in listeners { listener.yield(.disconnected(captureDevice)) }
+        events.yield(.disconnected(captureDevice))
     }
 }
 

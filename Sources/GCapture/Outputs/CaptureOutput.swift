@@ -38,6 +38,15 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
     func audioSourceDidFail(_ device: CaptureDevice, error: GStreamerError) {}
 
     var displayName: String { String(describing: type(of: self)) }
+
+    /// The branch end for outputs that take frames in Swift: an appsink named "sink" that never syncs to the
+    /// clock and never keeps a sample of its own.
+    static let appSinkFragment = "appsink name=sink sync=false max-buffers=1 drop=false emit-signals=false enable-last-sample=false"
+
+    /// That appsink in a branch built with `appSinkFragment`.
+    static func appSink(in branch: Bin?) -> AppSink? {
+        branch?.element(named: "sink").flatMap(AppSink.init)
+    }
 }
 
 /// What an output may ask of the session while it is part of its graph.

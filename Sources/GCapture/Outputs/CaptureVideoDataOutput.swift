@@ -33,7 +33,6 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
         var videoSettings: VideoSettings?
         var delegate: (any CaptureVideoDataOutputSampleBufferDelegate)?
         var delegateQueue: DispatchQueue?
-        var streams: [UUID: AsyncStream<SampleBuffer>.Continuation] = [:]
         /// Frames handed to the delegate queue and not yet processed.
         var delegateInFlight = 0
     }
@@ -42,6 +41,7 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
     private let delivered = Atomic<Int>(0)
     private let dropped = Atomic<Int>(0)
     private let layoutCache = VideoInfoCache()
+    private let streams = Broadcast<SampleBuffer>()
 
     public override init() {}
 
@@ -83,13 +83,7 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
     public func sampleBuffers() -> AsyncStream<SampleBuffer> {
         let policy: AsyncStream<SampleBuffer>.Continuation.BufferingPolicy =
             alwaysDiscardsLateVideoFrames ? .bufferingNewest(1) : .bufferingNewest(60)
-        let (stream, continuation) = AsyncStream<SampleBuffer>.makeStream(bufferingPolicy: policy)
-        let key = UUID()
-        state.withLock { $0.streams[key] = continuation }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.streams.removeValue(forKey: key) }
-        }
-        return stream
+        return streams.makeStream(bufferingPolicy: policy)
     }
 
     override var queueDepth: Int { alwaysDiscardsLateVideoFrames ? 2 : 60 }
@@ -108,33 +102,29 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
             if let height = settings.height { caps += ",height=\(height)" }
             fragment += "videoconvert ! videoscale ! capsfilter caps=\"\(caps)\" ! "
         }
-        return fragment + "appsink name=sink sync=false max-buffers=1 drop=false emit-signals=false enable-last-sample=false"
+        return fragment + Self.appSinkFragment
     }
 
     override func didJoin(_ context: OutputContext, branch: Bin?) {
-        guard let element = branch?.element(named: "sink"), let sink = AppSink(element) else { return }
+        guard let sink = Self.appSink(in: branch) else { return }
         sink.setSampleHandler { [weak self] sample in self?.deliver(sample) }
     }
 
     override func didDetach() {
-        let streams = state.withLock { state in
-            defer { state.streams.removeAll() }
-            return Array(state.streams.values)
-        }
-        for stream in streams { stream.finish() }
+        streams.finishAll()
     }
 
     private func deliver(_ sample: Sample) {
         guard let buffer = SampleBuffer(sample, layoutCache: layoutCache) else { return }
-        let (delegate, queue, streams, accepted) = state.withLock { state in
+        let (delegate, queue, accepted) = state.withLock { state in
             let limit = state.alwaysDiscardsLateVideoFrames ? 1 : Self.lateFrameBacklog
             let accepted = state.delegate != nil && state.delegateInFlight < limit
             if accepted { state.delegateInFlight += 1 }
-            return (state.delegate, state.delegateQueue, Array(state.streams.values), accepted)
+            return (state.delegate, state.delegateQueue, accepted)
         }
         var wasDelivered = false
-        for stream in streams {
-            switch stream.yield(buffer) {
+        for result in streams.yield(buffer) {
+            switch result {
             case .enqueued: wasDelivered = true
             case .dropped: dropped.add(1, ordering: .relaxed)
             case .terminated: break

@@ -50,11 +50,11 @@ public final class CaptureSession: @unchecked Sendable {
         /// While stopped: the committed configuration's graph, built (in NULL, no device opened) so that
         /// start only has to set it playing.
         var prepared: SessionGraph?
-        var listeners: [UUID: AsyncStream<RuntimeError>.Continuation] = [:]
     }
 
     public let name: String
     private let state = Mutex(State())
+    private let errors = Broadcast<RuntimeError>()
     private let queue: DispatchQueue
     private let onQueueKey = DispatchSpecificKey<Bool>()
     private static let counter = Atomic<Int>(0)
@@ -139,28 +139,25 @@ public final class CaptureSession: @unchecked Sendable {
     /// applied, the previous configuration stays in force and keeps running, and the error says why.
     /// Blocks until applied (a camera swap waits for the new camera's first frame).
     public func commitConfiguration() throws(CaptureError) {
-        let staged: Configuration? = state.withLock { state in
-            guard state.depth > 0 else { return nil }
-            state.depth -= 1
-            guard state.depth == 0 else { return nil }
-            defer { state.staged = nil }
-            return state.staged
-        }
-        guard let staged else { return }
+        guard let staged = endConfiguration() else { return }
         try onQueue { () throws(CaptureError) in try self.apply(staged) }
     }
 
     /// commitConfiguration without blocking the caller.
     public func commit() async throws(CaptureError) {
-        let staged: Configuration? = state.withLock { state in
+        guard let staged = endConfiguration() else { return }
+        try await onQueueAsync { () throws(CaptureError) in try self.apply(staged) }
+    }
+
+    /// Closes one begin/commit level; returns the staged configuration when it was the outermost.
+    private func endConfiguration() -> Configuration? {
+        state.withLock { state in
             guard state.depth > 0 else { return nil }
             state.depth -= 1
             guard state.depth == 0 else { return nil }
             defer { state.staged = nil }
             return state.staged
         }
-        guard let staged else { return }
-        try await onQueueAsync { () throws(CaptureError) in try self.apply(staged) }
     }
 
     private func mutate(_ change: (inout Configuration) -> Void) throws(CaptureError) {
@@ -199,13 +196,7 @@ public final class CaptureSession: @unchecked Sendable {
     }
 
     /// Runtime errors from now on (one stream per call).
-    public func runtimeErrors() -> AsyncStream<RuntimeError> {
-        let (stream, continuation) = AsyncStream<RuntimeError>.makeStream()
-        let key = UUID()
-        state.withLock { $0.listeners[key] = continuation }
-        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.listeners.removeValue(forKey: key) } }
-        return stream
-    }
+    public func runtimeErrors() -> AsyncStream<RuntimeError> { errors.makeStream() }
 
     /// The running graph in Graphviz dot form, for `gcapture inspect` and bug reports.
     public var graphDescription: String? { state.withLock { $0.graph }?.pipeline.dotGraph() }
@@ -381,8 +372,7 @@ public final class CaptureSession: @unchecked Sendable {
     }
 
     private func publish(_ error: RuntimeError) {
-        let listeners = state.withLock { Array($0.listeners.values) }
-        for listener in listeners { listener.yield(error) }
+        errors.yield(error)
         NotificationCenter.default.post(name: Self.runtimeErrorNotification, object: self,
                                         userInfo: [Self.runtimeErrorUserInfoKey: error])
     }

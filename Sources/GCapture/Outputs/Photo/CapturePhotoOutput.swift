@@ -93,11 +93,11 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     // MARK: Graph
 
     override func branchDescription() throws(CaptureError) -> String? {
-        "appsink name=sink sync=false max-buffers=1 drop=false emit-signals=false enable-last-sample=false"
+        Self.appSinkFragment
     }
 
     override func didJoin(_ context: OutputContext, branch: Bin?) {
-        guard let element = branch?.element(named: "sink"), let sink = AppSink(element) else { return }
+        guard let sink = Self.appSink(in: branch) else { return }
         let ring = FrameRing(depth: locked { ringDepth })
         locked {
             self.ring = ring
