@@ -65,6 +65,9 @@ struct PhotoCommand: AsyncParsableCommand {
     func run() async throws {
         let urls = (1...count).map { outputURL(number: $0) }
         let folder = urls[0].deletingLastPathComponent()
+        // Work an earlier run left here is finished by this one (in the background, once it starts), and
+        // this run must not exit before it is.
+        let resumesDeferredWork = CapturePhotoOutput.deferredPhotos(in: folder).contains { !$0.isFinished }
         let device = try CameraChoice.device(camera, noise: noise)
         let photos = CapturePhotoOutput()
         photos.isZeroShutterLagEnabled = zeroShutterLag
@@ -105,7 +108,7 @@ struct PhotoCommand: AsyncParsableCommand {
         for capture in captures {
             do { try await capture.value } catch { failure = failure ?? error }
         }
-        if deferred || !CapturePhotoOutput.deferredPhotos(in: folder).filter({ !$0.isFinished }).isEmpty {
+        if deferred || resumesDeferredWork {
             for case .failure(let error) in await photos.finishDeferredPhotosWhenIdle(in: folder) { failure = failure ?? error }
             photos.delegateQueue.sync {} // the handler has printed every final
         }
