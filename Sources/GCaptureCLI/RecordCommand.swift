@@ -35,6 +35,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: "Session preset.")
     var preset: CaptureSession.Preset = .high
 
+    @Option(help: "Degrees clockwise players turn the picture to show it upright: 0, 90, 180, 270 (the MP4's display matrix; pixels are turned for .mkv).")
+    var rotation: Int = 0
+
     @Option(help: "Sensor noise of the test camera, ± 8-bit steps.")
     var noise: Int = 0
 
@@ -43,6 +46,7 @@ struct RecordCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+        guard [0, 90, 180, 270].contains(rotation) else { throw ValidationError("--rotation must be 0, 90, 180 or 270") }
     }
 
     func run() async throws {
@@ -59,6 +63,7 @@ struct RecordCommand: AsyncParsableCommand {
         movie.maxRecordedFileSize = maxSize
         movie.maxRecordedDuration = duration
         movie.fileType = url.pathExtension.lowercased() == "mkv" ? .matroska : .mp4
+        movie.connection.videoRotationAngle = Double(rotation)
 
         let session = CaptureSession(name: "gcapture-record")
         session.beginConfiguration()

@@ -85,6 +85,16 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             if buffer.pointee.dts != ClockTime.none { buffer.pointee.dts = buffer.pointee.dts >= amount ? buffer.pointee.dts - amount : 0 }
         }
 
+        /// The first `count` bytes of the passing buffer (fewer if it is shorter), copied without making the
+        /// buffer writable: a cheap look before deciding to edit it.
+        public func bufferPrefix(_ count: Int) -> [UInt8] {
+            guard isBuffer, let data = raw.pointee.data, count > 0 else { return [] }
+            let buffer = UnsafeMutablePointer<GstBuffer>(OpaquePointer(data))
+            var bytes = [UInt8](repeating: 0, count: count)
+            let copied = bytes.withUnsafeMutableBytes { gst_buffer_extract(buffer, 0, $0.baseAddress, gsize(count)) }
+            return Array(bytes.prefix(Int(copied)))
+        }
+
         /// Makes the passing buffer writable and hands its memory to `body` (for in-place edits).
         public func withWritableBuffer(_ body: (WritableBuffer) -> Void) {
             guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }

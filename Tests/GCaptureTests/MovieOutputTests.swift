@@ -103,6 +103,34 @@ final class MovieOutputTests: XCTestCase {
         XCTAssertLessThan(FrameLog.longestGap(during), 0.1, "recordings starting and stopping disturbed the frame output")
     }
 
+    /// The connection's rotation is the MP4's display matrix (players turn the picture; the pixels keep the
+    /// sensor's layout); Matroska cannot carry one, so there the pixels are turned.
+    func testRotationBecomesTheDisplayMatrixOrTurnedPixels() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        let session = try await session(microphone: nil, preset: .vga640x480, outputs: [movie])
+        for angle in [0, 90, 180, 270] {
+            movie.connection.videoRotationAngle = Double(angle)
+            let url = folder.appendingPathComponent("turned-\(angle).mp4")
+            let error = try await record(movie, to: url, seconds: 0.6)
+            XCTAssertNil(error)
+            let probed = try probe(url)
+            XCTAssertEqual(probed.clockwiseRotation, angle, "\(url.lastPathComponent): side data \(String(describing: probed.rotation))")
+            XCTAssertEqual(probed.videoSize?.width, 640)
+            XCTAssertTrue(try ffmpegDecodes(url))
+        }
+        movie.connection.videoRotationAngle = 90
+        movie.fileType = .matroska
+        let turned = folder.appendingPathComponent("turned.mkv")
+        let error = try await record(movie, to: turned, seconds: 0.6)
+        await session.stop()
+        XCTAssertNil(error)
+        let probed = try probe(turned)
+        XCTAssertEqual(probed.videoSize?.width, 480)
+        XCTAssertEqual(probed.videoSize?.height, 640)
+        XCTAssertEqual(probed.clockwiseRotation, 0)
+    }
+
     func testTheSizeLimitStopsWithACompleteFile() async throws {
         let folder = try temporaryFolder()
         let movie = CaptureMovieFileOutput()

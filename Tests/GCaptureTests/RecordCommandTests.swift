@@ -12,7 +12,7 @@ final class RecordCommandTests: XCTestCase {
         let process = Process()
         process.executableURL = executable
         process.arguments = ["record", "--microphone", "test-microphone", "--preset", "hd1280x720", "--duration", "10",
-                             "--output", movie.path, "--json"]
+                             "--rotation", "270", "--output", movie.path, "--json"]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -31,6 +31,7 @@ final class RecordCommandTests: XCTestCase {
         let killed = try probe(movie)
         XCTAssertGreaterThanOrEqual(killed.duration, 5, "a kill may cost one fragment, not more")
         XCTAssertEqual(killed.codecs.sorted(), ["aac", "h264"])
+        XCTAssertEqual(killed.clockwiseRotation, 270, "the crash-safe header carries the rotation")
         XCTAssertTrue(try ffmpegDecodes(movie))
         let discovered = try MediaInfo.discover(movie)
         XCTAssertEqual(discovered.videoStreamCount, 1)
@@ -44,6 +45,7 @@ final class RecordCommandTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(recovered.duration, 5.8, "recovery must lose at most 0.2 s")
         XCTAssertGreaterThan(recovered.duration, killed.duration)
         XCTAssertEqual(recovered.codecs.sorted(), ["aac", "h264"])
+        XCTAssertEqual(recovered.clockwiseRotation, 270, "recovery keeps the rotation")
         XCTAssertTrue(try ffmpegDecodes(movie))
         XCTAssertFalse(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: movie).path))
     }

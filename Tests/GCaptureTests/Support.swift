@@ -156,6 +156,12 @@ struct ProbedMovie {
         let sideData = stream("video")?["side_data_list"] as? [[String: Any]]
         return sideData?.compactMap { $0["rotation"] as? Int }.first
     }
+    /// Degrees clockwise a player turns the picture (0 without a display matrix).
+    var clockwiseRotation: Int { ((-(rotation ?? 0)) % 360 + 360) % 360 }
+    var videoSize: (width: Int, height: Int)? {
+        guard let width = stream("video")?["width"] as? Int, let height = stream("video")?["height"] as? Int else { return nil }
+        return (width, height)
+    }
 }
 
 extension XCTestCase {

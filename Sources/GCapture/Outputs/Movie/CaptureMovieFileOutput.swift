@@ -194,6 +194,8 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         let selection = graph.videoSource?.selection
         encoding.withAudio = graph.hasSource(.audio)
         encoding.frameRate = Int((selection?.frameRate.doubleValue ?? 30).rounded())
+        encoding.rotation = Int(connection.videoRotationAngle)
+        encoding.mirrored = connection.mirrorsCapturedFrames
         if encoding.videoBitRate == 0 {
             encoding.videoBitRate = MovieEncoding.defaultBitRate(width: selection?.format.width ?? 1280, height: selection?.format.height ?? 720)
         }
@@ -203,6 +205,9 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         do {
             try bin.element(named: "file")?.set("location", url.path)
             try bin.element(named: "sidecar_file")?.set("location", MovieRecovery.sidecarURL(for: url).path)
+            if let file = bin.element(named: "file")?.staticPad("sink") {
+                MP4DisplayMatrix.apply(rotation: encoding.displayRotation, toMoviesPassing: file)
+            }
             for (media, queue, padName) in [(MediaType.video, "video_in", "sink"), (.audio, "audio_in", "audio_sink")] {
                 guard let target = bin.element(named: queue)?.staticPad("sink") else { continue }
                 pads.append(try bin.addGhostPad(named: padName, target: target))

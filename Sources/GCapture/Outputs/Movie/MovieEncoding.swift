@@ -9,6 +9,18 @@ struct MovieEncoding: Sendable {
     var frameRate: Int
     var fragmentInterval: Double
     var withAudio: Bool
+    /// The connection's clockwise rotation and mirroring.
+    var rotation = 0
+    var mirrored = false
+
+    /// The turn written as the MP4's display matrix (players turn the picture, nothing is re-rendered).
+    var displayRotation: Int { container == .mp4 ? rotation : 0 }
+
+    /// The turn done to the pixels before encoding: mirroring always, rotation where the container
+    /// cannot carry it (GStreamer 1.22's matroskamux writes no orientation).
+    var pixelTransform: FrameTransform {
+        FrameTransform(rotation: container == .mp4 ? 0 : rotation, mirrored: mirrored)
+    }
 
     /// H.264 encoder: x264 (fast, explicit rate control), else openh264.
     static var videoEncoder: String? {
@@ -34,8 +46,9 @@ struct MovieEncoding: Sendable {
             ? "x264enc speed-preset=veryfast tune=zerolatency bitrate=\(videoBitRate / 1000) key-int-max=\(keyInterval) bframes=0"
             : "openh264enc bitrate=\(videoBitRate) gop-size=\(keyInterval) rate-control=bitrate"
         let inputQueue = "leaky=downstream max-size-buffers=0 max-size-bytes=0 max-size-time=1000000000"
+        let turn = pixelTransform == .identity ? "" : "videoflip video-direction=\(pixelTransform.rawValue) ! "
         var parts = [
-            "queue name=video_in \(inputQueue) ! videoconvert ! video/x-raw,format=I420 ! \(videoEncoder) "
+            "queue name=video_in \(inputQueue) ! \(turn)videoconvert ! video/x-raw,format=I420 ! \(videoEncoder) "
                 + "! h264parse ! video/x-h264,stream-format=avc,alignment=au ! tee name=vt",
             "vt. ! queue ! mux.video_0",
         ]

@@ -35,6 +35,10 @@ enum MovieRecovery {
             let pipeline = try Pipeline.launch(description)
             try pipeline.element(named: "in")?.set("location", sidecar.path)
             try pipeline.element(named: "out")?.set("location", temporary.path)
+            // The sidecar carries no orientation; the interrupted movie's header does.
+            if let rotation = MP4DisplayMatrix.rotation(ofMovieAt: movie), let pad = pipeline.element(named: "out")?.staticPad("sink") {
+                MP4DisplayMatrix.apply(rotation: rotation, toMoviesPassing: pad)
+            }
             defer { pipeline.shutDown() }
             try pipeline.setState(.playing)
             let deadline = Date().addingTimeInterval(timeout)

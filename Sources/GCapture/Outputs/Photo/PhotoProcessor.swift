@@ -45,7 +45,7 @@ enum PhotoProcessor {
         nest(0, [])
     }
 
-    static func metadata(for job: PhotoJob, transform: PhotoEncoder.Transform) -> (TagList, [String: String]) {
+    static func metadata(for job: PhotoJob, transform: FrameTransform) -> (TagList, [String: String]) {
         var tags = TagList()
         tags.set("device-manufacturer", job.make)
         tags.set("device-model", job.model)
@@ -60,7 +60,7 @@ enum PhotoProcessor {
     static func makePhoto(_ job: PhotoJob, frames: [CapturedFrame], encoder: PhotoEncoder, quality: Int,
                           requestStart: ContinuousClock.Instant, isProxy: Bool) throws(CaptureError) -> CapturePhoto {
         let frame = merge(frames)
-        let transform = PhotoEncoder.Transform(rotation: job.rotation, mirrored: job.mirrored)
+        let transform = FrameTransform(rotation: job.rotation, mirrored: job.mirrored)
         var (tags, metadata) = Self.metadata(for: job, transform: transform)
         if isProxy { tags.set("description", "gcapture deferred proxy") }
         let data = try encoder.encode(frame, quality: quality, transform: transform, rotatePixels: job.rotatePixels, tags: tags)
