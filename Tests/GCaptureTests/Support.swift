@@ -179,7 +179,12 @@ extension XCTestCase {
     /// Whether ffmpeg decodes every frame without an error.
     func ffmpegDecodes(_ url: URL) throws -> Bool {
         let result = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", url.path, "-f", "null", "-"])
-        return result.status == 0 && result.stderr.isEmpty
+        // The null muxer complains when two frames fall into one tick of its own time base, which a real
+        // camera's jitter causes (vivid in a busy VM delivers frames 2 ms apart); that is not a decoding error.
+        let complaints = result.stderr.split(separator: "\n").filter {
+            !$0.hasPrefix("[null @") && !$0.trimmingCharacters(in: .whitespaces).hasPrefix("Last message repeated")
+        }
+        return result.status == 0 && complaints.isEmpty
     }
 }
 
