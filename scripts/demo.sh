@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: install what is missing, build, list the devices, take a photo with zero
-# shutter lag from the default camera (the built-in test camera when the machine has none) and show what
-# exiftool reads in it.
+# The main job on a fresh machine: install what is missing, build, list the devices, record a short clip with
+# audio and take a photo with zero shutter lag from the default camera and microphone (the built-in test
+# devices when the machine has none), then show what ffprobe and exiftool read in them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -12,3 +12,5 @@ gcapture=.build/release/gcapture
 mkdir -p out
 "$gcapture" photo --quality balanced --output out/photo.jpg
 exiftool -s -ImageSize -Make -Model -DateTimeOriginal -Orientation -Software out/photo.jpg
+"$gcapture" record --duration 3 --output out/clip.mp4
+ffprobe -v error -show_entries format=duration:stream=codec_type,codec_name,width,height,avg_frame_rate -of compact out/clip.mp4

@@ -104,11 +104,11 @@ final class MovieOutputTests: XCTestCase {
     }
 
     /// The connection's rotation is the MP4's display matrix (players turn the picture; the pixels keep the
-    /// sensor's layout); Matroska cannot carry one, so there the pixels are turned.
+    /// sensor's layout); Matroska (H.264 + Opus) cannot carry one, so there the pixels are turned.
     func testRotationBecomesTheDisplayMatrixOrTurnedPixels() async throws {
         let folder = try temporaryFolder()
         let movie = CaptureMovieFileOutput()
-        let session = try await session(microphone: nil, preset: .vga640x480, outputs: [movie])
+        let session = try await session(microphone: .testMicrophone, preset: .vga640x480, outputs: [movie])
         for angle in [0, 90, 180, 270] {
             movie.connection.videoRotationAngle = Double(angle)
             let url = folder.appendingPathComponent("turned-\(angle).mp4")
@@ -129,6 +129,9 @@ final class MovieOutputTests: XCTestCase {
         XCTAssertEqual(probed.videoSize?.width, 480)
         XCTAssertEqual(probed.videoSize?.height, 640)
         XCTAssertEqual(probed.clockwiseRotation, 0)
+        XCTAssertEqual(probed.codecs.sorted(), ["h264", "opus"])
+        XCTAssertEqual(probed.duration, 0.6, accuracy: 0.2)
+        XCTAssertTrue(try ffmpegDecodes(turned))
     }
 
     func testTheSizeLimitStopsWithACompleteFile() async throws {
