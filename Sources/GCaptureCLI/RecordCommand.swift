@@ -97,7 +97,8 @@ struct RecordCommand: AsyncParsableCommand {
                             text: "recording \(url.path) from \(camera.localizedName)" + (microphone.map { " and \($0.localizedName)" } ?? ""))
             }
             finished = recorder.finished
-            if finished == nil, announced { events.progress(movie) }
+            // Between the stop and the delegate's answer the file is being finalized: nothing to report.
+            if finished == nil, announced, movie.isRecording { events.progress(movie) }
         }
         await session.stop()
         let stats = movie.lastStatistics

@@ -118,7 +118,17 @@ final class MovieOutputTests: XCTestCase {
             XCTAssertEqual(probed.clockwiseRotation, angle, "\(url.lastPathComponent): side data \(String(describing: probed.rotation))")
             XCTAssertEqual(probed.videoSize?.width, 640)
             XCTAssertTrue(try ffmpegDecodes(url))
+            let boxes = try topLevelBoxes(url)
+            XCTAssertTrue(boxes.contains("moov") && !boxes.contains("moof"), "a clean stop leaves a plain MP4: \(boxes)")
         }
+        // Keeping the fragments is a choice; that file plays as well.
+        movie.defragmentsMovieOnStop = false
+        let fragmented = folder.appendingPathComponent("fragmented.mp4")
+        let kept = try await record(movie, to: fragmented, seconds: 0.6)
+        XCTAssertNil(kept)
+        XCTAssertTrue(try topLevelBoxes(fragmented).contains("moof"))
+        XCTAssertEqual(try probe(fragmented).clockwiseRotation, 270)
+        XCTAssertTrue(try ffmpegDecodes(fragmented))
         movie.connection.videoRotationAngle = 90
         movie.fileType = .matroska
         let turned = folder.appendingPathComponent("turned.mkv")

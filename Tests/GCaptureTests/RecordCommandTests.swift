@@ -32,6 +32,7 @@ final class RecordCommandTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(killed.duration, 5, "a kill may cost one fragment, not more")
         XCTAssertEqual(killed.codecs.sorted(), ["aac", "h264"])
         XCTAssertEqual(killed.clockwiseRotation, 270, "the crash-safe header carries the rotation")
+        XCTAssertTrue(try topLevelBoxes(movie).contains("moof"), "killed while fragmented")
         XCTAssertTrue(try ffmpegDecodes(movie))
         let discovered = try MediaInfo.discover(movie)
         XCTAssertEqual(discovered.videoStreamCount, 1)
@@ -46,6 +47,7 @@ final class RecordCommandTests: XCTestCase {
         XCTAssertGreaterThan(recovered.duration, killed.duration)
         XCTAssertEqual(recovered.codecs.sorted(), ["aac", "h264"])
         XCTAssertEqual(recovered.clockwiseRotation, 270, "recovery keeps the rotation")
+        XCTAssertFalse(try topLevelBoxes(movie).contains("moof"), "recovered as a plain MP4")
         XCTAssertTrue(try ffmpegDecodes(movie))
         XCTAssertFalse(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: movie).path))
     }

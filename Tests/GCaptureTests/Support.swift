@@ -176,6 +176,21 @@ extension XCTestCase {
                            streams: json["streams"] as? [[String: Any]] ?? [])
     }
 
+    /// The types of an MP4's top-level boxes, in order ("ftyp", "moov", "moof", "mdat", ...).
+    func topLevelBoxes(_ url: URL) throws -> [String] {
+        let data = try Data(contentsOf: url)
+        var types: [String] = [], offset = 0
+        while offset + 8 <= data.count {
+            var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            if size == 1, offset + 16 <= data.count { size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) } }
+            if size == 0 { size = data.count - offset }
+            types.append(String(decoding: data[offset + 4..<offset + 8], as: UTF8.self))
+            guard size >= 8 else { break }
+            offset += size
+        }
+        return types
+    }
+
     /// Whether ffmpeg decodes every frame without an error.
     func ffmpegDecodes(_ url: URL) throws -> Bool {
         let result = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", url.path, "-f", "null", "-"])

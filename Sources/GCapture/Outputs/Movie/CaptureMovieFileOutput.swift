@@ -51,7 +51,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
     private var context: OutputContext?
     private var recording: Recording?
     private var settings = (fragmentInterval: 1.0, maxDuration: Double?.none, maxFileSize: Int64?.none,
-                            minFreeDisk: Int64(0), fileType: FileType.mp4, videoBitRate: Int?.none)
+                            minFreeDisk: Int64(0), fileType: FileType.mp4, videoBitRate: Int?.none, defragments: true)
     private let workQueue = DispatchQueue(label: "gcapture.movie")
     public let delegateQueue = DispatchQueue(label: "gcapture.movie.delegate")
 
@@ -76,6 +76,10 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
     public var minFreeDiskSpaceLimit: Int64 { get { locked { settings.minFreeDisk } } set { locked { settings.minFreeDisk = newValue } } }
     /// MP4 (H.264 + AAC, the default) or Matroska (H.264 + Opus).
     public var fileType: FileType { get { locked { settings.fileType } } set { locked { settings.fileType = newValue } } }
+    /// Whether a clean stop rewrites the fragmented MP4 as a plain one (a single index, what every editor
+    /// expects), which copies the file once before the delegate hears it finished. Off, the fragmented file
+    /// stays: it plays and seeks as well, with an index of its fragments at the end. Default true.
+    public var defragmentsMovieOnStop: Bool { get { locked { settings.defragments } } set { locked { settings.defragments = newValue } } }
     /// Video bits per second; nil picks one from the frame size (1080p: 8 Mbit/s).
     public var videoBitRate: Int? { get { locked { settings.videoBitRate } } set { locked { settings.videoBitRate = newValue } } }
 
@@ -284,7 +288,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
-    /// Ends the recording once: settles the files and tells the delegate.
+    /// Ends the recording once: settles the files (off the session's queue) and tells the delegate.
     private func complete(error: CaptureError?, drained: Bool) {
         guard let finished = locked({ () -> Recording? in
             defer { recording = nil }
@@ -292,24 +296,39 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         }) else { return }
         finished.monitor?.cancel()
         let stats = finished.timeline?.stats ?? RecordingTimeline.Statistics()
-        locked { finishedStatistics = Self.statistics(stats) }
-        let frames = stats.frames
-        let sidecar = MovieRecovery.sidecarURL(for: finished.url)
-        var outcome = error
-        if frames == 0 {
+        let defragments = locked { () -> Bool in
+            finishedStatistics = Self.statistics(stats)
+            return settings.defragments
+        }
+        // The next recording's start waits on this queue, so it never mistakes these files for a crash's.
+        let url = finished.url, encoding = finished.encoding, delegate = finished.delegate
+        workQueue.async {
+            let outcome = Self.settleFiles(of: url, encoding: encoding, stats: stats, error: error, drained: drained, defragment: defragments)
+            self.delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, error: outcome) }
+        }
+    }
+
+    private static func settleFiles(of url: URL, encoding: MovieEncoding, stats: RecordingTimeline.Statistics,
+                                    error: CaptureError?, drained: Bool, defragment: Bool) -> CaptureError? {
+        let sidecar = MovieRecovery.sidecarURL(for: url)
+        if stats.frames == 0 {
             // Without a frame there is no playable movie: leave nothing behind.
-            try? FileManager.default.removeItem(at: finished.url)
+            try? FileManager.default.removeItem(at: url)
             try? FileManager.default.removeItem(at: sidecar)
-            outcome = outcome ?? .noFramesRecorded
-        } else if drained, outcome == nil || outcome!.recordingFinishedSuccessfully {
+            return error ?? .noFramesRecorded
+        }
+        if drained, error == nil || error!.recordingFinishedSuccessfully {
+            if defragment, encoding.container == .mp4 {
+                // The fragmented file is complete and stays if this fails: it plays and seeks too.
+                try? MovieRemux.remux(url, as: .mp4, replacing: url, rotation: encoding.displayRotation)
+            }
             try? FileManager.default.removeItem(at: sidecar)
         } else if FileManager.default.fileExists(atPath: sidecar.path) {
             // Not finalized cleanly (a write failed, the microphone vanished, the drain timed out): the
             // sidecar holds every frame that was encoded, so the movie is rebuilt from it, without a track
             // that never received data. If that fails now the sidecar stays for the next start.
-            try? MovieRecovery.recover(finished.url, includeAudio: stats.audioBuffers > 0)
+            try? MovieRecovery.recover(url, includeAudio: stats.audioBuffers > 0)
         }
-        let delegate = finished.delegate, url = finished.url, result = outcome
-        delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, error: result) }
+        return error
     }
 }

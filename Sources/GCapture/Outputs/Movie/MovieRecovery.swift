@@ -19,45 +19,12 @@ enum MovieRecovery {
         }.sorted { $0.path < $1.path }
     }
 
-    /// Remuxes the sidecar into a normal MP4 that replaces the movie atomically, then removes the sidecar.
-    /// Blocks while it copies (no re-encoding).
-    static func recover(_ movie: URL, includeAudio: Bool = true, timeout: TimeInterval = 120) throws(CaptureError) {
+    /// Remuxes the sidecar into a plain MP4 that replaces the movie atomically, with the display matrix the
+    /// interrupted movie's header carries (the sidecar has none), then removes the sidecar.
+    static func recover(_ movie: URL, includeAudio: Bool = true) throws(CaptureError) {
         let sidecar = sidecarURL(for: movie)
-        let temporary = movie.deletingLastPathComponent().appendingPathComponent(".\(movie.lastPathComponent).recovering.mp4")
-        defer { try? FileManager.default.removeItem(at: temporary) }
-        do {
-            // Each stream the sidecar really has gets a path to the muxer: a path for a missing stream
-            // would leave the muxer waiting for it forever.
-            let streams = try MediaInfo.discover(sidecar)
-            var description = "filesrc name=in ! matroskademux name=demux  mp4mux name=mux ! filesink name=out"
-            if streams.videoStreamCount > 0 { description += "  demux.video_0 ! queue ! h264parse ! mux.video_0" }
-            if includeAudio, streams.audioStreamCount > 0 { description += "  demux.audio_0 ! queue ! aacparse ! mux.audio_0" }
-            let pipeline = try Pipeline.launch(description)
-            try pipeline.element(named: "in")?.set("location", sidecar.path)
-            try pipeline.element(named: "out")?.set("location", temporary.path)
-            // The sidecar carries no orientation; the interrupted movie's header does.
-            if let rotation = MP4DisplayMatrix.rotation(ofMovieAt: movie), let pad = pipeline.element(named: "out")?.staticPad("sink") {
-                MP4DisplayMatrix.apply(rotation: rotation, toMoviesPassing: pad)
-            }
-            defer { pipeline.shutDown() }
-            try pipeline.setState(.playing)
-            let deadline = Date().addingTimeInterval(timeout)
-            waiting: while Date() < deadline {
-                guard let message = pipeline.bus.pop(timeout: 100 * .millisecond) else { continue }
-                switch message.kind {
-                case .endOfStream: break waiting
-                case .error(let error): throw error
-                default: continue
-                }
-            }
-        } catch let error as GStreamerError {
-            throw .recordingFailed(reason: "cannot recover \(movie.path) from its sidecar", underlying: error)
-        } catch {
-            throw .recordingFailed(reason: "cannot recover \(movie.path): \(error)", underlying: nil)
-        }
-        guard rename(temporary.path, movie.path) == 0 else {
-            throw .recordingFailed(reason: "cannot replace \(movie.path) with its recovered version", underlying: nil)
-        }
+        try MovieRemux.remux(sidecar, as: .matroska, replacing: movie, includeAudio: includeAudio,
+                             rotation: MP4DisplayMatrix.rotation(ofMovieAt: movie))
         try? FileManager.default.removeItem(at: sidecar)
     }
 }

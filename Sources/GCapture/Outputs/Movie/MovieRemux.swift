@@ -1,0 +1,62 @@
+import Foundation
+import GStreamerKit
+
+/// Copies a movie's encoded streams (no re-encoding) into a plain MP4 — one index, no fragments — that
+/// atomically replaces a destination: how a crash's sidecar is recovered and how a cleanly stopped
+/// fragmented recording becomes the file every tool expects. Blocks while it copies.
+enum MovieRemux {
+    enum Source: String {
+        case matroska = "matroskademux"
+        case mp4 = "qtdemux"
+    }
+
+    /// `rotation` becomes the new movie's display matrix (see MP4DisplayMatrix); the destination is only
+    /// replaced once the copy is complete, so a failure or crash midway leaves it as it was.
+    static func remux(_ source: URL, as kind: Source, replacing destination: URL, includeAudio: Bool = true,
+                      rotation: Int?, timeout: TimeInterval = 600) throws(CaptureError) {
+        let temporary = destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).remuxing.mp4")
+        defer { try? FileManager.default.removeItem(at: temporary) }
+        do {
+            try copyStreams(of: source, as: kind, to: temporary, includeAudio: includeAudio, rotation: rotation, timeout: timeout)
+        } catch {
+            throw .recordingFailed(reason: "cannot rewrite \(source.lastPathComponent) as \(destination.path)", underlying: error as? GStreamerError)
+        }
+        guard rename(temporary.path, destination.path) == 0 else {
+            throw .recordingFailed(reason: "cannot replace \(destination.path): \(String(cString: strerror(errno)))", underlying: nil)
+        }
+    }
+
+    private static func copyStreams(of source: URL, as kind: Source, to temporary: URL, includeAudio: Bool,
+                                    rotation: Int?, timeout: TimeInterval) throws {
+        // Each stream the source really has gets a path to the muxer: a path for a missing stream would
+        // leave the muxer waiting for it forever.
+        let streams = try MediaInfo.discover(source)
+        // A recording's tracks are interleaved seconds apart at worst (a fragment of audio after several of
+        // video); the demuxer has one thread, so bounded queues would stall it before the muxer got the
+        // other track's first buffer. Unbounded, they hold just that distance.
+        let queue = "queue max-size-buffers=0 max-size-bytes=0 max-size-time=0"
+        var description = "filesrc name=in ! \(kind.rawValue) name=demux  mp4mux name=mux ! filesink name=out"
+        if streams.videoStreamCount > 0 { description += "  demux.video_0 ! \(queue) ! h264parse ! mux.video_0" }
+        if includeAudio, streams.audioStreamCount > 0 { description += "  demux.audio_0 ! \(queue) ! aacparse ! mux.audio_0" }
+        let pipeline = try Pipeline.launch(description)
+        defer { pipeline.shutDown() }
+        try pipeline.element(named: "in")?.set("location", source.path)
+        try pipeline.element(named: "out")?.set("location", temporary.path)
+        if let rotation, let pad = pipeline.element(named: "out")?.staticPad("sink") {
+            MP4DisplayMatrix.apply(rotation: rotation, toMoviesPassing: pad)
+        }
+        try pipeline.setState(.playing)
+        let deadline = Date().addingTimeInterval(timeout)
+        waiting: while true {
+            guard Date() < deadline else {
+                throw GStreamerError(kind: .timeout, message: "remuxing \(source.lastPathComponent) took over \(Int(timeout)) s")
+            }
+            guard let message = pipeline.bus.pop(timeout: 100 * .millisecond) else { continue }
+            switch message.kind {
+            case .endOfStream: break waiting
+            case .error(let error): throw error
+            default: continue
+            }
+        }
+    }
+}
