@@ -93,7 +93,7 @@ struct RecordCommand: AsyncParsableCommand {
             if !announced, recorder.started != nil {
                 announced = true
                 events.emit(["event": "recordingStarted", "path": url.path, "camera": camera.description,
-                             "microphone": microphone?.description ?? "none"],
+                             "microphone": microphone?.description ?? "none", "videoEncoder": movie.activeVideoEncoder ?? NSNull()],
                             text: "recording \(url.path) from \(camera.localizedName)" + (microphone.map { " and \($0.localizedName)" } ?? ""))
             }
             finished = recorder.finished

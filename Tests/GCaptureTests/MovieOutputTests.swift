@@ -1,5 +1,6 @@
 import Foundation
 @testable import GCapture
+import GStreamerKit
 import XCTest
 
 final class MovieOutputTests: XCTestCase {
@@ -16,10 +17,11 @@ final class MovieOutputTests: XCTestCase {
         return session
     }
 
-    private func record(_ movie: CaptureMovieFileOutput, to url: URL, seconds: Double,
+    private func record(_ movie: CaptureMovieFileOutput, to url: URL, seconds: Double, expectStart: Bool = true,
                         during: (() async throws -> Void)? = nil) async throws -> CaptureError? {
         let waiter = RecordingWaiter()
         movie.startRecording(to: url, recordingDelegate: waiter)
+        guard expectStart else { return await waiter.waitForFinish()?.error }
         let started = await waiter.waitForStart()
         XCTAssertTrue(started, "the recording did not start: \(waiter.finished?.error.map { "\($0)" } ?? "no answer")")
         let begin = Date()
@@ -142,6 +144,41 @@ final class MovieOutputTests: XCTestCase {
         XCTAssertEqual(probed.codecs.sorted(), ["h264", "opus"])
         XCTAssertEqual(probed.duration, 0.6, accuracy: 0.2)
         XCTAssertTrue(try ffmpegDecodes(turned))
+    }
+
+    /// Hardware encoders come first where GStreamer registers one; the names of their rate-control
+    /// properties differ, so they are matched on the real element.
+    func testTheH264EncoderIsChosenAndConfiguredByWhatIsInstalled() throws {
+        XCTAssertEqual(try H264Encoder.choose(isInstalled: { ["x264enc", "vah264enc"].contains($0) }).factory, "vah264enc")
+        XCTAssertEqual(try H264Encoder.choose(isInstalled: { $0 == "openh264enc" }).factory, "openh264enc")
+        XCTAssertThrowsError(try H264Encoder.choose("nosuch264enc")) { error in
+            XCTAssertEqual(error as? CaptureError, .missingPlugin("nosuch264enc"))
+        }
+        // x264enc stands in for a hardware encoder here: the properties it shares with them get the settings.
+        let element = try Element.make("x264enc")
+        try H264Encoder(factory: "nvh264enc").configure(element, bitRate: 6_000_000, keyInterval: 25)
+        XCTAssertEqual(element.intProperty("bitrate"), 6000)
+        XCTAssertEqual(element.intProperty("key-int-max"), 25)
+        XCTAssertEqual(element.intProperty("bframes"), 0)
+    }
+
+    func testAnotherEncoderCanBeAskedFor() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        movie.videoEncoder = "openh264enc"
+        let session = try await session(microphone: .testMicrophone, preset: .vga640x480, outputs: [movie])
+        let url = folder.appendingPathComponent("openh264.mp4")
+        let error = try await record(movie, to: url, seconds: 1)
+        XCTAssertEqual(movie.lastStatistics.frames > 0, true)
+        movie.videoEncoder = "nosuch264enc"
+        let refused = try await record(movie, to: folder.appendingPathComponent("refused.mp4"), seconds: 0, expectStart: false)
+        await session.stop()
+        XCTAssertNil(error)
+        XCTAssertEqual(refused, .missingPlugin("nosuch264enc"))
+        let probed = try probe(url)
+        XCTAssertEqual(probed.codecs.sorted(), ["aac", "h264"])
+        XCTAssertEqual(probed.duration, 1, accuracy: 0.2)
+        XCTAssertTrue(try ffmpegDecodes(url))
     }
 
     func testTheSizeLimitStopsWithACompleteFile() async throws {

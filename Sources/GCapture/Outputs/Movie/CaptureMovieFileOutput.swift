@@ -51,7 +51,8 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
     private var context: OutputContext?
     private var recording: Recording?
     private var settings = (fragmentInterval: 1.0, maxDuration: Double?.none, maxFileSize: Int64?.none,
-                            minFreeDisk: Int64(0), fileType: FileType.mp4, videoBitRate: Int?.none, defragments: true)
+                            minFreeDisk: Int64(0), fileType: FileType.mp4, videoBitRate: Int?.none, defragments: true,
+                            videoEncoder: String?.none)
     private let workQueue = DispatchQueue(label: "gcapture.movie")
     public let delegateQueue = DispatchQueue(label: "gcapture.movie.delegate")
 
@@ -80,6 +81,9 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
     /// expects), which copies the file once before the delegate hears it finished. Off, the fragmented file
     /// stays: it plays and seeks as well, with an index of its fragments at the end. Default true.
     public var defragmentsMovieOnStop: Bool { get { locked { settings.defragments } } set { locked { settings.defragments = newValue } } }
+    /// The GStreamer element that encodes H.264. nil (the default) picks a hardware encoder where GStreamer
+    /// has one (vah264enc, vaapih264enc, nvh264enc, qsvh264enc, v4l2h264enc), else x264enc, else openh264enc.
+    public var videoEncoder: String? { get { locked { settings.videoEncoder } } set { locked { settings.videoEncoder = newValue } } }
     /// Video bits per second; nil picks one from the frame size (1080p: 8 Mbit/s).
     public var videoBitRate: Int? { get { locked { settings.videoBitRate } } set { locked { settings.videoBitRate = newValue } } }
 
@@ -88,6 +92,8 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
     public var isRecording: Bool { locked { recording != nil } }
     public var isRecordingPaused: Bool { locked { recording?.timeline?.isPaused ?? false } }
     public var outputFileURL: URL? { locked { recording?.url } }
+    /// The element encoding the current recording's video (see `videoEncoder`).
+    public var activeVideoEncoder: String? { locked { recording?.timeline == nil ? nil : recording?.encoding.videoEncoder.factory } }
     /// Seconds recorded so far, pauses excluded.
     public var recordedDuration: Double { Double(locked { recording?.timeline?.stats.duration } ?? 0) / 1e9 }
     /// Bytes written so far.
@@ -139,9 +145,11 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         if busy { return fail(.recordingFailed(reason: "already recording to \(outputFileURL?.path ?? "a file")", underlying: nil)) }
         guard let context else { return fail(.sessionNotRunning) }
         do throws(CaptureError) { try PhotoProcessor.checkWritable(url) } catch { return fail(error) }
+        let encoding: MovieEncoding
+        do throws(CaptureError) { encoding = try encodingSettings() } catch { return fail(error) }
         let reserved: Bool = locked {
             guard recording == nil else { return false }
-            recording = Recording(url: url, delegate: delegate, encoding: encodingSettings())
+            recording = Recording(url: url, delegate: delegate, encoding: encoding)
             return true
         }
         guard reserved else { return fail(.recordingFailed(reason: "already recording", underlying: nil)) }
@@ -187,9 +195,28 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
-    private func encodingSettings() -> MovieEncoding {
-        MovieEncoding(container: settings.fileType == .mp4 ? .mp4 : .matroska, videoBitRate: settings.videoBitRate ?? 0,
-                      frameRate: 30, fragmentInterval: settings.fragmentInterval, withAudio: false)
+    private func encodingSettings() throws(CaptureError) -> MovieEncoding {
+        let settings = locked { self.settings }
+        return MovieEncoding(container: settings.fileType == .mp4 ? .mp4 : .matroska, videoBitRate: settings.videoBitRate ?? 0,
+                             frameRate: 30, fragmentInterval: settings.fragmentInterval, withAudio: false,
+                             videoEncoder: try H264Encoder.choose(settings.videoEncoder))
+    }
+
+    /// The recording's bin with its encoder configured. A hardware encoder picked by default that will
+    /// not take the settings gives way to the software one rather than failing the recording.
+    private func makeRecordingBin(_ encoding: inout MovieEncoding, in graph: SessionGraph) throws(CaptureError) -> Bin {
+        do {
+            let bin = try graph.makeBin(try encoding.description(), for: self, ghostUnlinkedPads: false)
+            if let encoder = bin.element(named: "video_encoder") {
+                try encoding.videoEncoder.configure(encoder, bitRate: encoding.videoBitRate, keyInterval: encoding.keyInterval)
+            }
+            return bin
+        } catch {
+            guard encoding.videoEncoder.isHardware, videoEncoder == nil,
+                  let software = H264Encoder.software.first(where: GStreamer.hasElement) else { throw error }
+            encoding.videoEncoder = H264Encoder(factory: software)
+            return try graph.makeBin(try encoding.description(), for: self, ghostUnlinkedPads: false)
+        }
     }
 
     /// On the session queue: builds the recording's branch and links it to the running tees.
@@ -203,7 +230,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         if encoding.videoBitRate == 0 {
             encoding.videoBitRate = MovieEncoding.defaultBitRate(width: selection?.format.width ?? 1280, height: selection?.format.height ?? 720)
         }
-        let bin = try graph.makeBin(try encoding.description(), for: self, ghostUnlinkedPads: false)
+        let bin = try makeRecordingBin(&encoding, in: graph)
         var inputs: [MediaType: String] = [:]
         var pads: [Pad] = []
         do {

@@ -9,6 +9,7 @@ struct MovieEncoding: Sendable {
     var frameRate: Int
     var fragmentInterval: Double
     var withAudio: Bool
+    var videoEncoder: H264Encoder
     /// The connection's clockwise rotation and mirroring.
     var rotation = 0
     var mirrored = false
@@ -22,13 +23,6 @@ struct MovieEncoding: Sendable {
         FrameTransform(rotation: container == .mp4 ? 0 : rotation, mirrored: mirrored)
     }
 
-    /// H.264 encoder: x264 (fast, explicit rate control), else openh264.
-    static var videoEncoder: String? {
-        if GStreamer.hasElement("x264enc") { return "x264enc" }
-        if GStreamer.hasElement("openh264enc") { return "openh264enc" }
-        return nil
-    }
-
     static var aacEncoder: String? {
         ["voaacenc", "avenc_aac", "fdkaacenc"].first(where: GStreamer.hasElement)
     }
@@ -39,16 +33,15 @@ struct MovieEncoding: Sendable {
     }
 
     /// The bin: video (and audio) inputs → encoders → the movie's muxer and a crash-recovery sidecar.
+    /// A key frame a second: each fragment can start with one, and a cut loses at most a second's frames.
+    var keyInterval: Int { max(1, frameRate) }
+
     func description() throws(CaptureError) -> String {
-        guard let video = Self.videoEncoder else { throw .missingPlugin("x264enc or openh264enc") }
-        let keyInterval = max(1, frameRate)
-        let videoEncoder = video == "x264enc"
-            ? "x264enc speed-preset=veryfast tune=zerolatency bitrate=\(videoBitRate / 1000) key-int-max=\(keyInterval) bframes=0"
-            : "openh264enc bitrate=\(videoBitRate) gop-size=\(keyInterval) rate-control=bitrate"
+        let encoder = videoEncoder.description(name: "video_encoder", bitRate: videoBitRate, keyInterval: keyInterval)
         let inputQueue = "leaky=downstream max-size-buffers=0 max-size-bytes=0 max-size-time=1000000000"
         let turn = pixelTransform == .identity ? "" : "videoflip video-direction=\(pixelTransform.rawValue) ! "
         var parts = [
-            "queue name=video_in \(inputQueue) ! \(turn)videoconvert ! video/x-raw,format=I420 ! \(videoEncoder) "
+            "queue name=video_in \(inputQueue) ! \(turn)videoconvert ! \(videoEncoder.isHardware ? "video/x-raw,format=NV12" : "video/x-raw,format=I420") ! \(encoder) "
                 + "! h264parse ! video/x-h264,stream-format=avc,alignment=au ! tee name=vt",
             "vt. ! queue ! mux.video_0",
         ]
