@@ -181,6 +181,31 @@ final class MovieOutputTests: XCTestCase {
         XCTAssertTrue(try ffmpegDecodes(url))
     }
 
+    /// Two cameras recording into one folder: the second's start looks for crashed recordings there and
+    /// must leave the first's live one alone.
+    func testARecordingStartingBesideALiveOneLeavesItAlone() async throws {
+        let folder = try temporaryFolder()
+        let first = CaptureMovieFileOutput(), second = CaptureMovieFileOutput()
+        let firstSession = try await session(microphone: nil, preset: .vga640x480, outputs: [first])
+        let secondSession = try await session(microphone: nil, preset: .vga640x480, outputs: [second])
+        let firstURL = folder.appendingPathComponent("first.mp4"), secondURL = folder.appendingPathComponent("second.mp4")
+        var interruptedWhileLive: [URL] = []
+        let error = try await record(first, to: firstURL, seconds: 3) {
+            try await Task.sleep(for: .milliseconds(500))
+            interruptedWhileLive = MovieRecovery.interruptedRecordings(in: folder)
+            let secondError = try await self.record(second, to: secondURL, seconds: 1)
+            XCTAssertNil(secondError)
+        }
+        await firstSession.stop()
+        await secondSession.stop()
+        XCTAssertNil(error)
+        XCTAssertEqual(interruptedWhileLive, [], "a live recording is not an interrupted one")
+        XCTAssertEqual(try probe(firstURL).duration, 3, accuracy: 0.25)
+        XCTAssertEqual(try probe(secondURL).duration, 1, accuracy: 0.25)
+        XCTAssertTrue(try ffmpegDecodes(firstURL))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted(), ["first.mp4", "second.mp4"])
+    }
+
     func testTheSizeLimitStopsWithACompleteFile() async throws {
         let folder = try temporaryFolder()
         let movie = CaptureMovieFileOutput()

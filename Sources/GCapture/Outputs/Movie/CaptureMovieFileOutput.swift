@@ -44,6 +44,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         var encoding: MovieEncoding
         var timeline: RecordingTimeline?
         var monitor: DispatchSourceTimer?
+        var sidecarLock: SidecarLock?
         var stopping = false
     }
 
@@ -162,7 +163,12 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
                     try self.attachRecording(to: graph, url: url)
                     self.delegateQueue.async { delegate.fileOutput(self, didStartRecordingTo: url) }
                 } catch {
-                    self.locked { self.recording = nil }
+                    let lock = self.locked { () -> SidecarLock? in
+                        defer { self.recording = nil }
+                        return self.recording?.sidecarLock
+                    }
+                    // The sidecar this attempt created and locked holds nothing.
+                    if lock != nil { try? FileManager.default.removeItem(at: MovieRecovery.sidecarURL(for: url)) }
                     fail(error)
                 }
             }
@@ -235,7 +241,14 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         var pads: [Pad] = []
         do {
             try bin.element(named: "file")?.set("location", url.path)
-            try bin.element(named: "sidecar_file")?.set("location", MovieRecovery.sidecarURL(for: url).path)
+            if let sidecar = bin.element(named: "sidecar_file") {
+                let sidecarURL = MovieRecovery.sidecarURL(for: url)
+                guard let lock = SidecarLock(on: sidecarURL) else {
+                    throw CaptureError.recordingFailed(reason: "\(url.path) is being recorded already", underlying: nil)
+                }
+                locked { recording?.sidecarLock = lock }
+                try sidecar.set("location", sidecarURL.path)
+            }
             if let file = bin.element(named: "file")?.staticPad("sink") {
                 MP4DisplayMatrix.apply(rotation: encoding.displayRotation, toMoviesPassing: file)
             }
@@ -244,6 +257,8 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
                 pads.append(try bin.addGhostPad(named: padName, target: target))
                 inputs[media] = padName
             }
+        } catch let error as CaptureError {
+            throw error
         } catch {
             throw .configurationFailed(reason: "cannot set up the recording", underlying: error as? GStreamerError)
         }
@@ -328,9 +343,12 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
             return settings.defragments
         }
         // The next recording's start waits on this queue, so it never mistakes these files for a crash's.
-        let url = finished.url, encoding = finished.encoding, delegate = finished.delegate
+        let url = finished.url, encoding = finished.encoding, delegate = finished.delegate, lock = finished.sidecarLock
         workQueue.async {
-            let outcome = Self.settleFiles(of: url, encoding: encoding, stats: stats, error: error, drained: drained, defragment: defragments)
+            // Held until the files are settled, so that no one recovers them meanwhile.
+            let outcome = withExtendedLifetime(lock) {
+                Self.settleFiles(of: url, encoding: encoding, stats: stats, error: error, drained: drained, defragment: defragments)
+            }
             self.delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, error: outcome) }
         }
     }

@@ -9,14 +9,24 @@ enum MovieRecovery {
         movie.deletingLastPathComponent().appendingPathComponent(".\(movie.lastPathComponent).gcapture-recovery.mkv")
     }
 
-    /// Movies in `directory` whose recording did not finish (a sidecar is still there).
+    /// Movies in `directory` whose recording did not finish: a sidecar is still there and no live
+    /// recording, in this process or another, holds its lock.
     static func interruptedRecordings(in directory: URL) -> [URL] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.compactMap { name -> URL? in
+        let interrupted = names.compactMap { name -> URL? in
             guard name.hasPrefix("."), name.hasSuffix(".gcapture-recovery.mkv") else { return nil }
-            let movie = String(name.dropFirst().dropLast(".gcapture-recovery.mkv".count))
-            return directory.appendingPathComponent(movie)
+            let movie = directory.appendingPathComponent(String(name.dropFirst().dropLast(".gcapture-recovery.mkv".count)))
+            return SidecarLock.isHeld(on: sidecarURL(for: movie)) ? nil : movie
         }.sorted { $0.path < $1.path }
+        // A copy a crash interrupted is worthless (its source is still there and is copied again); one whose
+        // recording is still settling is left alone.
+        for name in names where name.hasPrefix(".") && name.hasSuffix(MovieRemux.temporarySuffix) {
+            let movie = directory.appendingPathComponent(String(name.dropFirst().dropLast(MovieRemux.temporarySuffix.count)))
+            if !SidecarLock.isHeld(on: sidecarURL(for: movie)) {
+                try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+            }
+        }
+        return interrupted
     }
 
     /// Remuxes the sidecar into a plain MP4 that replaces the movie atomically, with the display matrix the
@@ -26,5 +36,32 @@ enum MovieRecovery {
         try MovieRemux.remux(sidecar, as: .matroska, replacing: movie, includeAudio: includeAudio,
                              rotation: MP4DisplayMatrix.rotation(ofMovieAt: movie))
         try? FileManager.default.removeItem(at: sidecar)
+    }
+}
+
+/// Marks a sidecar as its recording's while that recording runs and settles: an advisory lock (flock) that
+/// the kernel drops when the process dies, so a crash's sidecar is free for recovery and a live one in
+/// another process or session is never mistaken for it. Released when the last reference goes.
+final class SidecarLock: Sendable {
+    private let descriptor: Int32
+
+    /// Creates the sidecar if needed and locks it; nil if it cannot be opened or is locked already.
+    init?(on sidecar: URL) {
+        let descriptor = open(sidecar.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return nil }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            return nil
+        }
+        self.descriptor = descriptor
+    }
+
+    deinit { close(descriptor) }
+
+    static func isHeld(on sidecar: URL) -> Bool {
+        let descriptor = open(sidecar.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return flock(descriptor, LOCK_EX | LOCK_NB) != 0
     }
 }

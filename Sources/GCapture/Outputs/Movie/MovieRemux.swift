@@ -14,7 +14,7 @@ enum MovieRemux {
     /// replaced once the copy is complete, so a failure or crash midway leaves it as it was.
     static func remux(_ source: URL, as kind: Source, replacing destination: URL, includeAudio: Bool = true,
                       rotation: Int?, timeout: TimeInterval = 600) throws(CaptureError) {
-        let temporary = destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).remuxing.mp4")
+        let temporary = temporaryURL(for: destination)
         defer { try? FileManager.default.removeItem(at: temporary) }
         do {
             try copyStreams(of: source, as: kind, to: temporary, includeAudio: includeAudio, rotation: rotation, timeout: timeout)
@@ -24,6 +24,13 @@ enum MovieRemux {
         guard rename(temporary.path, destination.path) == 0 else {
             throw .recordingFailed(reason: "cannot replace \(destination.path): \(String(cString: strerror(errno)))", underlying: nil)
         }
+    }
+
+    static let temporarySuffix = ".remuxing.mp4"
+
+    /// Where the copy is written before it replaces `destination`; a crash can leave it behind.
+    static func temporaryURL(for destination: URL) -> URL {
+        destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent)\(temporarySuffix)")
     }
 
     private static func copyStreams(of source: URL, as kind: Source, to temporary: URL, includeAudio: Bool,
