@@ -102,6 +102,28 @@ enum ChildProcess {
             minorFaults: usage.ru_minflt)
     }
 
+    /// This program again in a hidden child mode (`gcapture-bench child …`). It must exit 0 and print its report
+    /// as the last line of stdout: one JSON object, decoded as `Report`. `label` names the child in errors.
+    static func runChild<Report: Decodable>(_ arguments: [String], timeout: Double, label: String,
+                                            as _: Report.Type = Report.self) throws(BenchmarkError) -> (ChildUsage, Report) {
+        let usage = try run(currentExecutable, ["child"] + arguments, timeout: timeout)
+        guard usage.succeeded else { throw .child("\(label) ended with \(usage.endDescription)") }
+        guard let line = usage.stdout.split(separator: "\n").last,
+              let report = try? JSONDecoder().decode(Report.self, from: Data(line.utf8)) else {
+            throw .child("\(label) printed no report: \(usage.stdout.debugDescription)")
+        }
+        return (usage, report)
+    }
+
+    /// gst-launch-1.0 -q running `description` (words separated by single spaces, nothing quoted) to its end;
+    /// anything but exit status 0 is an error.
+    static func gstLaunch(_ description: String, timeout: Double) throws(BenchmarkError) -> ChildUsage {
+        let usage = try run("gst-launch-1.0", ["-q"] + description.split(separator: " ").map(String.init),
+                            searchPath: true, timeout: timeout)
+        guard usage.succeeded else { throw .child("gst-launch-1.0 ended with \(usage.endDescription): \(description)") }
+        return usage
+    }
+
     /// How often the child's VmHWM is sampled. It only grows, so the last sample before exit misses at most
     /// what the child allocated in its final moments (while tearing down).
     static let memorySamplingMilliseconds: UInt64 = 20

@@ -21,9 +21,8 @@ enum Contestants {
     static let plainDescription = "\(source) ! \(caps) ! tee allow-not-linked=true ! \(branch)"
 
     /// The floor: the same source into a fakesink, run by gst-launch-1.0 itself (no appsink, no Swift).
-    static func referenceArguments(frames: Int) -> [String] {
-        let description = "\(source) num-buffers=\(frames) ! \(caps) ! fakesink sync=false"
-        return ["-q"] + description.split(separator: " ").map(String.init)
+    static func referenceDescription(frames: Int) -> String {
+        "\(source) num-buffers=\(frames) ! \(caps) ! fakesink sync=false"
     }
 
     /// The plain pipeline, parsed, with its appsink (no handler yet).

@@ -67,13 +67,9 @@ enum FrameDeliveryBenchmark {
         let frames: Int
         var selfReportedPeak: Int?
         if let mode = kind.childMode {
-            usage = try ChildProcess.run(ChildProcess.currentExecutable,
-                                         ["child", mode, "--seconds", String(seconds)], timeout: timeout)
-            guard usage.succeeded else { throw BenchmarkError.child("\(kind.rawValue) child ended with \(usage.endDescription)") }
-            guard let line = usage.stdout.split(separator: "\n").last,
-                  let report = try? JSONDecoder().decode(ChildReport.self, from: Data(line.utf8)) else {
-                throw BenchmarkError.child("\(kind.rawValue) child printed no report: \(usage.stdout.debugDescription)")
-            }
+            let report: ChildReport
+            (usage, report) = try ChildProcess.runChild([mode, "--seconds", String(seconds)], timeout: timeout,
+                                                        label: "\(kind.rawValue) child")
             if kind != .idle, report.width != Contestants.width || report.height != Contestants.height
                 || report.pixelFormat != "NV12" {
                 throw BenchmarkError.child("\(kind.rawValue) child got \(report.width)x\(report.height) \(report.pixelFormat) frames")
@@ -81,9 +77,7 @@ enum FrameDeliveryBenchmark {
             frames = report.frames
             selfReportedPeak = report.peakRSSKiB
         } else {
-            usage = try ChildProcess.run("gst-launch-1.0", Contestants.referenceArguments(frames: expectedFrames),
-                                         searchPath: true, timeout: timeout)
-            guard usage.succeeded else { throw BenchmarkError.child("gst-launch-1.0 ended with \(usage.endDescription)") }
+            usage = try ChildProcess.gstLaunch(Contestants.referenceDescription(frames: expectedFrames), timeout: timeout)
             frames = expectedFrames  // num-buffers, all of them: it exits 0 only after end-of-stream
         }
         return FrameRun(kind: kind, round: round, frames: frames, wallSeconds: usage.wallSeconds,

@@ -259,14 +259,10 @@ enum PhotoBurst {
                                  round: Int) throws -> BurstRun {
         let directory = try PhotoBenchmark.temporaryDirectory("burst-\(size.label)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let arguments = ["child", childMode, "--kind", kind.rawValue, "--preset", size.preset.rawValue,
+        let arguments = [childMode, "--kind", kind.rawValue, "--preset", size.preset.rawValue,
                          "--quality", String(quality), "--seconds", String(seconds), "--directory", directory.path]
-        let usage = try ChildProcess.run(ChildProcess.currentExecutable, arguments, timeout: seconds + 60)
-        guard usage.succeeded else { throw BenchmarkError.child("photo burst (\(kind.rawValue)) ended with \(usage.endDescription)") }
-        guard let line = usage.stdout.split(separator: "\n").last,
-              let report = try? JSONDecoder().decode(BurstChildReport.self, from: Data(line.utf8)) else {
-            throw BenchmarkError.child("photo burst (\(kind.rawValue)) printed no report: \(usage.stdout.debugDescription)")
-        }
+        let (usage, report) = try ChildProcess.runChild(arguments, timeout: seconds + 60, label: "photo burst (\(kind.rawValue))",
+                                                        as: BurstChildReport.self)
         guard report.width == size.width, report.height == size.height,
               report.frameRate == Double(Contestants.frameRate) else {
             throw BenchmarkError.child("photo burst got \(report.width)x\(report.height) frames at \(report.frameRate) fps")
@@ -280,9 +276,7 @@ enum PhotoBurst {
     private static func floorRun(_ size: PhotoBenchmark.Size, quality: Int, withEncoder: Bool) throws -> FloorRun {
         let description = "\(PhotoBenchmark.stillSource) num-buffers=\(floorFrames) ! \(size.caps) ! "
             + (withEncoder ? "jpegenc quality=\(quality) ! " : "") + "fakesink sync=false"
-        let usage = try ChildProcess.run("gst-launch-1.0", ["-q"] + description.split(separator: " ").map(String.init),
-                                         searchPath: true, timeout: 120)
-        guard usage.succeeded else { throw BenchmarkError.child("gst-launch-1.0 ended with \(usage.endDescription)") }
+        let usage = try ChildProcess.gstLaunch(description, timeout: 120)
         return FloorRun(withEncoder: withEncoder, frames: floorFrames, wallSeconds: usage.wallSeconds,
                         cpuSeconds: usage.cpuSeconds)
     }
