@@ -115,6 +115,18 @@ enum ChildProcess {
         return (usage, report)
     }
 
+    /// The child side of runChild: prints what `body` returns as one JSON line; the exit status for main.
+    static func serve<Report: Encodable>(_ label: String, _ body: () async throws -> Report) async -> Int32 {
+        do {
+            let report = try await body()
+            print(String(decoding: try JSONEncoder().encode(report), as: UTF8.self))
+            return 0
+        } catch {
+            printError("child \(label): \(error)")
+            return 1
+        }
+    }
+
     /// gst-launch-1.0 -q running `description` (words separated by single spaces, nothing quoted) to its end;
     /// anything but exit status 0 is an error.
     static func gstLaunch(_ description: String, timeout: Double) throws(BenchmarkError) -> ChildUsage {
@@ -179,5 +191,12 @@ enum ChildProcess {
 
     private static func seconds(_ time: timeval) -> Double {
         Double(time.tv_sec) + Double(time.tv_usec) / 1e6
+    }
+}
+
+extension Array where Element == String {
+    /// The argument after `flag` (`--seconds 10` → "10"), if both are there.
+    func value(after flag: String) -> String? {
+        firstIndex(of: flag).flatMap { $0 + 1 < count ? self[$0 + 1] : nil }
     }
 }

@@ -88,8 +88,23 @@ enum FrameDeliveryBenchmark {
     }
 }
 
+/// A child process's run that delivered (or recorded) frames at the test camera's rate, as the parent measured it.
+protocol FrameCountingRun {
+    var frames: Int { get }
+    var wallSeconds: Double { get }
+    var cpuSeconds: Double { get }
+    var peakRSSMiB: Double { get }
+}
+
+extension FrameCountingRun {
+    /// CPU seconds per second of video delivered (frames / 30): 0.25 means a quarter of a core.
+    var cpuSecondsPerVideoSecond: Double? {
+        frames > 0 ? cpuSeconds / (Double(frames) / Double(Contestants.frameRate)) : nil
+    }
+}
+
 /// One child's run, as the parent measured it.
-struct FrameRun: Codable, Sendable {
+struct FrameRun: Codable, Sendable, FrameCountingRun {
     var kind: FrameDeliveryBenchmark.Kind
     var round: Int
     var frames: Int
@@ -106,10 +121,6 @@ struct FrameRun: Codable, Sendable {
     var wait4MaxRSSMiB: Double
 
     var cpuSeconds: Double { userSeconds + systemSeconds }
-    /// CPU seconds per second of video delivered (frames / 30): 0.25 means a quarter of a core.
-    var cpuSecondsPerVideoSecond: Double? {
-        frames > 0 ? cpuSeconds / (Double(frames) / Double(Contestants.frameRate)) : nil
-    }
 }
 
 // MARK: - Child side
@@ -135,29 +146,17 @@ enum FrameChild {
             printError("child: missing mode (engine-frames, plain-frames, idle)")
             return 2
         }
-        var seconds = 10.0
-        if let index = arguments.firstIndex(of: "--seconds"), index + 1 < arguments.count,
-           let value = Double(arguments[index + 1]), value > 0 {
-            seconds = value
-        }
-        do {
-            let report: ChildReport
+        let seconds = arguments.value(after: "--seconds").flatMap(Double.init).flatMap { $0 > 0 ? $0 : nil } ?? 10
+        return await ChildProcess.serve(mode) { () async throws -> ChildReport in
+            var report: ChildReport
             switch mode {
             case "engine-frames": report = try await engine(seconds: seconds)
             case "plain-frames": report = try plain(seconds: seconds)
             case "idle": report = idle()
-            default:
-                printError("child: unknown mode '\(mode)'")
-                return 2
+            default: throw BenchmarkError.usage("unknown mode '\(mode)'")
             }
-            var finished = report
-            finished.peakRSSKiB = ChildProcess.highWaterMarkKiB("/proc/self/status")
-            let data = try JSONEncoder().encode(finished)
-            print(String(decoding: data, as: UTF8.self))
-            return 0
-        } catch {
-            printError("child \(mode): \(error)")
-            return 1
+            report.peakRSSKiB = ChildProcess.highWaterMarkKiB("/proc/self/status")
+            return report
         }
     }
 

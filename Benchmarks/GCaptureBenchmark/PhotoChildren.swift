@@ -285,26 +285,18 @@ enum PhotoBurst {
 
     /// `gcapture-bench child photo-burst --kind K --preset P --quality Q --seconds S --directory D`
     static func childMain(_ arguments: [String]) async -> Int32 {
-        func value(_ flag: String) -> String? {
-            arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
-        }
-        guard let kind = value("--kind").flatMap(Kind.init(rawValue:)),
-              let preset = value("--preset").flatMap(CaptureSession.Preset.init(rawValue:)),
+        guard let kind = arguments.value(after: "--kind").flatMap(Kind.init(rawValue:)),
+              let preset = arguments.value(after: "--preset").flatMap(CaptureSession.Preset.init(rawValue:)),
               let size = PhotoBenchmark.sizes.first(where: { $0.preset == preset }),
-              let quality = value("--quality").flatMap(Int.init),
-              let seconds = value("--seconds").flatMap(Double.init), seconds > 0,
-              let directory = value("--directory") else {
+              let quality = arguments.value(after: "--quality").flatMap(Int.init),
+              let seconds = arguments.value(after: "--seconds").flatMap(Double.init), seconds > 0,
+              let directory = arguments.value(after: "--directory") else {
             printError("child \(childMode): needs --kind, --preset, --quality, --seconds and --directory")
             return 2
         }
-        do {
-            let report = try await burst(kind, size: size, quality: quality, seconds: seconds,
-                                         directory: URL(fileURLWithPath: directory, isDirectory: true))
-            print(String(decoding: try JSONEncoder().encode(report), as: UTF8.self))
-            return 0
-        } catch {
-            printError("child \(childMode): \(error)")
-            return 1
+        return await ChildProcess.serve(childMode) {
+            try await burst(kind, size: size, quality: quality, seconds: seconds,
+                            directory: URL(fileURLWithPath: directory, isDirectory: true))
         }
     }
 
