@@ -9,6 +9,7 @@ struct BenchmarkReport: Codable {
     var latency: LatencyReport?
     var frameDelivery: FrameDeliveryReport?
     var photo: PhotoReport?
+    var recording: RecordingReport?
 }
 
 /// Figure 1, in milliseconds.
@@ -63,7 +64,7 @@ struct FrameSummary: Codable {
     var cpuPercent: Double
     var peakRSSMiB: Double
 
-    init(_ runs: [FrameRun]) {
+    init(_ runs: [some FrameCountingRun]) {
         frames = Statistics.median(runs.map { Double($0.frames) })
         wallSeconds = Statistics.median(runs.map(\.wallSeconds))
         cpuSeconds = Statistics.median(runs.map(\.cpuSeconds))
@@ -92,6 +93,7 @@ extension BenchmarkReport {
         if let latency { lines += [""] + latency.table() }
         if let frameDelivery { lines += [""] + frameDelivery.table() }
         if let photo { lines += [""] + photo.table() }
+        if let recording { lines += [""] + recording.table() }
         return lines.joined(separator: "\n")
     }
 }

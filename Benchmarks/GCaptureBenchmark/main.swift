@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo }
+    enum Part: String { case latency, frames, photo, record }
 
     var seconds = 10.0
     var rounds = 3
@@ -18,16 +18,19 @@ struct Options {
 
     static let usage = """
         usage: gcapture-bench [--seconds S] [--rounds N] [--latency-rounds N] [--photo-shots N] [--burst-rounds N]
-                              [--only latency|frames|photo] [--json]
+                              [--only latency|frames|photo|record] [--json]
 
-          --seconds S          seconds of 1080p30 frames per child process, and of the photo burst (default 10)
-          --rounds N           engine/plain child process pairs for the CPU and memory figures (default 3)
+          --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
+                               recording (default 10)
+          --rounds N           engine/plain child process pairs for the CPU and memory figures, and rounds of
+                               recordings (engine, engine with photo and frame outputs, gst-launch-1.0 without
+                               and with the sidecar, ffmpeg) (default 3)
           --latency-rounds N   engine/plain start → first frame pairs (default 40)
           --photo-shots N      photos one at a time per size, engine and camerabin, for shutter lag and
                                request → file (default 40)
           --burst-rounds N     rounds of the photo burst per size, each three child processes: photos, no
                                requests, on-demand floor (default 1)
-          --only PART          run only the latency, the frames or the photo part
+          --only PART          run only the latency, the frames, the photo or the record part
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -59,7 +62,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames or photo, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo or record, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -73,10 +76,11 @@ struct Options {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 
-// Hidden: one side of the frame delivery benchmark, or a photo burst, in a process of its own.
+// Hidden: one side of the frame delivery benchmark, a photo burst or a recording, in a process of its own.
 if arguments.first == "child" {
     let childArguments = Array(arguments.dropFirst())
     if childArguments.first == PhotoBurst.childMode { exit(await PhotoBurst.childMain(childArguments)) }
+    if childArguments.first == RecordingChild.childMode { exit(await RecordingChild.childMain(childArguments)) }
     exit(await FrameChild.main(childArguments))
 }
 
@@ -106,6 +110,9 @@ do {
     if options.runs(.photo) {
         report.photo = try await PhotoBenchmark.run(shots: options.photoShots, burstSeconds: options.seconds,
                                                     burstRounds: options.burstRounds, progress: printError)
+    }
+    if options.runs(.record) {
+        report.recording = try RecordingBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
     }
     print(options.json ? try report.json() : report.table())
 } catch {

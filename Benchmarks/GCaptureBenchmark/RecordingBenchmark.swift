@@ -1,0 +1,137 @@
+import Foundation
+
+/// Figure 4: CPU time and peak memory of recording 1080p30 with audio to MP4, the engine against the
+/// gst-launch-1.0 pipeline with the same source and encoder settings (without and with the engine's Matroska
+/// sidecar) and against ffmpeg. Every recording is a child process of its own, measured as the frames part
+/// measures its children (CPU from wait4, peak RSS from VmHWM); every file is checked with ffprobe. A second
+/// engine recording runs with a CapturePhotoOutput (a photo every second) and a CaptureVideoDataOutput on the
+/// same session: the frame goal is every frame in the file while they run.
+enum RecordingBenchmark {
+    static let cpuGoal = 1.05
+
+    /// What runs in a child process.
+    enum Kind: String, Codable, CaseIterable, Sendable {
+        /// CaptureMovieFileOutput on the test camera and microphone (`gcapture-bench child record`).
+        case engine
+        /// The same, with a photo output taking a photo every second and a frame output being read.
+        case engineWithOutputs = "engine+outputs"
+        /// gst-launch-1.0, the same source and encoders, one muxer.
+        case gstLaunch = "gst-launch"
+        /// gst-launch-1.0 with the engine's Matroska sidecar teed off the encoded streams.
+        case gstLaunchSidecar = "gst-launch+sidecar"
+        /// ffmpeg with libx264 at the same settings, its own test source paced by -re.
+        case ffmpeg
+    }
+
+    static func run(seconds: Double, rounds: Int, progress: (String) -> Void) throws -> RecordingReport {
+        var runs: [RecordingRun] = []
+        for round in 1...rounds {
+            // The engine and its reference alternate who goes first; the others follow in turn.
+            let order: [Kind] = round % 2 == 1
+                ? [.engine, .gstLaunch, .gstLaunchSidecar, .ffmpeg, .engineWithOutputs]
+                : [.gstLaunch, .engine, .ffmpeg, .gstLaunchSidecar, .engineWithOutputs]
+            for kind in order {
+                let run = try record(kind, seconds: seconds, round: round)
+                runs.append(run)
+                progress("record: round \(round)/\(rounds)  " + kind.rawValue.padding(18)
+                         + String(format: " %4d frames  %.2f s  %.3f CPU s  %.1f MiB", run.frames, run.file.duration,
+                                  run.cpuSeconds, run.peakRSSMiB))
+            }
+        }
+        return RecordingReport(seconds: seconds, rounds: rounds, runs: runs)
+    }
+
+    private static func record(_ kind: Kind, seconds: Double, round: Int) throws -> RecordingRun {
+        let directory = try PhotoBenchmark.temporaryDirectory("record-\(kind.rawValue)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("movie.mp4")
+        let timeout = seconds + 60
+        let usage: ChildUsage
+        var engine: RecordingChildReport?
+        switch kind {
+        case .engine, .engineWithOutputs:
+            let arguments = [RecordingChild.childMode, "--seconds", String(seconds), "--file", file.path]
+                + (kind == .engineWithOutputs ? ["--with-outputs"] : [])
+            (usage, engine) = try ChildProcess.runChild(arguments, timeout: timeout, label: "recording (\(kind.rawValue))",
+                                                        as: RecordingChildReport.self)
+        case .gstLaunch, .gstLaunchSidecar:
+            let sidecar = kind == .gstLaunchSidecar ? directory.appendingPathComponent("movie.mkv") : nil
+            usage = try ChildProcess.gstLaunch(
+                RecordingContestants.gstLaunchDescription(seconds: seconds, file: file, sidecar: sidecar), timeout: timeout)
+        case .ffmpeg:
+            usage = try ChildProcess.run("ffmpeg", RecordingContestants.ffmpegArguments(seconds: seconds, file: file),
+                                         searchPath: true, timeout: timeout)
+            guard usage.succeeded else { throw BenchmarkError.child("ffmpeg ended with \(usage.endDescription)") }
+        }
+        let probe = try MovieProbe(file)
+        guard probe.width == Contestants.width, probe.height == Contestants.height else {
+            throw BenchmarkError.child("\(kind.rawValue) recorded \(probe.width)x\(probe.height)")
+        }
+        return RecordingRun(kind: kind, round: round, wallSeconds: usage.wallSeconds, userSeconds: usage.userSeconds,
+                            systemSeconds: usage.systemSeconds,
+                            peakRSSMiB: Double(max(usage.peakRSSKiB, engine?.peakRSSKiB ?? 0)) / 1024,
+                            file: probe, engine: engine)
+    }
+}
+
+/// One recording, as the parent measured it.
+struct RecordingRun: Codable, FrameCountingRun {
+    var kind: RecordingBenchmark.Kind
+    var round: Int
+    var wallSeconds: Double
+    var userSeconds: Double
+    var systemSeconds: Double
+    /// The larger of the parent's VmHWM samples and the child's own report (the engine's).
+    var peakRSSMiB: Double
+    var file: MovieProbe
+    /// The engine's own account of its recording.
+    var engine: RecordingChildReport?
+
+    var cpuSeconds: Double { userSeconds + systemSeconds }
+    /// Video frames in the file.
+    var frames: Int { file.videoFrames }
+}
+
+/// What ffprobe finds in a movie: frames counted by decoding them (-count_frames), the container's duration.
+struct MovieProbe: Codable {
+    var videoFrames: Int
+    var audioFrames: Int
+    var width: Int
+    var height: Int
+    var duration: Double
+    var bytes: Int
+
+    private struct Output: Decodable {
+        struct Stream: Decodable {
+            var codec_type: String
+            var width: Int?
+            var height: Int?
+            var nb_read_frames: String?
+        }
+        struct Format: Decodable {
+            var duration: String?
+            var size: String?
+        }
+        var streams: [Stream]
+        var format: Format
+    }
+
+    init(_ file: URL) throws {
+        let usage = try ChildProcess.run(
+            "ffprobe", ["-v", "error", "-count_frames", "-show_entries",
+                        "stream=codec_type,width,height,nb_read_frames:format=duration,size", "-of", "json", file.path],
+            searchPath: true, timeout: 120)
+        guard usage.succeeded,
+              let output = try? JSONDecoder().decode(Output.self, from: Data(usage.stdout.utf8)),
+              let video = output.streams.first(where: { $0.codec_type == "video" }) else {
+            throw BenchmarkError.child("ffprobe found no video in \(file.path) (\(usage.endDescription)): \(usage.stdout)")
+        }
+        let audio = output.streams.first { $0.codec_type == "audio" }
+        videoFrames = video.nb_read_frames.flatMap { Int($0) } ?? 0
+        audioFrames = audio?.nb_read_frames.flatMap { Int($0) } ?? 0
+        width = video.width ?? 0
+        height = video.height ?? 0
+        duration = output.format.duration.flatMap { Double($0) } ?? 0
+        bytes = output.format.size.flatMap { Int($0) } ?? 0
+    }
+}
