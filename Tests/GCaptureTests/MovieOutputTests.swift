@@ -160,6 +160,11 @@ final class MovieOutputTests: XCTestCase {
         XCTAssertEqual(element.intProperty("bitrate"), 6000)
         XCTAssertEqual(element.intProperty("key-int-max"), 25)
         XCTAssertEqual(element.intProperty("bframes"), 0)
+        // The camera's 4:2:0 frames go to the encoder unconverted where it takes them.
+        XCTAssertEqual(H264Encoder(factory: "x264enc").inputFormat(forCameraFormat: "NV12"), "NV12")
+        XCTAssertEqual(H264Encoder(factory: "x264enc").inputFormat(forCameraFormat: "YUY2"), "I420")
+        XCTAssertEqual(H264Encoder(factory: "openh264enc").inputFormat(forCameraFormat: "NV12"), "I420")
+        XCTAssertEqual(H264Encoder(factory: "vah264enc").inputFormat(forCameraFormat: "YUY2"), "NV12")
     }
 
     func testAnotherEncoderCanBeAskedFor() async throws {

@@ -233,6 +233,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         encoding.frameRate = Int((selection?.frameRate.doubleValue ?? 30).rounded())
         encoding.rotation = Int(connection.videoRotationAngle)
         encoding.mirrored = connection.mirrorsCapturedFrames
+        encoding.cameraPixelFormat = selection?.format.pixelFormat
         if encoding.videoBitRate == 0 {
             encoding.videoBitRate = MovieEncoding.defaultBitRate(width: selection?.format.width ?? 1280, height: selection?.format.height ?? 720)
         }

@@ -13,6 +13,8 @@ struct MovieEncoding: Sendable {
     /// The connection's clockwise rotation and mirroring.
     var rotation = 0
     var mirrored = false
+    /// The camera's raw pixel format ("NV12", "YUY2"...), nil when unknown.
+    var cameraPixelFormat: String?
 
     /// The turn written as the MP4's display matrix (players turn the picture, nothing is re-rendered).
     var displayRotation: Int { container == .mp4 ? rotation : 0 }
@@ -41,7 +43,7 @@ struct MovieEncoding: Sendable {
         let inputQueue = "leaky=downstream max-size-buffers=0 max-size-bytes=0 max-size-time=1000000000"
         let turn = pixelTransform == .identity ? "" : "videoflip video-direction=\(pixelTransform.rawValue) ! "
         var parts = [
-            "queue name=video_in \(inputQueue) ! \(turn)videoconvert ! \(videoEncoder.isHardware ? "video/x-raw,format=NV12" : "video/x-raw,format=I420") ! \(encoder) "
+            "queue name=video_in \(inputQueue) ! \(turn)videoconvert ! video/x-raw,format=\(videoEncoder.inputFormat(forCameraFormat: cameraPixelFormat)) ! \(encoder) "
                 + "! h264parse ! video/x-h264,stream-format=avc,alignment=au ! tee name=vt",
             "vt. ! queue ! mux.video_0",
         ]
