@@ -12,7 +12,6 @@ final class PhotoEncoder: @unchecked Sendable {
     private let muxer: Element
     private let sink: AppSink
     private let lock = NSLock()
-    private var currentCaps: Caps?
 
     init() throws(CaptureError) {
         do {
@@ -54,17 +53,14 @@ final class PhotoEncoder: @unchecked Sendable {
             try flip.set("video-direction", rotatePixels ? transform.rawValue : "identity")
             try encoder.set("quality", quality)
             muxer.setTags(tags)
-            if currentCaps != frame.caps {
-                source.setCaps(frame.caps)
-                currentCaps = frame.caps
-            }
         } catch {
             throw .configurationFailed(reason: "the photo encoder refused its settings", underlying: error as? GStreamerError)
         }
-        let pushed = frame.bytes.withUnsafeBytes { source.push(copying: $0, presentationTime: ClockTime(frame.presentationTime)) }
-        guard pushed, let sample = sink.pullSample(timeout: ClockTime(timeout * 1e9)) else {
+        // The frame's own buffer goes in (a reference, no copy); the JPEG comes out as Data over the
+        // muxer's buffer (no copy either).
+        guard source.push(frame.sample), let sample = sink.pullSample(timeout: ClockTime(timeout * 1e9)) else {
             throw .timedOut("encoding the photo")
         }
-        return sample.withBytes { Data($0) } ?? Data()
+        return sample.mappedData() ?? Data()
     }
 }

@@ -22,25 +22,28 @@ struct PhotoJob: Sendable, Codable {
 enum PhotoProcessor {
     static let software = "gcapture \(CaptureRuntime.version)"
 
-    /// Averages frames of one format into one (the first frame's timestamp and format), reducing noise by
-    /// √n. Frames of another format (a preset change mid-burst) are left out.
+    /// Averages frames of one format into one new frame (the first frame's timestamp and format), reducing
+    /// noise by √n. Frames of another format (a preset change mid-burst) are left out.
     static func merge(_ frames: [CapturedFrame]) -> CapturedFrame {
         guard let first = frames.first else { preconditionFailure("merge needs a frame") }
-        let usable = frames.filter { $0.caps == first.caps && $0.bytes.count == first.bytes.count }
+        let usable = frames.filter { $0.caps == first.caps && $0.byteCount == first.byteCount }
         guard usable.count > 1 else { return first }
-        var merged = [UInt8](repeating: 0, count: first.bytes.count)
-        withSourcePointers(usable) { sources in
-            merged.withUnsafeMutableBufferPointer { destination in
-                CImaging_average(destination.baseAddress, sources, sources.count, destination.count)
+        var averaged = false
+        let merged = Sample(caps: first.caps, presentationTime: ClockTime(first.presentationTime), byteCount: first.byteCount) { destination in
+            withMappedFrames(usable) { sources in
+                CImaging_average(destination.baseAddress?.assumingMemoryBound(to: UInt8.self), sources, sources.count, destination.count)
+                averaged = true
             }
         }
-        return CapturedFrame(presentationTime: first.presentationTime, caps: first.caps, info: first.info, bytes: merged)
+        guard let merged, averaged else { return first }
+        return CapturedFrame(sample: merged, presentationTime: first.presentationTime, caps: first.caps, info: first.info)
     }
 
-    private static func withSourcePointers(_ frames: [CapturedFrame], _ body: ([UnsafePointer<UInt8>?]) -> Void) {
+    /// Calls `body` with every frame's bytes mapped, or not at all when one cannot be mapped.
+    private static func withMappedFrames(_ frames: [CapturedFrame], _ body: ([UnsafePointer<UInt8>?]) -> Void) {
         func nest(_ index: Int, _ collected: [UnsafePointer<UInt8>?]) {
             guard index < frames.count else { return body(collected) }
-            frames[index].bytes.withUnsafeBufferPointer { nest(index + 1, collected + [$0.baseAddress]) }
+            _ = frames[index].sample.withBytes { nest(index + 1, collected + [$0.baseAddress?.assumingMemoryBound(to: UInt8.self)]) }
         }
         nest(0, [])
     }
@@ -93,24 +96,30 @@ enum PhotoProcessor {
     /// No fsync on this path: it costs more than the encode, and a crash loses the photo either way.
     static func writeAtomically(_ data: Data, to url: URL) throws(CaptureError) {
         let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid())-\(counter.add(1, ordering: .relaxed).newValue).tmp")
-        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw .invalidSettings("cannot write \(url.path): \(String(cString: strerror(errno)))") }
-        let written = data.withUnsafeBytes { bytes -> Bool in
-            var offset = 0
-            while offset < bytes.count {
-                let count = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if count <= 0 { return false }
-                offset += count
-            }
-            return true
-        }
-        let failure = written ? nil : String(cString: strerror(errno))
-        close(descriptor)
-        guard written, rename(temporary.path, url.path) == 0 else {
-            let reason = failure ?? String(cString: strerror(errno))
+        var failure = data.withUnsafeBytes { writeFile($0, to: temporary.path) }
+        if failure == nil, rename(temporary.path, url.path) != 0 { failure = String(cString: strerror(errno)) }
+        if let failure {
             unlink(temporary.path)
-            throw .invalidSettings("cannot write \(url.path): \(reason)")
+            throw .invalidSettings("cannot write \(url.path): \(failure)")
         }
+    }
+
+    /// Creates (or truncates) the file at `path` and writes `bytes` to it: nil, or why it failed.
+    static func writeFile(_ bytes: UnsafeRawBufferPointer, to path: String) -> String? {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return String(cString: strerror(errno)) }
+        var offset = 0
+        while offset < bytes.count {
+            let count = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if count < 0, errno == EINTR { continue }
+            if count <= 0 {
+                let reason = count < 0 ? String(cString: strerror(errno)) : "nothing written"
+                close(descriptor)
+                return reason
+            }
+            offset += count
+        }
+        return close(descriptor) == 0 ? nil : String(cString: strerror(errno))
     }
 
     private static let counter = Atomic<Int>(0)
