@@ -275,6 +275,15 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     }
 
     private func waitForProcessingSlot(settingsID: Int64) async {
+        // A free slot is taken at once, without suspending (a resumed continuation costs a thread hop).
+        let taken: Bool = locked {
+            guard inFlight < maxInFlight else { return false }
+            momentary -= 1
+            inFlight += 1
+            readinessChanged(begun: settingsID)
+            return true
+        }
+        if taken { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now: Bool = locked {
                 momentary -= 1

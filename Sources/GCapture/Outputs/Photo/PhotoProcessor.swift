@@ -81,26 +81,47 @@ enum PhotoProcessor {
                             metadata: metadata, fileURL: job.fileURL, isProxy: isProxy, data: data)
     }
 
-    /// EXIF's local date format, "2026:11:22 03:55:37" (a DateFormatter costs ~0.3 ms to make: made once).
-    private static let exifDateFormatter: DateFormatter = {
-        let formatter = DateFormatter()
-        formatter.dateFormat = "yyyy:MM:dd HH:mm:ss"
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        return formatter
-    }()
-    private static let formatterLock = NSLock()
+    /// EXIF's local date format, "2026:11:22 03:55:37", whole seconds in the local time zone (as jifmux
+    /// writes it). strftime: a DateFormatter costs ~0.1 ms a call.
+    static func exifDate(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var local = tm()
+        localtime_r(&seconds, &local)
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 32) { text in
+            let length = strftime(text.baseAddress!, text.count, "%Y:%m:%d %H:%M:%S", &local)
+            return String(decoding: UnsafeRawBufferPointer(start: text.baseAddress, count: length), as: UTF8.self)
+        }
+    }
 
-    static func exifDate(_ date: Date) -> String { formatterLock.withLock { exifDateFormatter.string(from: date) } }
+    /// A photo file's path, its folder and its name, taken from the URL once (URL operations cost tens of
+    /// microseconds each on Linux).
+    struct FilePath {
+        let path: String
+        let folder: String
+        let name: String
+
+        init(_ url: URL) {
+            path = url.path
+            guard let slash = path.lastIndex(of: "/") else {
+                folder = "."
+                name = path
+                return
+            }
+            folder = slash == path.startIndex ? "/" : String(path[..<slash])
+            name = String(path[path.index(after: slash)...])
+        }
+    }
 
     /// Writes next to the target and renames over it: readers see the old file or the new one, never half.
     /// No fsync on this path: it costs more than the encode, and a crash loses the photo either way.
     static func writeAtomically(_ data: Data, to url: URL) throws(CaptureError) {
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid())-\(counter.add(1, ordering: .relaxed).newValue).tmp")
-        var failure = data.withUnsafeBytes { writeFile($0, to: temporary.path) }
-        if failure == nil, rename(temporary.path, url.path) != 0 { failure = String(cString: strerror(errno)) }
+        let file = FilePath(url)
+        let temporary = "\(file.folder)/.\(file.name).\(getpid())-\(counter.add(1, ordering: .relaxed).newValue).tmp"
+        var failure = data.withUnsafeBytes { writeFile($0, to: temporary) }
+        if failure == nil, rename(temporary, file.path) != 0 { failure = String(cString: strerror(errno)) }
         if let failure {
-            unlink(temporary.path)
-            throw .invalidSettings("cannot write \(url.path): \(failure)")
+            unlink(temporary)
+            throw .invalidSettings("cannot write \(file.path): \(failure)")
         }
     }
 
@@ -126,13 +147,13 @@ enum PhotoProcessor {
 
     /// A clear error now, before any capture, when the photo could not be written.
     static func checkWritable(_ url: URL) throws(CaptureError) {
-        let directory = url.deletingLastPathComponent().path
+        let file = FilePath(url)
+        // One system call when all is well: "folder/." resolves only when the folder is a folder.
+        if access(file.folder + "/.", W_OK) == 0 { return }
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw .invalidSettings("cannot write \(url.path): folder \(directory) does not exist")
+        guard FileManager.default.fileExists(atPath: file.folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .invalidSettings("cannot write \(file.path): folder \(file.folder) does not exist")
         }
-        guard access(directory, W_OK) == 0 else {
-            throw .invalidSettings("cannot write \(url.path): folder \(directory) is not writable")
-        }
+        throw .invalidSettings("cannot write \(file.path): folder \(file.folder) is not writable")
     }
 }
