@@ -59,15 +59,16 @@ enum PhotoProcessor {
                        "DateTimeOriginal": exifDate(job.requestDate), "Orientation": orientation])
     }
 
-    /// Encodes and, when the job names a file, writes it atomically. `description` marks proxies.
-    static func makePhoto(_ job: PhotoJob, frames: [CapturedFrame], encoder: PhotoEncoder, quality: Int,
+    /// Encodes and, when the job names a file (`file`, its path), writes it atomically. `description`
+    /// marks proxies.
+    static func makePhoto(_ job: PhotoJob, file: FilePath?, frames: [CapturedFrame], encoder: PhotoEncoder, quality: Int,
                           requestStart: ContinuousClock.Instant, isProxy: Bool) throws(CaptureError) -> CapturePhoto {
         let frame = merge(frames)
         let transform = FrameTransform(rotation: job.rotation, mirrored: job.mirrored)
         var (tags, metadata) = Self.metadata(for: job, transform: transform)
         if isProxy { tags.set("description", "gcapture deferred proxy") }
         let data = try encoder.encode(frame, quality: quality, transform: transform, rotatePixels: job.rotatePixels, tags: tags)
-        if let url = job.fileURL { try writeAtomically(data, to: url) }
+        if let file { try writeAtomically(data, to: file) }
         let turned = job.rotatePixels && (job.rotation == 90 || job.rotation == 270)
         let resolved = CaptureResolvedPhotoSettings(
             uniqueID: job.id, photoQualityPrioritization: job.prioritization,
@@ -95,7 +96,7 @@ enum PhotoProcessor {
 
     /// A photo file's path, its folder and its name, taken from the URL once (URL operations cost tens of
     /// microseconds each on Linux).
-    struct FilePath {
+    struct FilePath: Sendable {
         let path: String
         let folder: String
         let name: String
@@ -114,8 +115,7 @@ enum PhotoProcessor {
 
     /// Writes next to the target and renames over it: readers see the old file or the new one, never half.
     /// No fsync on this path: it costs more than the encode, and a crash loses the photo either way.
-    static func writeAtomically(_ data: Data, to url: URL) throws(CaptureError) {
-        let file = FilePath(url)
+    static func writeAtomically(_ data: Data, to file: FilePath) throws(CaptureError) {
         let temporary = "\(file.folder)/.\(file.name).\(getpid())-\(counter.add(1, ordering: .relaxed).newValue).tmp"
         var failure = data.withUnsafeBytes { writeFile($0, to: temporary) }
         if failure == nil, rename(temporary, file.path) != 0 { failure = String(cString: strerror(errno)) }
@@ -146,8 +146,9 @@ enum PhotoProcessor {
     private static let counter = Atomic<Int>(0)
 
     /// A clear error now, before any capture, when the photo could not be written.
-    static func checkWritable(_ url: URL) throws(CaptureError) {
-        let file = FilePath(url)
+    static func checkWritable(_ url: URL) throws(CaptureError) { try checkWritable(FilePath(url)) }
+
+    static func checkWritable(_ file: FilePath) throws(CaptureError) {
         // One system call when all is well: "folder/." resolves only when the folder is a folder.
         if access(file.folder + "/.", W_OK) == 0 { return }
         var isDirectory: ObjCBool = false
