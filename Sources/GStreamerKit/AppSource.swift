@@ -23,11 +23,5 @@ public final class AppSource: @unchecked Sendable {
         return gst_app_src_push_buffer(appSource, buffer) == GST_FLOW_OK
     }
 
-    /// Pushes the sample's buffer by reference (no copy), switching to its caps first when they differ.
-    @discardableResult
-    public func push(_ sample: Sample) -> Bool {
-        gst_app_src_push_sample(appSource, sample.pointer) == GST_FLOW_OK
-    }
-
     public func endOfStream() { gst_app_src_end_of_stream(appSource) }
 }
