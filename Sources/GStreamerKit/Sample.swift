@@ -65,14 +65,62 @@ public struct VideoPlane {
     public let rowBytes: Int
 }
 
-/// An owned GstSample: a buffer with its caps. Immutable, so it can cross threads.
+/// An owned GstSample: a buffer with its caps. Immutable, so it can cross threads. Holding one holds its
+/// buffer by reference: no copy, but a buffer lent by a bounded pool is not returned to it meanwhile.
 public final class Sample: @unchecked Sendable {
     package let pointer: OpaquePointer
 
     init(adopting pointer: OpaquePointer) { self.pointer = pointer }
     deinit { gst_sample_unref(pointer) }
 
+    /// A sample of `buffer` (referenced, not taken) with `caps`, or nil.
+    private convenience init?(buffer: UnsafeMutablePointer<GstBuffer>, caps: UnsafeMutablePointer<GstCaps>?,
+                              segment: UnsafePointer<GstSegment>? = nil) {
+        guard let sample = gst_sample_new(buffer, caps, segment, nil) else { return nil }
+        self.init(adopting: sample)
+    }
+
+    /// A new buffer of `byteCount` bytes in memory of its own (lent by no pool), written by `fill`,
+    /// stamped with `presentationTime`.
+    public convenience init?(caps: Caps, presentationTime: ClockTime?, byteCount: Int,
+                             fill: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+        GStreamer.initialize()
+        guard let buffer = gst_buffer_new_allocate(nil, gsize(byteCount), nil) else { return nil }
+        try self.init(filling: buffer, caps: caps, presentationTime: presentationTime, fill: fill)
+    }
+
+    /// Takes `buffer` (a new one, writable), writes it with `fill` and stamps it.
+    convenience init?(filling buffer: UnsafeMutablePointer<GstBuffer>, caps: Caps, presentationTime: ClockTime?,
+                      fill: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+        defer { gst_buffer_unref(buffer) }
+        var map = GstMapInfo()
+        guard gst_buffer_map(buffer, &map, GST_MAP_WRITE) != 0 else { return nil }
+        do {
+            defer { gst_buffer_unmap(buffer, &map) }
+            try fill(UnsafeMutableRawBufferPointer(start: map.data, count: Int(map.size)))
+        }
+        buffer.pointee.pts = presentationTime ?? ClockTime.none
+        self.init(buffer: buffer, caps: caps.pointer)
+    }
+
     private var buffer: UnsafeMutablePointer<GstBuffer>? { gst_sample_get_buffer(pointer) }
+
+    /// The same frame in memory of its own (a deep copy, lent by no pool), with the same caps, timestamps
+    /// and metadata: what to keep instead of a buffer its pool needs back.
+    public func copy() -> Sample? {
+        guard let buffer, let copied = gst_buffer_copy_deep(buffer) else { return nil }
+        defer { gst_buffer_unref(copied) }
+        return Sample(buffer: copied, caps: gst_sample_get_caps(pointer), segment: gst_sample_get_segment(pointer))
+    }
+
+    /// The bounds of the pool that lent the buffer; nil when no pool did (the buffer is the sample's alone).
+    public var bufferPool: BufferPoolBounds? {
+        guard let pool = buffer?.pointee.pool, let config = gst_buffer_pool_get_config(pool) else { return nil }
+        defer { gst_structure_free(config) }
+        var size: guint = 0, minimum: guint = 0, maximum: guint = 0
+        guard gst_buffer_pool_config_get_params(config, nil, &size, &minimum, &maximum) != 0 else { return nil }
+        return BufferPoolBounds(minimum: Int(minimum), maximum: maximum == 0 ? nil : Int(maximum))
+    }
 
     /// Presentation timestamp in running time (pipeline clock minus base time) for live sources.
     public var presentationTime: ClockTime? {
@@ -104,6 +152,14 @@ public final class Sample: @unchecked Sendable {
         return try body(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
     }
 
+    /// The buffer's bytes as Data without copying them: the buffer stays mapped, and alive, as long as the
+    /// Data (or a copy of it) does.
+    public func mappedData() -> Data? {
+        guard let buffer, let mapping = ReadMapping(buffer, owner: self) else { return nil }
+        guard let base = mapping.info.data, mapping.info.size > 0 else { return Data() }
+        return Data(bytesNoCopy: base, count: Int(mapping.info.size), deallocator: .custom { _, _ in mapping.release() })
+    }
+
     /// Maps the frame's planes read-only, without copying (honours per-buffer video meta layouts).
     public func withVideoPlanes<R>(cache: VideoInfoCache? = nil, _ body: ([VideoPlane]) throws -> R) rethrows -> R? {
         guard let buffer else { return nil }
@@ -130,6 +186,40 @@ public final class Sample: @unchecked Sendable {
                                      rowBytes: layout.planeRowBytes[plane]))
         }
         return try body(planes)
+    }
+}
+
+/// How many buffers a pool keeps: `minimum` for the pipeline's own needs, at most `maximum` (nil: the pool
+/// allocates as many as are asked for). A bounded pool whose buffers are all held stalls its producer.
+public struct BufferPoolBounds: Sendable, Equatable {
+    public var minimum: Int
+    public var maximum: Int?
+
+    public init(minimum: Int, maximum: Int?) {
+        self.minimum = minimum
+        self.maximum = maximum
+    }
+}
+
+/// A buffer mapped for reading until `release`, keeping its owner (and so the buffer) alive meanwhile.
+private final class ReadMapping: @unchecked Sendable {
+    private var owner: Sample?
+    private let buffer: UnsafeMutablePointer<GstBuffer>
+    var info = GstMapInfo()
+
+    init?(_ buffer: UnsafeMutablePointer<GstBuffer>, owner: Sample) {
+        self.buffer = buffer
+        guard gst_buffer_map(buffer, &info, GST_MAP_READ) != 0 else { return nil }
+        self.owner = owner
+    }
+
+    deinit { release() }
+
+    /// Called by the Data's deallocator (and at the latest when the mapping goes).
+    func release() {
+        guard owner != nil else { return }
+        gst_buffer_unmap(buffer, &info)
+        owner = nil
     }
 }
 

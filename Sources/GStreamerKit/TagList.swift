@@ -27,9 +27,7 @@ public struct TagList: Sendable {
                 g_value_init(&gvalue, CGstShim_type_double())
                 g_value_set_double(&gvalue, number)
             case .dateTime(let date):
-                let seconds = date.timeIntervalSince1970
-                guard let local = g_date_time_new_from_unix_local(gint64(seconds)),
-                      let dateTime = gst_date_time_new_from_g_date_time(local) else { continue }
+                guard let dateTime = localDateTime(date) else { continue }
                 g_value_init(&gvalue, gst_date_time_get_type())
                 g_value_take_boxed(&gvalue, UnsafeRawPointer(dateTime))
             }
@@ -38,6 +36,16 @@ public struct TagList: Sendable {
         }
         return list
     }
+}
+
+/// The date in the local time zone, to the second. Made from localtime_r's fields: glib's local time zone
+/// (g_date_time_new_from_unix_local) reads /etc/localtime again on every call when TZ is not set.
+private func localDateTime(_ date: Date) -> OpaquePointer? {
+    var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+    var local = tm()
+    guard localtime_r(&seconds, &local) != nil else { return nil }
+    return gst_date_time_new(Float(local.tm_gmtoff) / 3600, local.tm_year + 1900, local.tm_mon + 1, local.tm_mday,
+                             local.tm_hour, local.tm_min, Double(local.tm_sec))
 }
 
 extension Element {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GCapture
+import GStreamerKit
 import Synchronization
 import XCTest
 
@@ -68,6 +69,41 @@ final class PhotoOutputTests: XCTestCase {
         let session = try await startedSession(photos, preset: .hd1280x720)
         XCTAssertEqual(photos.zeroShutterLagMemoryBytes, 5 * 1280 * 720 * 3 / 2)
         await session.stop()
+    }
+
+    /// Frames of a pool that grows on demand (videotestsrc's behind the session's tee) are held, not copied,
+    /// and captures get those very buffers.
+    func testTheRingHoldsFramesOfAGrowingPoolByReference() throws {
+        let caps = try Caps("video/x-raw,format=GRAY8,width=64,height=48,framerate=30/1")
+        let pool = try BufferPool(caps: caps, bufferSize: 64 * 48)
+        let ring = FrameRing(depth: 4)
+        for index in 0..<10 { ring.store(try XCTUnwrap(pool.makeSample(presentationTime: ClockTime(index) * 33_000_000))) }
+        XCTAssertEqual(ring.memoryBytes, 4 * 64 * 48)
+        let frames = ring.frames(atOrBefore: .max, limit: 4)
+        XCTAssertEqual(frames.map(\.presentationTime), [9, 8, 7, 6].map { UInt64($0) * 33_000_000 })
+        XCTAssertTrue(frames.allSatisfy { $0.sample.bufferPool == BufferPoolBounds(minimum: 0, maximum: nil) }, "copied")
+        ring.reset()
+        XCTAssertEqual(ring.memoryBytes, 0)
+    }
+
+    /// A bounded pool (a V4L2 camera's) is never drained by the ring or by captures: the ring borrows its
+    /// buffers only when its depth fits in half the pool's spare buffers, and captures then get copies.
+    func testTheRingNeverDrainsABoundedPool() throws {
+        let caps = try Caps("video/x-raw,format=GRAY8,width=64,height=48,framerate=30/1")
+        for (maximum, borrows) in [(6, false), (12, true)] {
+            let pool = try BufferPool(caps: caps, bufferSize: 64 * 48, minimum: 2, maximum: maximum)
+            let ring = FrameRing(depth: 4)
+            var captured: [CapturedFrame] = []
+            for index in 0..<20 {
+                ring.store(try XCTUnwrap(pool.makeSample(presentationTime: ClockTime(index) * 33_000_000),
+                                         "the pool of \(maximum) ran dry at frame \(index)"))
+                captured += ring.frames(atOrBefore: .max, limit: 2)
+            }
+            XCTAssertEqual(ring.memoryBytes, 4 * 64 * 48, "the ring's memory counts held and copied frames alike")
+            XCTAssertTrue(captured.allSatisfy { $0.sample.bufferPool == nil }, "a capture kept a buffer of the pool of \(maximum)")
+            let free = (0..<maximum).compactMap { _ in pool.makeSample(presentationTime: nil) }.count
+            XCTAssertEqual(free, borrows ? maximum - 4 : maximum, "pool of \(maximum)")
+        }
     }
 
     func testReadinessFollowsTheDocumentedSequence() async throws {

@@ -178,7 +178,8 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
 
     private func capture(_ settings: CapturePhotoSettings, delegate: (any CapturePhotoCaptureDelegate)?) async throws(CaptureError) -> CapturePhoto {
         let started = ContinuousClock.now
-        if let url = settings.fileURL { try PhotoProcessor.checkWritable(url) }
+        let file = settings.fileURL.map(PhotoProcessor.FilePath.init)
+        if let file { try PhotoProcessor.checkWritable(file) }
         // The request instant, and the frames exposed by then, are taken before anything else can wait.
         let accepted: (ring: FrameRing, context: OutputContext, requestTime: UInt64, job: PhotoJob, deferred: Bool)
         accepted = try locked { () throws(CaptureError) in
@@ -225,7 +226,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         let result: Result<CapturePhoto, CaptureError> = await withCheckedContinuation { continuation in
             processingQueue.async {
                 continuation.resume(returning: Result { () throws(CaptureError) -> CapturePhoto in
-                    try self.process(job, frames: frames, deferred: accepted.deferred, started: started)
+                    try self.process(job, file: file, frames: frames, deferred: accepted.deferred, started: started)
                 })
             }
         }
@@ -275,6 +276,15 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     }
 
     private func waitForProcessingSlot(settingsID: Int64) async {
+        // A free slot is taken at once, without suspending (a resumed continuation costs a thread hop).
+        let taken: Bool = locked {
+            guard inFlight < maxInFlight else { return false }
+            momentary -= 1
+            inFlight += 1
+            readinessChanged(begun: settingsID)
+            return true
+        }
+        if taken { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now: Bool = locked {
                 momentary -= 1
@@ -301,17 +311,18 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         next?.resume()
     }
 
-    private func process(_ job: PhotoJob, frames: [CapturedFrame], deferred: Bool, started: ContinuousClock.Instant) throws(CaptureError) -> CapturePhoto {
+    private func process(_ job: PhotoJob, file: PhotoProcessor.FilePath?, frames: [CapturedFrame], deferred: Bool,
+                         started: ContinuousClock.Instant) throws(CaptureError) -> CapturePhoto {
         let photoEncoder = try sharedEncoder()
         guard deferred, let url = job.fileURL else {
-            return try PhotoProcessor.makePhoto(job, frames: frames, encoder: photoEncoder, quality: job.prioritization.jpegQuality,
+            return try PhotoProcessor.makePhoto(job, file: file, frames: frames, encoder: photoEncoder, quality: job.prioritization.jpegQuality,
                                                 requestStart: started, isProxy: false)
         }
         // Keep the frames first: if the process dies after the proxy, the final is still made later.
         let folder = url.deletingLastPathComponent()
         _ = try DeferredPhotoStore.save(job, frames: frames, in: folder)
         locked { _ = deferredFolders.insert(folder) }
-        return try PhotoProcessor.makePhoto(job, frames: [frames[0]], encoder: photoEncoder, quality: QualityPrioritization.speed.jpegQuality,
+        return try PhotoProcessor.makePhoto(job, file: file, frames: [frames[0]], encoder: photoEncoder, quality: QualityPrioritization.speed.jpegQuality,
                                             requestStart: started, isProxy: true)
     }
 
@@ -359,7 +370,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                     self.deferredEncoder = made
                     return made
                 }
-                let photo = try PhotoProcessor.makePhoto(job, frames: frames, encoder: photoEncoder,
+                let photo = try PhotoProcessor.makePhoto(job, file: job.fileURL.map(PhotoProcessor.FilePath.init), frames: frames, encoder: photoEncoder,
                                                          quality: QualityPrioritization.quality.jpegQuality,
                                                          requestStart: .now, isProxy: false)
                 DeferredPhotoStore.finish(folder)

@@ -31,7 +31,11 @@ enum DeferredPhotoStore {
             var records: [FrameRecord] = []
             for (index, frame) in frames.enumerated() {
                 let name = "frame-\(index).raw"
-                try Data(frame.bytes).write(to: staging.appendingPathComponent(name))
+                let path = staging.appendingPathComponent(name).path
+                let failure: String? = frame.sample.withBytes { PhotoProcessor.writeFile($0, to: path) } ?? "the frame cannot be mapped"
+                if let failure {
+                    throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "\(path): \(failure)"])
+                }
                 records.append(FrameRecord(caps: frame.caps.description, presentationTime: frame.presentationTime, file: name))
             }
             try JSONEncoder().encode(JobRecord(job: job, frames: records)).write(to: staging.appendingPathComponent("job.json"))
@@ -58,8 +62,10 @@ enum DeferredPhotoStore {
             let frames = try record.frames.map { frame in
                 let caps = try Caps(frame.caps)
                 guard let info = VideoInfo(caps: caps) else { throw CocoaError(.fileReadCorruptFile) }
-                let bytes = [UInt8](try Data(contentsOf: folder.appendingPathComponent(frame.file)))
-                return CapturedFrame(presentationTime: frame.presentationTime, caps: caps, info: info, bytes: bytes)
+                let bytes = try Data(contentsOf: folder.appendingPathComponent(frame.file), options: .alwaysMapped)
+                guard let sample = Sample(caps: caps, presentationTime: ClockTime(frame.presentationTime), byteCount: bytes.count,
+                                          fill: { bytes.copyBytes(to: $0) }) else { throw CocoaError(.fileReadCorruptFile) }
+                return CapturedFrame(sample: sample, presentationTime: frame.presentationTime, caps: caps, info: info)
             }
             return (record.job, frames)
         } catch {

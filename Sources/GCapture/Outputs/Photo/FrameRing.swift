@@ -1,113 +1,121 @@
 import Foundation
 import GStreamerKit
 
-/// One frame copied out of the camera's buffers: pixels of our own plus what describes them.
-struct CapturedFrame: @unchecked Sendable {
+/// One frame for a photo: the camera's buffer held by reference (no copy), or a copy of its own when the
+/// camera's pool could not spare the buffer, with what describes it.
+struct CapturedFrame: Sendable {
+    let sample: Sample
     /// Session running time of the exposure, in nanoseconds.
     let presentationTime: UInt64
     let caps: Caps
     let info: VideoInfo
-    let bytes: [UInt8]
+
+    var byteCount: Int { sample.byteCount }
 }
 
-/// The zero-shutter-lag ring: copies of the most recent frames, so a photo can be the frame that was
-/// exposed when the user pressed, not the next one. Frames are copied (0.16 ms for 1080p) rather than
-/// held, because holding a camera's buffers starves its small buffer pool.
+/// The zero-shutter-lag ring: the most recent frames, so a photo can be the frame that was exposed when the
+/// user pressed, not the next one. Frames are held by reference, not copied, when their pool can spare
+/// them: a pool that grows on demand (videotestsrc's and decoders' behind the session's tee) always can; a
+/// bounded one (a V4L2 camera's) only when the ring's depth fits in half of what it has beyond its own
+/// minimum, and then a capture gets a copy, so that photos waiting for the encoder never hold the camera's
+/// buffers. Otherwise each frame is copied as it arrives.
 final class FrameRing: @unchecked Sendable {
     private struct Slot {
-        var presentationTime: UInt64 = 0
-        var caps: Caps?
-        var info: VideoInfo?
-        var storage: UnsafeMutableRawBufferPointer?
-        var length = 0
+        var frame: CapturedFrame
+        /// Lent by a bounded pool: captures get copies.
+        var isBorrowed: Bool
+
+        /// The frame as a capture may keep it.
+        func handedOut() -> CapturedFrame? {
+            guard isBorrowed else { return frame }
+            return frame.sample.copy().map {
+                CapturedFrame(sample: $0, presentationTime: frame.presentationTime, caps: frame.caps, info: frame.info)
+            }
+        }
     }
 
     private let condition = NSCondition()
-    private var slots: [Slot]
+    /// Frames kept; fixed for the ring's life.
+    let depth: Int
+    private var slots: [Slot?]
     private var next = 0
-    private var count = 0
-    private var newestTime: UInt64?
     private let layoutCache = VideoInfoCache()
 
     init(depth: Int) {
-        slots = Array(repeating: Slot(), count: max(1, depth))
+        self.depth = max(1, depth)
+        slots = Array(repeating: nil, count: self.depth)
     }
 
-    deinit {
-        for slot in slots { slot.storage?.deallocate() }
+    /// Bytes of the frames the ring keeps alive (held buffers and copies alike).
+    var memoryBytes: Int { condition.withLock { slots.reduce(0) { $0 + ($1?.frame.byteCount ?? 0) } } }
+
+    /// Whether the ring may hold `depth` buffers of a pool with these bounds.
+    static func canBorrow(_ depth: Int, from pool: BufferPoolBounds) -> Bool {
+        guard let maximum = pool.maximum else { return true }
+        return depth <= (maximum - pool.minimum) / 2
     }
 
-    var depth: Int { condition.withLock { slots.count } }
-
-    /// Bytes held by the ring's frames.
-    var memoryBytes: Int { condition.withLock { slots.reduce(0) { $0 + ($1.storage?.count ?? 0) } } }
-
-    /// Copies a frame in, replacing the oldest. Runs on the streaming thread.
+    /// Keeps a frame, replacing the oldest. Runs on the streaming thread.
     func store(_ sample: Sample) {
         guard let pts = sample.presentationTime, let info = sample.videoInfo(cache: layoutCache),
               let caps = sample.caps else { return }
-        condition.lock()
-        defer { condition.unlock() }
-        var slot = slots[next]
-        let copied = sample.withBytes { bytes -> Bool in
-            if (slot.storage?.count ?? 0) < bytes.count {
-                slot.storage?.deallocate()
-                slot.storage = .allocate(byteCount: bytes.count, alignment: 64)
+        var kept = sample, borrowed = false
+        if let pool = sample.bufferPool, pool.maximum != nil {
+            if Self.canBorrow(depth, from: pool) {
+                borrowed = true
+            } else {
+                guard let copy = sample.copy() else { return }
+                kept = copy
             }
-            guard let storage = slot.storage, let base = bytes.baseAddress else { return false }
-            storage.baseAddress!.copyMemory(from: base, byteCount: bytes.count)
-            slot.length = bytes.count
-            return true
-        } ?? false
-        guard copied else { return }
-        slot.presentationTime = UInt64(pts)
-        slot.caps = caps
-        slot.info = info
+        }
+        let slot = Slot(frame: CapturedFrame(sample: kept, presentationTime: UInt64(pts), caps: caps, info: info),
+                        isBorrowed: borrowed)
+        condition.lock()
+        let evicted = slots[next]
         slots[next] = slot
-        next = (next + 1) % slots.count
-        count = min(count + 1, slots.count)
-        newestTime = UInt64(pts)
+        next = (next + 1) % depth
         condition.broadcast()
+        condition.unlock()
+        // The oldest frame goes back to its pool outside the lock.
+        withExtendedLifetime(evicted) {}
     }
 
-    /// Forgets the frames (the session stopped: they would be stale at the next start).
+    /// Forgets the frames (the session stopped: they would be stale at the next start) and lets their
+    /// buffers go.
     func reset() {
-        condition.withLock {
-            count = 0
-            newestTime = nil
+        let dropped = condition.withLock {
+            defer { slots = Array(repeating: nil, count: depth) }
+            return slots
         }
+        withExtendedLifetime(dropped) {}
     }
 
     /// Up to `limit` frames exposed at or before `time`, nearest first. Empty when the ring has none.
     func frames(atOrBefore time: UInt64, limit: Int) -> [CapturedFrame] {
-        condition.withLock { ordered().filter { $0.presentationTime <= time }.prefix(limit).map(copy) }
+        condition.withLock { Array(ordered().filter { $0.frame.presentationTime <= time }.prefix(limit)) }
+            .compactMap { $0.handedOut() }
     }
 
     /// The newest frame, whenever it was exposed.
     func newest() -> CapturedFrame? {
-        condition.withLock { ordered().first.map(copy) }
+        condition.withLock { ordered().first }?.handedOut()
     }
 
     /// Waits for up to `limit` frames exposed after `time` (oldest first), returning what arrived in time.
     func frames(after time: UInt64, limit: Int, timeout: TimeInterval) -> [CapturedFrame] {
         let deadline = Date().addingTimeInterval(timeout)
         condition.lock()
-        defer { condition.unlock() }
+        var later: [Slot]
         while true {
-            let later = ordered().filter { $0.presentationTime > time }
-            if later.count >= limit || !condition.wait(until: deadline) {
-                return later.reversed().prefix(limit).map(copy)
-            }
+            later = ordered().filter { $0.frame.presentationTime > time }
+            if later.count >= limit || !condition.wait(until: deadline) { break }
         }
+        condition.unlock()
+        return later.reversed().prefix(limit).compactMap { $0.handedOut() }
     }
 
     /// Filled slots, newest first. Call with the lock held.
     private func ordered() -> [Slot] {
-        (0..<count).map { slots[(next - 1 - $0 + slots.count * 2) % slots.count] }
-    }
-
-    private func copy(_ slot: Slot) -> CapturedFrame {
-        let bytes = [UInt8](UnsafeRawBufferPointer(start: slot.storage!.baseAddress, count: slot.length))
-        return CapturedFrame(presentationTime: slot.presentationTime, caps: slot.caps!, info: slot.info!, bytes: bytes)
+        (1...depth).compactMap { slots[(next - $0 + depth) % depth] }
     }
 }

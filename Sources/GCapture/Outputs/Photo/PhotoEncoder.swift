@@ -1,30 +1,31 @@
 import Foundation
 import GStreamerKit
 
-/// Turns a frame into a JPEG with EXIF: a small pipeline of its own (appsrc → videoflip → jpegenc →
-/// jifmux → appsink) that stays up between photos, apart from the session's graph so that an encoding
-/// failure can never stop the camera. One photo at a time: properties are set per photo.
+/// Turns a frame into a JPEG with EXIF: a small pipeline of its own (videoflip → jpegenc → jifmux →
+/// appsink) that stays up between photos, apart from the session's graph so that an encoding failure can
+/// never stop the camera. The frame is pushed through it on the caller's thread (a SourcePad: no streaming
+/// thread to hand it to and wait for). One photo at a time: properties are set per photo, when they change.
 final class PhotoEncoder: @unchecked Sendable {
     private let pipeline: Pipeline
-    private let source: AppSource
+    private let source: SourcePad
     private let flip: Element
     private let encoder: Element
     private let muxer: Element
     private let sink: AppSink
     private let lock = NSLock()
-    private var currentCaps: Caps?
+    private var direction = ""
+    private var quality = -1
 
     init() throws(CaptureError) {
         do {
-            pipeline = try Pipeline.launch("appsrc name=src format=time ! videoflip name=flip ! jpegenc name=enc "
-                                           + "! jifmux name=mux ! appsink name=sink sync=false enable-last-sample=false")
-            guard let src = pipeline.element(named: "src").flatMap(AppSource.init),
-                  let flip = pipeline.element(named: "flip"), let encoder = pipeline.element(named: "enc"),
+            // async=false: the sink never waits for a preroll, which would block the pushing thread.
+            pipeline = try Pipeline.launch("videoflip name=flip ! jpegenc name=enc ! jifmux name=mux "
+                                           + "! appsink name=sink sync=false async=false enable-last-sample=false")
+            guard let flip = pipeline.element(named: "flip"), let encoder = pipeline.element(named: "enc"),
                   let muxer = pipeline.element(named: "mux"),
                   let sink = pipeline.element(named: "sink").flatMap(AppSink.init) else {
                 throw GStreamerError(kind: .parse, message: "the photo encoder lacks an element")
             }
-            source = src
             self.flip = flip
             self.encoder = encoder
             self.muxer = muxer
@@ -33,7 +34,9 @@ final class PhotoEncoder: @unchecked Sendable {
             // its direction has changed and come back it passes frames through untouched.
             try flip.set("video-direction", "90r")
             try flip.set("video-direction", "identity")
+            direction = "identity"
             try pipeline.setState(.playing)
+            source = try SourcePad(feeding: flip)
         } catch let error as GStreamerError {
             throw error.kind == .parse ? .missingPlugin("jpegenc/jifmux/videoflip") : .configurationFailed(reason: "the photo encoder failed", underlying: error)
         } catch {
@@ -43,28 +46,32 @@ final class PhotoEncoder: @unchecked Sendable {
 
     deinit { pipeline.shutDown() }
 
-    /// Encodes one frame. Blocks for the encode (milliseconds); call off the caller's thread.
+    /// Encodes one frame, on this thread (milliseconds): call off the caller's thread.
     func encode(_ frame: CapturedFrame, quality: Int, transform: FrameTransform, rotatePixels: Bool,
-                tags: TagList, timeout: TimeInterval = 5) throws(CaptureError) -> Data {
+                tags: TagList) throws(CaptureError) -> Data {
         lock.lock()
         defer { lock.unlock() }
         var tags = tags
         tags.set("image-orientation", rotatePixels ? "rotate-0" : transform.imageOrientation)
+        let direction = rotatePixels ? transform.rawValue : "identity"
         do {
-            try flip.set("video-direction", rotatePixels ? transform.rawValue : "identity")
-            try encoder.set("quality", quality)
-            muxer.setTags(tags)
-            if currentCaps != frame.caps {
-                source.setCaps(frame.caps)
-                currentCaps = frame.caps
+            if direction != self.direction {
+                try flip.set("video-direction", direction)
+                self.direction = direction
             }
+            if quality != self.quality {
+                try encoder.set("quality", quality)
+                self.quality = quality
+            }
+            muxer.setTags(tags)
         } catch {
             throw .configurationFailed(reason: "the photo encoder refused its settings", underlying: error as? GStreamerError)
         }
-        let pushed = frame.bytes.withUnsafeBytes { source.push(copying: $0, presentationTime: ClockTime(frame.presentationTime)) }
-        guard pushed, let sample = sink.pullSample(timeout: ClockTime(timeout * 1e9)) else {
-            throw .timedOut("encoding the photo")
+        // The frame's own buffer goes in (a reference, no copy); when the push returns the JPEG waits in
+        // the sink, and comes out as Data over the muxer's buffer (no copy either).
+        guard source.push(frame.sample), let sample = sink.pullSample(timeout: 0) else {
+            throw .configurationFailed(reason: "the photo encoder returned no JPEG for a \(frame.info.width)x\(frame.info.height) \(frame.info.format) frame", underlying: nil)
         }
-        return sample.withBytes { Data($0) } ?? Data()
+        return sample.mappedData() ?? Data()
     }
 }
