@@ -366,7 +366,9 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         if drained, error == nil || error!.recordingFinishedSuccessfully {
             if defragment, encoding.container == .mp4 {
                 // The fragmented file is complete and stays if this fails: it plays and seeks too.
-                try? MovieRemux.remux(url, as: .mp4, replacing: url, rotation: encoding.displayRotation)
+                // Its own recording: the tracks are known, no discoverer needed.
+                try? MovieRemux.remux(url, as: .mp4, tracks: .init(video: true, audio: stats.audioBuffers > 0),
+                                      replacing: url, rotation: encoding.displayRotation)
             }
             try? FileManager.default.removeItem(at: sidecar)
         } else if FileManager.default.fileExists(atPath: sidecar.path) {

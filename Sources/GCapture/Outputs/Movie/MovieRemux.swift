@@ -10,14 +10,22 @@ enum MovieRemux {
         case mp4 = "qtdemux"
     }
 
+    /// Which tracks a source has, when the caller knows (its own recording); nil asks GStreamer's
+    /// discoverer, which decodes a little of each stream and so costs memory for a frame's worth of buffers.
+    struct Tracks: Sendable {
+        var video: Bool
+        var audio: Bool
+    }
+
     /// `rotation` becomes the new movie's display matrix (see MP4DisplayMatrix); the destination is only
     /// replaced once the copy is complete, so a failure or crash midway leaves it as it was.
-    static func remux(_ source: URL, as kind: Source, replacing destination: URL, includeAudio: Bool = true,
-                      rotation: Int?, timeout: TimeInterval = 600) throws(CaptureError) {
+    static func remux(_ source: URL, as kind: Source, tracks: Tracks? = nil, replacing destination: URL,
+                      includeAudio: Bool = true, rotation: Int?, timeout: TimeInterval = 600) throws(CaptureError) {
         let temporary = temporaryURL(for: destination)
         defer { try? FileManager.default.removeItem(at: temporary) }
         do {
-            try copyStreams(of: source, as: kind, to: temporary, includeAudio: includeAudio, rotation: rotation, timeout: timeout)
+            try copyStreams(of: source, as: kind, tracks: tracks, to: temporary, includeAudio: includeAudio,
+                            rotation: rotation, timeout: timeout)
         } catch {
             throw .recordingFailed(reason: "cannot rewrite \(source.lastPathComponent) as \(destination.path)", underlying: error as? GStreamerError)
         }
@@ -33,18 +41,21 @@ enum MovieRemux {
         destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent)\(temporarySuffix)")
     }
 
-    private static func copyStreams(of source: URL, as kind: Source, to temporary: URL, includeAudio: Bool,
-                                    rotation: Int?, timeout: TimeInterval) throws {
+    private static func copyStreams(of source: URL, as kind: Source, tracks: Tracks?, to temporary: URL,
+                                    includeAudio: Bool, rotation: Int?, timeout: TimeInterval) throws {
         // Each stream the source really has gets a path to the muxer: a path for a missing stream would
         // leave the muxer waiting for it forever.
-        let streams = try MediaInfo.discover(source)
+        let streams = try tracks ?? {
+            let info = try MediaInfo.discover(source)
+            return Tracks(video: info.videoStreamCount > 0, audio: info.audioStreamCount > 0)
+        }()
         // A recording's tracks are interleaved seconds apart at worst (a fragment of audio after several of
         // video); the demuxer has one thread, so bounded queues would stall it before the muxer got the
         // other track's first buffer. Unbounded, they hold just that distance.
         let queue = "queue max-size-buffers=0 max-size-bytes=0 max-size-time=0"
         var description = "filesrc name=in ! \(kind.rawValue) name=demux  mp4mux name=mux ! filesink name=out"
-        if streams.videoStreamCount > 0 { description += "  demux.video_0 ! \(queue) ! h264parse ! mux.video_0" }
-        if includeAudio, streams.audioStreamCount > 0 { description += "  demux.audio_0 ! \(queue) ! aacparse ! mux.audio_0" }
+        if streams.video { description += "  demux.video_0 ! \(queue) ! h264parse ! mux.video_0" }
+        if includeAudio, streams.audio { description += "  demux.audio_0 ! \(queue) ! aacparse ! mux.audio_0" }
         let pipeline = try Pipeline.launch(description)
         defer { pipeline.shutDown() }
         try pipeline.element(named: "in")?.set("location", source.path)
