@@ -59,7 +59,7 @@ struct PhotoCommand: AsyncParsableCommand {
     func validate() throws {
         guard count >= 1 else { throw ValidationError("--count must be at least 1") }
         guard interval >= 0 else { throw ValidationError("--interval cannot be negative") }
-        guard [0, 90, 180, 270].contains(rotation) else { throw ValidationError("--rotation must be 0, 90, 180 or 270") }
+        try RotationChoice.validate(rotation)
     }
 
     func run() async throws {
@@ -174,6 +174,15 @@ final class ReadinessPrinter: CapturePhotoOutputReadinessCoordinatorDelegate, @u
     func readinessCoordinator(_ coordinator: CapturePhotoOutputReadinessCoordinator,
                               captureReadinessDidChange captureReadiness: CapturePhotoOutput.CaptureReadiness) {
         events.readiness(captureReadiness)
+    }
+}
+
+/// A command's --rotation: one of the turns a connection takes.
+enum RotationChoice {
+    static func validate(_ rotation: Int) throws {
+        guard CaptureConnection.supportedVideoRotationAngles.contains(Double(rotation)) else {
+            throw ValidationError("--rotation must be 0, 90, 180 or 270")
+        }
     }
 }
 

@@ -46,7 +46,7 @@ struct RecordCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
-        guard [0, 90, 180, 270].contains(rotation) else { throw ValidationError("--rotation must be 0, 90, 180 or 270") }
+        try RotationChoice.validate(rotation)
     }
 
     func run() async throws {

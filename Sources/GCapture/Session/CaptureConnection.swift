@@ -20,7 +20,10 @@ public final class CaptureConnection: @unchecked Sendable {
         }
     }
 
-    public func isVideoRotationAngleSupported(_ angle: Double) -> Bool { [0, 90, 180, 270].contains(angle) }
+    public func isVideoRotationAngleSupported(_ angle: Double) -> Bool { Self.supportedVideoRotationAngles.contains(angle) }
+
+    /// The turns a connection takes: quarter turns, which photos and movies can carry without resampling.
+    public static let supportedVideoRotationAngles: [Double] = [0, 90, 180, 270]
 
     /// Photos and movies are not mirrored unless this is set (with automatic adjustment turned off); a
     /// preview mirrors the front camera by itself.
