@@ -35,17 +35,15 @@ enum MP4DisplayMatrix {
         defer { try? file.close() }
         var offset: UInt64 = 0
         while true {
-            guard (try? file.seek(toOffset: offset)) != nil, let head = try? file.read(upToCount: 16), head.count >= 8 else { return nil }
-            let type = String(decoding: head[4..<8], as: UTF8.self)
-            var size = UInt64(head.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
-            if size == 1, head.count == 16 { size = head[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
-            if type == "moov" {
-                guard size >= 8, size < 64 << 20, (try? file.seek(toOffset: offset)) != nil,
-                      let box = try? file.read(upToCount: Int(size)) else { return nil }
+            guard (try? file.seek(toOffset: offset)) != nil, let head = try? file.read(upToCount: 16),
+                  let header = head.withUnsafeBytes({ boxHeader(in: $0, at: 0) }),
+                  let size = header.size, size >= header.length else { return nil }
+            if header.type == "moov" {
+                guard size < 64 << 20, (try? file.seek(toOffset: offset)) != nil,
+                      let box = try? file.read(upToCount: size) else { return nil }
                 return box.withUnsafeBytes { rotation(inMovieBox: $0) }
             }
-            guard size >= 8 else { return nil }
-            offset += size
+            offset += UInt64(size)
         }
     }
 
@@ -55,7 +53,7 @@ enum MP4DisplayMatrix {
         guard rotation != 0 else { return }
         pad.addProbe(.buffer) { info in
             let head = info.bufferPrefix(8)
-            if head.count == 8, head[4...] == Array("moov".utf8)[...] {
+            if head.count == 8, head[4...].elementsEqual(movieBoxType) {
                 info.withWritableBuffer { buffer in
                     _ = buffer.withMappedBytes { setRotation(rotation, inMovieBox: $0) }
                 }
@@ -65,6 +63,8 @@ enum MP4DisplayMatrix {
     }
 
     // MARK: Boxes
+
+    private static let movieBoxType = Array("moov".utf8)
 
     /// a b u / c d v / x y w, where a–d and x, y are 16.16 fixed point and u, v, w 2.30: the same matrices
     /// ffmpeg writes, so every player reads them alike.
@@ -105,20 +105,28 @@ enum MP4DisplayMatrix {
     private static func children(of range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> [Box] {
         var boxes: [Box] = []
         var offset = range.lowerBound
-        while offset + 8 <= range.upperBound {
-            var size = Int(readUInt32(bytes, offset)), headerSize = 8
-            if size == 1 {
-                guard offset + 16 <= range.upperBound else { break }
-                size = Int(UInt64(readUInt32(bytes, offset + 8)) << 32 | UInt64(readUInt32(bytes, offset + 12)))
-                headerSize = 16
-            } else if size == 0 {
-                size = range.upperBound - offset
-            }
-            guard size >= headerSize, offset + size <= range.upperBound else { break }
-            boxes.append(Box(type: type(at: offset + 4, in: bytes), content: offset + headerSize..<offset + size))
+        while offset + 8 <= range.upperBound, let header = boxHeader(in: bytes, at: offset) {
+            let size = header.size ?? range.upperBound - offset
+            guard size >= header.length, offset + size <= range.upperBound else { break }
+            boxes.append(Box(type: header.type, content: offset + header.length..<offset + size))
             offset += size
         }
         return boxes
+    }
+
+    /// The box starting at `offset`: its type, its size (nil: it runs to the end of its parent or file) and
+    /// the length of its header (16 with a 64-bit size). Nil when `bytes` ends inside the header.
+    private static func boxHeader(in bytes: UnsafeRawBufferPointer, at offset: Int) -> (type: String, size: Int?, length: Int)? {
+        guard offset + 8 <= bytes.count else { return nil }
+        let type = type(at: offset + 4, in: bytes)
+        switch readUInt32(bytes, offset) {
+        case 0: return (type, nil, 8)
+        case 1:
+            guard offset + 16 <= bytes.count else { return nil }
+            let size = UInt64(readUInt32(bytes, offset + 8)) << 32 | UInt64(readUInt32(bytes, offset + 12))
+            return (type, Int(clamping: size), 16)
+        case let size: return (type, Int(size), 8)
+        }
     }
 
     private static func type(at offset: Int, in bytes: UnsafeRawBufferPointer) -> String {
