@@ -8,6 +8,7 @@ packages=(
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-base-apps
   gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   gstreamer1.0-pulseaudio pulseaudio pulseaudio-utils
+  libjpeg-dev
   ffmpeg libimage-exiftool-perl v4l-utils
 )
 

@@ -4,3 +4,4 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/video/video.h>
 #include <gst/pbutils/pbutils.h>
+#include <gst/tag/tag.h>

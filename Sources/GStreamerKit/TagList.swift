@@ -36,6 +36,22 @@ public struct TagList: Sendable {
         }
         return list
     }
+
+    /// The tags as a JPEG's EXIF APP1 segment payload ("Exif\0\0" and a TIFF block), as jifmux would write
+    /// them: device-manufacturer/model → Make/Model, application-name → Software, datetime →
+    /// DateTimeOriginal, image-orientation → Orientation, description → ImageDescription.
+    public func exifSegment() -> Data? {
+        guard let list = makeList() else { return nil }
+        defer { gst_tag_list_unref(list) }
+        guard let buffer = gst_tag_list_to_exif_buffer_with_tiff_header(list) else { return nil }
+        defer { gst_buffer_unref(buffer) }
+        var map = GstMapInfo()
+        guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return nil }
+        defer { gst_buffer_unmap(buffer, &map) }
+        var segment = Data("Exif\0\0".utf8)
+        segment.append(map.data, count: Int(map.size))
+        return segment
+    }
 }
 
 /// The date in the local time zone, to the second. Made from localtime_r's fields: glib's local time zone

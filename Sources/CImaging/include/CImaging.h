@@ -9,4 +9,34 @@
 /// dst[i] = rounded mean of sources[0..count)[i], for `length` bytes: multi-frame noise reduction.
 void CImaging_average(uint8_t *dst, const uint8_t *const *sources, size_t count, size_t length);
 
+/// How a YUV frame's chroma is stored.
+typedef enum {
+    /// Y, Cb and Cr each in a plane of their own (I420, YV12 with its planes given in Cb, Cr order, Y42B, Y444).
+    CImagingLayoutPlanar,
+    /// Y, then one plane of Cb,Cr pairs (NV12, NV16, NV24).
+    CImagingLayoutInterleavedUV,
+    /// Y, then one plane of Cr,Cb pairs (NV21, NV61, NV42).
+    CImagingLayoutInterleavedVU,
+    /// Y alone (GRAY8).
+    CImagingLayoutGray,
+} CImagingLayout;
+
+/// A frame to encode, read in place. planes/strides: Y, Cb, Cr for planar layouts; Y, chroma pairs for
+/// interleaved ones. chroma_shift_x/y: log2 of the chroma subsampling (1,1 for 4:2:0; 1,0 for 4:2:2).
+typedef struct {
+    int width;
+    int height;
+    CImagingLayout layout;
+    int chroma_shift_x;
+    int chroma_shift_y;
+    const uint8_t *planes[3];
+    size_t strides[3];
+} CImagingYUVImage;
+
+/// Encodes `image` as a baseline JPEG at `quality` (1-100). A non-empty `app1` (at most 65,533 bytes, e.g.
+/// "Exif\0\0" and a TIFF block) is written as the APP1 segment right after SOI, in place of JFIF's APP0.
+/// Returns 0 and a malloc'd `*jpeg` (the caller frees it), or -1 with the reason in `error`.
+int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8_t *app1, size_t app1_length,
+                         uint8_t **jpeg, size_t *jpeg_length, char *error, size_t error_capacity);
+
 #endif

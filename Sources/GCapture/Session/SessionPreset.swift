@@ -46,7 +46,8 @@ struct FormatSelection: Sendable, Equatable {
 /// Chooses a camera format for a preset from the formats the device really offers.
 enum FormatSelector {
     static let preferredFrameRate = Fraction(30, 1)
-    /// Raw formats in order of preference: what encoders and jpegenc take without conversion first.
+    /// Raw formats in order of preference: what the video encoders and the photo encoder (libjpeg) take
+    /// without conversion first.
     static let rawPreference = ["NV12", "I420", "YUY2", "UYVY", "YV12", "NV21", "RGBx", "BGRx", "RGB", "BGR"]
 
     static func select(_ preset: CaptureSession.Preset, from formats: [CaptureDevice.Format],
