@@ -72,6 +72,7 @@ typedef struct {
     size_t padded_width;   // what libjpeg reads: whole blocks of whole MCUs
     size_t block_rows;     // rows per iMCU row: 8 × vertical sampling factor
     uint8_t *scratch;      // block_rows rows of padded_width, or NULL when rows are used in place
+    void (*expand)(const uint8_t *, uint8_t *, size_t);  // limited → full range, or NULL
     JSAMPROW rows[32];
 } Component;
 
@@ -108,6 +109,54 @@ static void split_pairs(const uint8_t *restrict pairs, uint8_t *restrict first, 
     }
 }
 
+/// Limited-range samples (luma 16-235, chroma 16-240 around 128) stretched to JPEG's full 0-255, rounded and
+/// clipped: JFIF defines its YCbCr as full range, and a limited-range frame written as it is looks washed
+/// out (black at 16, white at 235). `source` may be `target`.
+static void expand_luma(const uint8_t *source, uint8_t *target, size_t count) {
+    size_t index = 0;
+#if defined(__SSE2__)
+    // (y - 16) × 255/219 as ((y - 16) << 8) × 596 >> 16, which is twice the result (596/512 ≈ 255/219),
+    // then halved with rounding. Below 16 saturates to 0, above 235 packs to 255.
+    const __m128i zero = _mm_setzero_si128(), sixteen = _mm_set1_epi8(16), scale = _mm_set1_epi16(596);
+    const __m128i one = _mm_set1_epi16(1);
+    for (; index + 16 <= count; index += 16) {
+        __m128i offset = _mm_subs_epu8(_mm_loadu_si128((const __m128i *)(source + index)), sixteen);
+        __m128i low = _mm_mulhi_epu16(_mm_unpacklo_epi8(zero, offset), scale);
+        __m128i high = _mm_mulhi_epu16(_mm_unpackhi_epi8(zero, offset), scale);
+        low = _mm_srli_epi16(_mm_add_epi16(low, one), 1);
+        high = _mm_srli_epi16(_mm_add_epi16(high, one), 1);
+        _mm_storeu_si128((__m128i *)(target + index), _mm_packus_epi16(low, high));
+    }
+#endif
+    for (; index < count; index++) {
+        int value = ((source[index] - 16) * 255 * 2 + 219) / (219 * 2);
+        target[index] = (uint8_t)(source[index] <= 16 ? 0 : value > 255 ? 255 : value);
+    }
+}
+
+static void expand_chroma(const uint8_t *source, uint8_t *target, size_t count) {
+    size_t index = 0;
+#if defined(__SSE2__)
+    // 128 + (c - 128) × 255/224 as ((c - 128) << 7) × 1166 >> 16, twice the offset (1166/1024 ≈ 255/224),
+    // halved with rounding (arithmetic shift: the offset is signed).
+    const __m128i zero = _mm_setzero_si128(), bias = _mm_set1_epi16(128), scale = _mm_set1_epi16(1166);
+    const __m128i one = _mm_set1_epi16(1);
+    for (; index + 16 <= count; index += 16) {
+        __m128i samples = _mm_loadu_si128((const __m128i *)(source + index));
+        __m128i low = _mm_slli_epi16(_mm_sub_epi16(_mm_unpacklo_epi8(samples, zero), bias), 7);
+        __m128i high = _mm_slli_epi16(_mm_sub_epi16(_mm_unpackhi_epi8(samples, zero), bias), 7);
+        low = _mm_add_epi16(_mm_srai_epi16(_mm_add_epi16(_mm_mulhi_epi16(low, scale), one), 1), bias);
+        high = _mm_add_epi16(_mm_srai_epi16(_mm_add_epi16(_mm_mulhi_epi16(high, scale), one), 1), bias);
+        _mm_storeu_si128((__m128i *)(target + index), _mm_packus_epi16(low, high));
+    }
+#endif
+    for (; index < count; index++) {
+        int offset = source[index] - 128;
+        int value = 128 + (offset >= 0 ? (offset * 255 * 2 + 224) / 448 : -((-offset * 255 * 2 + 224) / 448));
+        target[index] = (uint8_t)(value < 0 ? 0 : value > 255 ? 255 : value);
+    }
+}
+
 static void pad_row(uint8_t *row, size_t width, size_t padded_width) {
     memset(row + width, row[width - 1], padded_width - width);
 }
@@ -126,7 +175,11 @@ static void component_fill(Component *component, Component *partner, size_t firs
         uint8_t *target = component->scratch + row * component->padded_width;
         component->rows[row] = target;
         if (partner == NULL) {
-            memcpy(target, source, component->width);
+            if (component->expand != NULL) {
+                component->expand(source, target, component->width);
+            } else {
+                memcpy(target, source, component->width);
+            }
         } else {
             uint8_t *second = partner->scratch + row * partner->padded_width;
             partner->rows[row] = second;
@@ -135,6 +188,10 @@ static void component_fill(Component *component, Component *partner, size_t firs
                 split_pairs(source, target, second, component->width);
             } else {
                 split_pairs(source - 1, second, target, component->width);
+            }
+            if (component->expand != NULL) {
+                component->expand(target, target, component->width);
+                partner->expand(second, second, partner->width);
             }
             pad_row(second, partner->width, partner->padded_width);
         }
@@ -170,6 +227,7 @@ int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8
         component->padded_width = round_up(width, 8 * h_factor) / (luma ? 1 : h_factor);
         component->block_rows = luma ? 8 * v_factor : 8;
         component->pixel_step = 1;
+        if (image->limited_range) component->expand = luma ? expand_luma : expand_chroma;
         if (luma) {
             component->base = image->planes[0];
             component->stride = image->strides[0];
@@ -203,8 +261,9 @@ int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8
     size_t scratch_size = 0;
     for (int index = 0; index < components; index++) {
         Component *component = &planes[index];
-        // In place only when libjpeg's padded reads stay inside the row the frame already has.
-        if (component->pixel_step != 1 || component->padded_width != component->width)
+        // In place only when libjpeg's padded reads stay inside the row the frame already has and the
+        // samples need no stretching.
+        if (component->pixel_step != 1 || component->padded_width != component->width || component->expand != NULL)
             scratch_size += component->block_rows * component->padded_width;
     }
     if (scratch_size > 0) {
@@ -213,7 +272,7 @@ int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8
         uint8_t *next = scratch;
         for (int index = 0; index < components; index++) {
             Component *component = &planes[index];
-            if (component->pixel_step != 1 || component->padded_width != component->width) {
+            if (component->pixel_step != 1 || component->padded_width != component->width || component->expand != NULL) {
                 component->scratch = next;
                 next += component->block_rows * component->padded_width;
             }

@@ -17,6 +17,8 @@ public struct VideoInfo: Sendable, Equatable {
     public var planeHeights: [Int]
     /// Width in bytes of the meaningful part of each plane's rows.
     public var planeRowBytes: [Int]
+    /// Whether samples span 16-235 (luma) and 16-240 (chroma), as most YUV video does, rather than 0-255.
+    public var isLimitedRange: Bool
 
     public init?(caps: Caps) {
         var info = GstVideoInfo()
@@ -49,6 +51,7 @@ public struct VideoInfo: Sendable, Equatable {
         }
         planeHeights = heights
         planeRowBytes = rowBytes
+        isLimitedRange = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_16_235
     }
 }
 

@@ -23,12 +23,14 @@ typedef enum {
 
 /// A frame to encode, read in place. planes/strides: Y, Cb, Cr for planar layouts; Y, chroma pairs for
 /// interleaved ones. chroma_shift_x/y: log2 of the chroma subsampling (1,1 for 4:2:0; 1,0 for 4:2:2).
+/// limited_range: the samples span 16-235/240 (most YUV video) and are stretched to JPEG's 0-255.
 typedef struct {
     int width;
     int height;
     CImagingLayout layout;
     int chroma_shift_x;
     int chroma_shift_y;
+    int limited_range;
     const uint8_t *planes[3];
     size_t strides[3];
 } CImagingYUVImage;

@@ -3,7 +3,9 @@ import Foundation
 import GStreamerKit
 
 /// Encodes YUV frames to JPEG with libjpeg, reading the frame's planes in place (CImaging_encode_jpeg).
-/// Thread-safe: every call has its own compressor.
+/// Limited-range video (most cameras' YUV) is stretched to the full range JPEG defines, which jpegenc does
+/// not do: its photos of such frames have grey blacks and dull whites. Thread-safe: every call has its own
+/// compressor.
 enum YUVJPEGEncoder {
     /// How libjpeg reads one of the formats it can take without conversion.
     struct Layout {
@@ -49,6 +51,7 @@ enum YUVJPEGEncoder {
             image.layout = layout.layout
             image.chroma_shift_x = layout.chromaShiftX
             image.chroma_shift_y = layout.chromaShiftY
+            image.limited_range = info.isLimitedRange ? 1 : 0
             withUnsafeMutablePointer(to: &image.planes) { tuple in
                 tuple.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 3) { pointers in
                     for (slot, plane) in layout.planeOrder.enumerated() {
