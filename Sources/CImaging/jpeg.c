@@ -27,36 +27,36 @@ static void fail(j_common_ptr info) {
     longjmp(handler->jump, 1);
 }
 
-/// Output into one malloc'd block that doubles when full. Reserving the raw frame's size up front costs
-/// nothing until written (untouched pages are never faulted in) and means it practically never grows.
+/// Output into the caller's malloc'd block, doubled when full. Reserving the raw frame's size costs nothing
+/// until written (untouched pages are never faulted in) and means it practically never grows.
 typedef struct {
     struct jpeg_destination_mgr manager;
-    uint8_t *data;
-    size_t capacity;
+    uint8_t **data;
+    size_t *capacity;
     size_t length;
 } GrowingDestination;
 
 static void destination_start(j_compress_ptr info) {
     GrowingDestination *destination = (GrowingDestination *)info->dest;
-    destination->manager.next_output_byte = destination->data;
-    destination->manager.free_in_buffer = destination->capacity;
+    destination->manager.next_output_byte = *destination->data;
+    destination->manager.free_in_buffer = *destination->capacity;
 }
 
 static boolean destination_grow(j_compress_ptr info) {
     GrowingDestination *destination = (GrowingDestination *)info->dest;
-    size_t used = destination->capacity;
-    uint8_t *grown = realloc(destination->data, destination->capacity * 2);
+    size_t used = *destination->capacity;
+    uint8_t *grown = realloc(*destination->data, used * 2);
     if (grown == NULL) ERREXIT1(info, JERR_OUT_OF_MEMORY, 1);
-    destination->data = grown;
-    destination->capacity *= 2;
+    *destination->data = grown;
+    *destination->capacity = used * 2;
     destination->manager.next_output_byte = grown + used;
-    destination->manager.free_in_buffer = destination->capacity - used;
+    destination->manager.free_in_buffer = used;
     return TRUE;
 }
 
 static void destination_finish(j_compress_ptr info) {
     GrowingDestination *destination = (GrowingDestination *)info->dest;
-    destination->length = destination->capacity - destination->manager.free_in_buffer;
+    destination->length = *destination->capacity - destination->manager.free_in_buffer;
 }
 
 static size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
@@ -200,8 +200,7 @@ static void component_fill(Component *component, Component *partner, size_t firs
 }
 
 int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8_t *app1, size_t app1_length,
-                         uint8_t **jpeg, size_t *jpeg_length, char *error, size_t error_capacity) {
-    *jpeg = NULL;
+                         uint8_t **jpeg, size_t *jpeg_capacity, size_t *jpeg_length, char *error, size_t error_capacity) {
     *jpeg_length = 0;
     const int gray = image->layout == CImagingLayoutGray;
     const size_t width = (size_t)image->width, height = (size_t)image->height;
@@ -245,7 +244,7 @@ int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8
 
     struct jpeg_compress_struct info;
     FailureHandler failure;
-    GrowingDestination destination = {0};
+    GrowingDestination destination = {.data = jpeg, .capacity = jpeg_capacity};
     uint8_t *volatile scratch = NULL;
     info.err = jpeg_std_error(&failure.manager);
     failure.manager.error_exit = fail;
@@ -253,7 +252,6 @@ int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8
         snprintf(error, error_capacity, "libjpeg: %s", failure.message);
         jpeg_destroy_compress(&info);
         free(scratch);
-        free(destination.data);
         return -1;
     }
     jpeg_create_compress(&info);
@@ -279,9 +277,14 @@ int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8
         }
     }
 
-    destination.capacity = width * height * 3 / 2 + 65536;
-    destination.data = malloc(destination.capacity);
-    if (destination.data == NULL) ERREXIT1(&info, JERR_OUT_OF_MEMORY, 3);
+    const size_t reserve = width * height * 3 / 2 + 65536;
+    if (*jpeg_capacity < reserve) {
+        // The old contents are not needed: free and allocate rather than have realloc copy them.
+        free(*jpeg);
+        *jpeg = malloc(reserve);
+        *jpeg_capacity = *jpeg != NULL ? reserve : 0;
+        if (*jpeg == NULL) ERREXIT1(&info, JERR_OUT_OF_MEMORY, 3);
+    }
     destination.manager.init_destination = destination_start;
     destination.manager.empty_output_buffer = destination_grow;
     destination.manager.term_destination = destination_finish;
@@ -323,10 +326,6 @@ int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8
     jpeg_finish_compress(&info);
     jpeg_destroy_compress(&info);
     free(scratch);
-
-    // Give back the reserve: shrinking keeps the block where it is.
-    uint8_t *fitted = realloc(destination.data, destination.length);
-    *jpeg = fitted != NULL ? fitted : destination.data;
     *jpeg_length = destination.length;
     return 0;
 }

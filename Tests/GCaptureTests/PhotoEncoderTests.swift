@@ -10,6 +10,8 @@ final class PhotoEncoderTests: XCTestCase {
     /// Photos here measure 37-54 dB. Limited-range samples written as they are (what jpegenc does: grey
     /// blacks, dull whites) measure ~25 dB, a swapped or shifted plane less.
     let minimumPSNR = 35.0
+    /// Shared by the encodes of a test, so that most of them write into a block an earlier one gave back.
+    let blocks = MemoryBlockPool(keeping: 1)
 
     func testEveryLayoutReadInPlaceEncodesTheFrameFaithfully() throws {
         let folder = try temporaryFolder()
@@ -17,7 +19,7 @@ final class PhotoEncoderTests: XCTestCase {
         for (width, height) in [(320, 240), (314, 234)] {
             for format in YUVJPEGEncoder.formats {
                 let frame = try testFrame(format: format, width: width, height: height)
-                let jpeg = try YUVJPEGEncoder.encode(frame.sample, info: frame.info, quality: 95, app1: nil)
+                let jpeg = try YUVJPEGEncoder.encode(frame.sample, info: frame.info, quality: 95, app1: nil, blocks: blocks)
                 let quality = try compare(jpeg, with: frame, named: "\(format)-\(width)x\(height)", in: folder)
                 XCTAssertGreaterThan(quality, minimumPSNR, "\(format) \(width)x\(height)")
             }
@@ -57,9 +59,28 @@ final class PhotoEncoderTests: XCTestCase {
         XCTAssertEqual(facts["ImageWidth"] as? Int, 320, "EXIF-only rotation keeps the pixels")
     }
 
+    /// A JPEG still held is never written over by the next encode; a block given back and reused yields
+    /// the same bytes as a fresh one.
+    func testReusedOutputBlocksNeverTouchAJPEGStillHeld() throws {
+        let small = try testFrame(format: "NV12", width: 320, height: 240)
+        let large = try testFrame(format: "I420", width: 640, height: 480)
+        let first = try YUVJPEGEncoder.encode(small.sample, info: small.info, quality: 90, app1: nil, blocks: blocks)
+        let snapshot = [UInt8](first)
+        let second = try YUVJPEGEncoder.encode(large.sample, info: large.info, quality: 90, app1: nil, blocks: blocks)
+        XCTAssertEqual([UInt8](first), snapshot, "the second encode wrote into the first JPEG's block")
+        XCTAssertNotEqual([UInt8](second), snapshot)
+        let firstAddress = first.withUnsafeBytes { $0.baseAddress }
+        withExtendedLifetime(second) {}
+        _ = consume first
+        // The pool keeps one block: the first came back and is reused (grown in place or replaced as needed).
+        let again = try YUVJPEGEncoder.encode(small.sample, info: small.info, quality: 90, app1: nil, blocks: blocks)
+        XCTAssertEqual(again.withUnsafeBytes { $0.baseAddress }, firstAddress, "the block was not reused")
+        XCTAssertEqual([UInt8](again), snapshot)
+    }
+
     func testAFrameTheEncoderCannotReadIsAClearError() throws {
         let frame = try testFrame(format: "YUY2", width: 64, height: 48)
-        XCTAssertThrowsError(try YUVJPEGEncoder.encode(frame.sample, info: frame.info, quality: 85, app1: nil)) { error in
+        XCTAssertThrowsError(try YUVJPEGEncoder.encode(frame.sample, info: frame.info, quality: 85, app1: nil, blocks: blocks)) { error in
             XCTAssertTrue("\(error)".contains("YUY2"), "\(error)")
         }
     }

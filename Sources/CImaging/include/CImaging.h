@@ -37,8 +37,11 @@ typedef struct {
 
 /// Encodes `image` as a baseline JPEG at `quality` (1-100). A non-empty `app1` (at most 65,533 bytes, e.g.
 /// "Exif\0\0" and a TIFF block) is written as the APP1 segment right after SOI, in place of JFIF's APP0.
-/// Returns 0 and a malloc'd `*jpeg` (the caller frees it), or -1 with the reason in `error`.
+/// The JPEG goes into the malloc'd block `*jpeg` of `*jpeg_capacity` bytes (NULL and 0 for none), which is
+/// replaced or grown when too small: a block kept from an earlier encode is written without page faults.
+/// Returns 0 and the JPEG's `*jpeg_length`, or -1 with the reason in `error`; either way the block is the
+/// caller's to free or reuse.
 int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8_t *app1, size_t app1_length,
-                         uint8_t **jpeg, size_t *jpeg_length, char *error, size_t error_capacity);
+                         uint8_t **jpeg, size_t *jpeg_capacity, size_t *jpeg_length, char *error, size_t error_capacity);
 
 #endif

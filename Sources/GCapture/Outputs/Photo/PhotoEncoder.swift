@@ -11,6 +11,8 @@ final class PhotoEncoder: @unchecked Sendable {
     private let source: SourcePad
     private let flip: Element
     private let sink: AppSink
+    /// One JPEG block per photo being processed or just delivered; more are allocated when callers keep theirs.
+    private let jpegBlocks = MemoryBlockPool(keeping: CapturePhotoOutput.maxInFlightCaptures)
     /// The pipeline takes one frame at a time; encoding itself runs in parallel.
     private let lock = NSLock()
     private var direction = ""
@@ -53,7 +55,7 @@ final class PhotoEncoder: @unchecked Sendable {
         if direction != .identity || YUVJPEGEncoder.layout(of: info.format) == nil {
             (sample, info) = try prepare(frame, direction: direction)
         }
-        return try YUVJPEGEncoder.encode(sample, info: info, quality: quality, app1: tags.exifSegment())
+        return try YUVJPEGEncoder.encode(sample, info: info, quality: quality, app1: tags.exifSegment(), blocks: jpegBlocks)
     }
 
     /// The frame turned and in a format libjpeg reads: the frame's own buffer goes in (a reference, no

@@ -35,12 +35,14 @@ enum YUVJPEGEncoder {
     /// The formats `layout(of:)` knows, as a caps list for the conversion in front of the encoder.
     static let formats = ["I420", "YV12", "Y42B", "Y444", "NV12", "NV21", "NV16", "NV61", "NV24", "GRAY8"]
 
-    /// A JPEG of the frame (baseline, `quality` 1-100), with `app1` (an EXIF segment) after SOI when given.
-    static func encode(_ sample: Sample, info: VideoInfo, quality: Int, app1: Data?) throws(CaptureError) -> Data {
+    /// A JPEG of the frame (baseline, `quality` 1-100), with `app1` (an EXIF segment) after SOI when given,
+    /// written into a block of `blocks` that returns there when the Data is freed.
+    static func encode(_ sample: Sample, info: VideoInfo, quality: Int, app1: Data?,
+                       blocks: MemoryBlockPool) throws(CaptureError) -> Data {
         guard let layout = layout(of: info.format) else {
             throw .configurationFailed(reason: "the JPEG encoder cannot read \(info.format) frames", underlying: nil)
         }
-        var jpeg: UnsafeMutablePointer<UInt8>?
+        var block = blocks.take()
         var length = 0
         var message = [CChar](repeating: 0, count: 256)
         let status: Int32? = sample.withVideoPlanes { planes -> Int32 in
@@ -67,14 +69,15 @@ enum YUVJPEGEncoder {
             let app1 = app1 ?? Data()
             return app1.withUnsafeBytes { segment in
                 CImaging_encode_jpeg(&image, Int32(quality), segment.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                                     segment.count, &jpeg, &length, &message, message.count)
+                                     segment.count, &block.bytes, &block.capacity, &length, &message, message.count)
             }
         }
-        guard status == 0, let jpeg else {
+        guard status == 0 else {
+            blocks.giveBack(block)
             let reason = status == nil || status == -2 ? "the \(info.format) frame could not be mapped"
                 : String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             throw .configurationFailed(reason: "JPEG encoding failed: \(reason)", underlying: nil)
         }
-        return Data(bytesNoCopy: jpeg, count: length, deallocator: .free)
+        return blocks.data(lending: block, count: length)
     }
 }
