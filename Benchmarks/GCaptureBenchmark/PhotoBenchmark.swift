@@ -130,6 +130,25 @@ extension PhotoSizeReport {
     }
 }
 
+/// What the benchmark keeps of a photo: its figures, not its JPEG, which it lets go as soon as the photo is
+/// delivered, as an app shooting to files does. Kept JPEGs would be the benchmark's memory, not the engine's,
+/// and would keep the engine from reusing their blocks.
+struct PhotoFigures: Sendable {
+    var requestTimestamp: Double
+    var shutterLagMilliseconds: Double
+    var latencyMilliseconds: Double
+    var jpegQuality: Int
+    var bytes: Int
+
+    init(_ photo: CapturePhoto) {
+        requestTimestamp = photo.requestTimestamp
+        shutterLagMilliseconds = photo.shutterLagMilliseconds
+        latencyMilliseconds = photo.latencyMilliseconds
+        jpegQuality = photo.resolvedSettings.jpegQuality
+        bytes = photo.fileDataRepresentation().count
+    }
+}
+
 // MARK: - Shots: the engine and the floor, interleaved
 
 /// What one size's sequential shots measured in this process.
@@ -153,10 +172,10 @@ struct EngineShots {
     private enum Turn: CaseIterable { case photoToFile, photoInMemory, floor }
 
     private struct Taken {
-        var toFile: [CapturePhoto] = []
-        var inMemory: [CapturePhoto] = []
+        var toFile: [PhotoFigures] = []
+        var inMemory: [PhotoFigures] = []
         var floor: [(milliseconds: Double, bytes: Int)] = []
-        var all: [CapturePhoto] { toFile + inMemory }
+        var all: [PhotoFigures] { toFile + inMemory }
     }
 
     /// A session with the test camera, a CapturePhotoOutput (zero shutter lag on, its default) and a
@@ -203,32 +222,32 @@ struct EngineShots {
             to: UInt64(last.requestTimestamp * 1e9 + last.latencyMilliseconds * 1e6),
             intervalNanoseconds: 1e9 / info.frameRate.doubleValue)
         return EngineShots(
-            jpegQuality: first.resolvedSettings.jpegQuality,
+            jpegQuality: first.jpegQuality,
             shutterLags: all.map(\.shutterLagMilliseconds),
             latencies: taken.toFile.map(\.latencyMilliseconds),
             inMemoryLatencies: taken.inMemory.map(\.latencyMilliseconds),
             floorEncodes: taken.floor.map(\.milliseconds),
-            meanJPEGBytes: Double(all.map { $0.fileDataRepresentation().count }.reduce(0, +)) / Double(all.count),
+            meanJPEGBytes: Double(all.map(\.bytes).reduce(0, +)) / Double(all.count),
             floorMeanJPEGBytes: Double(taken.floor.map(\.bytes).reduce(0, +)) / Double(taken.floor.count),
             viewfinderFrames: window.frames, viewfinderMissing: window.missing)
     }
 
     private static func shoot(_ size: PhotoBenchmark.Size, photos: CapturePhotoOutput, gaps: [Double],
                               directory: URL, progress: (String) -> Void) async throws -> Taken {
-        func photo(_ number: Int, toFile: Bool) async throws -> CapturePhoto {
+        func photo(_ number: Int, toFile: Bool) async throws -> PhotoFigures {
             let settings = CapturePhotoSettings(photoQualityPrioritization: PhotoBenchmark.prioritization,
                                                 fileURL: toFile ? directory.appendingPathComponent("engine-\(number).jpg") : nil)
             let photo = try await photos.capturePhoto(with: settings)
             if let url = settings.fileURL, !FileManager.default.fileExists(atPath: url.path) {
                 throw BenchmarkError.noFrame("photo \(number) was not written to \(url.path)")
             }
-            return photo
+            return PhotoFigures(photo)
         }
 
         // Let the ring fill, then one unmeasured shot and encode: first-use costs are not what is measured.
         try await Task.sleep(for: .milliseconds(500))
         let warmUp = try await photo(0, toFile: true)
-        let floor = try JPEGFloor(size, quality: warmUp.resolvedSettings.jpegQuality)
+        let floor = try JPEGFloor(size, quality: warmUp.jpegQuality)
         defer { floor.shutDown() }
         _ = try floor.encode()
 

@@ -334,7 +334,7 @@ enum PhotoBurst {
                                                     fileURL: directory.appendingPathComponent("burst-\(index).jpg"))
                 return .photo(Task {
                     do throws(CaptureError) {
-                        return .success(try await photos.capturePhoto(with: settings))
+                        return .success(PhotoFigures(try await photos.capturePhoto(with: settings)))
                     } catch {
                         return .failure(error)
                     }
@@ -366,7 +366,7 @@ enum PhotoBurst {
             kind: kind, width: info.width, height: info.height, frameRate: info.frameRate.doubleValue,
             requested: served.requests, delivered: kind == .photos ? delivered.count : served.encodes.count,
             failed: served.failures.count, firstError: served.failures.first.map { "\($0)" },
-            jpegQualities: Array(Set(delivered.map(\.resolvedSettings.jpegQuality))).sorted(),
+            jpegQualities: Array(Set(delivered.map(\.jpegQuality))).sorted(),
             shutterLag: delivered.isEmpty ? nil : Summary(delivered.map(\.shutterLagMilliseconds)),
             latency: delivered.isEmpty ? (served.encodes.isEmpty ? nil : Summary(served.encodes))
                 : Summary(delivered.map(\.latencyMilliseconds)),
@@ -380,7 +380,7 @@ enum PhotoBurst {
     enum Request {
         case nothing
         /// A photo on its way: each is a task of its own, so a slow photo never delays the next request.
-        case photo(Task<Result<CapturePhoto, CaptureError>, Never>)
+        case photo(Task<Result<PhotoFigures, CaptureError>, Never>)
         /// A frame encoded by the on-demand floor, in this many ms (push → pull).
         case encoded(Double)
     }
@@ -388,8 +388,8 @@ enum PhotoBurst {
     /// What the schedule's requests came to.
     struct Served {
         var requests = 0
-        var pending: [Task<Result<CapturePhoto, CaptureError>, Never>] = []
-        var photos: [CapturePhoto] = []
+        var pending: [Task<Result<PhotoFigures, CaptureError>, Never>] = []
+        var photos: [PhotoFigures] = []
         var failures: [CaptureError] = []
         var encodes: [Double] = []
 
