@@ -97,6 +97,47 @@ final class V4L2DeviceTests: XCTestCase {
         XCTAssertEqual(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "mjpeg,640,480")
     }
 
+    /// vivid dropping every buffer is a camera that has stalled while streaming: the ring still holds frames
+    /// from before, but a photo of that moment is not what was asked for. The capture waits for a new frame,
+    /// fails clearly when none comes, leaves no file, and works again once the camera delivers.
+    func testACaptureFromAStalledCameraFailsClearlyAndLeavesNoFile() async throws {
+        let folder = try temporaryFolder()
+        let photos = CapturePhotoOutput()
+        let session = try makeSession(camera: try vivid(), preset: .vga640x480, outputs: [photos])
+        try await session.start()
+        addTeardownBlock { _ = try? self.setVividControl("percentage_of_dropped_buffers", 0) }
+        try await Task.sleep(for: .milliseconds(500))
+        let before = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: folder.appendingPathComponent("before.jpg")))
+        XCTAssertLessThanOrEqual(before.shutterLagMilliseconds, 0)
+
+        try setVividControl("percentage_of_dropped_buffers", 100)
+        try await Task.sleep(for: .milliseconds(500))
+        let stalled = folder.appendingPathComponent("stalled.jpg")
+        let started = ContinuousClock.now
+        do {
+            let photo = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: stalled))
+            XCTFail("a stalled camera gave a photo \(-photo.shutterLagMilliseconds) ms older than the request")
+        } catch {
+            XCTAssertEqual(error, .timedOut("waiting 2 s for a frame from the camera"))
+            XCTAssertTrue("\(error)".contains("frame from the camera timed out"), "\(error)")
+        }
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - started, .seconds(CapturePhotoOutput.frameTimeout))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["before.jpg"], "a partial file was left")
+        XCTAssertTrue(session.isRunning)
+
+        try setVividControl("percentage_of_dropped_buffers", 0)
+        try await Task.sleep(for: .milliseconds(500))
+        let after = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: stalled))
+        XCTAssertLessThanOrEqual(after.shutterLagMilliseconds, 0)
+        XCTAssertEqual(try exif(stalled)["ImageWidth"] as? Int, 640)
+        await session.stop()
+    }
+
+    private func setVividControl(_ name: String, _ value: Int) throws {
+        let result = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "\(name)=\(value)"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+    }
+
     func testARecordingFromTheCameraWithTheTestMicrophonePlaysTurned() throws {
         let folder = try temporaryFolder()
         let url = folder.appendingPathComponent("vivid.mp4")

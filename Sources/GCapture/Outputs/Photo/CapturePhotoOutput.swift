@@ -43,6 +43,11 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     public static let maxInFlightCaptures = 3
     /// Captures that may wait for processing beyond those; more is an error.
     public static let maxWaitingCaptures = 8
+    /// Seconds a capture waits for a frame when none at the request can be used; then it fails.
+    public static let frameTimeout: TimeInterval = 2
+    /// The newest frame this many frame intervals older than the request is not used: delivery jitters by a
+    /// frame or two, and a camera three frames late may have stalled. The capture waits for the next frame.
+    static let staleFrameIntervals: UInt64 = 3
 
     /// Memory the zero-shutter-lag ring holds now.
     public var zeroShutterLagMemoryBytes: Int { locked { ring }?.memoryBytes ?? 0 }
@@ -264,14 +269,24 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                inFlight.presentationTime <= job.requestTime {
                 frames = Array(([inFlight] + frames).prefix(count))
             }
+            // A camera that has stopped delivering leaves only frames from long before the press: not the
+            // moment the user asked for. Wait for a new frame instead, and fail if none comes.
+            if let newest = frames.first, let interval = newest.info.frameRate.interval,
+               job.requestTime > newest.presentationTime + Self.staleFrameIntervals * interval {
+                frames = []
+            }
             // The frame at the request comes first whatever else is averaged in.
             if frames.count == count { return frames }
         }
-        // Frames still missing (no ring yet, zero shutter lag off, or too few to average) are the next ones.
+        // Frames still missing (no ring yet, zero shutter lag off, too few to average, or a stalled camera)
+        // are the next ones.
+        let timeout = frames.isEmpty ? Self.frameTimeout : 0.5
         locked { momentary -= 1; waitingForCapture += 1; readinessChanged() }
-        frames += ring.frames(after: job.requestTime, limit: count - frames.count, timeout: frames.isEmpty ? 2 : 0.5)
+        frames += ring.frames(after: job.requestTime, limit: count - frames.count, timeout: timeout)
         locked { waitingForCapture -= 1; momentary += 1; readinessChanged() }
-        guard !frames.isEmpty else { throw .timedOut("waiting for a frame to capture") }
+        guard !frames.isEmpty else {
+            throw .timedOut("waiting \(Int(timeout)) s for a frame from the camera")
+        }
         return frames
     }
 
