@@ -33,6 +33,21 @@ final class PhotoOutputTests: XCTestCase {
         XCTAssertTrue(nextFrameLags.allSatisfy { $0 > 0 && $0 <= frameInterval + 5 }, "without ZSL: \(nextFrameLags)")
     }
 
+    /// Right after start the first frame may still be on its way to the ring when the press comes: it is
+    /// the photo, not the frame after it (which would be a whole frame late).
+    func testAPhotoTakenAsTheSessionStartsIsNotAFrameLate() async throws {
+        var lags: [Double] = []
+        for _ in 0..<12 {
+            let photos = CapturePhotoOutput()
+            let session = try makeSession(camera: .makeTestCamera(options: .init(maxFrameRate: 30)), preset: .vga640x480,
+                                          outputs: [photos])
+            try await session.start()
+            lags.append(try await photos.capturePhoto().shutterLagMilliseconds)
+            await session.stop()
+        }
+        XCTAssertTrue(lags.allSatisfy { $0 < frameInterval / 2 && $0 > -frameInterval - 1 }, "lags \(lags)")
+    }
+
     func testOverlappingCapturesAllDeliverInOrderWithBoundedMemory() async throws {
         let photos = CapturePhotoOutput()
         let frames = CaptureVideoDataOutput()

@@ -258,8 +258,13 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     private func selectFrames(from ring: FrameRing, job: PhotoJob) throws(CaptureError) -> [CapturedFrame] {
         let count = job.prioritization.frameCount
         var frames: [CapturedFrame] = []
+        // What frames still missing are waited for: exposed after the request, or any (nil).
+        var exposedAfter: UInt64? = job.requestTime
         if job.zeroShutterLag {
             frames = job.prioritization == .speed ? ring.newest().map { [$0] } ?? [] : ring.frames(atOrBefore: job.requestTime, limit: count)
+            // None exposed by the request yet (right after start): the first frame to reach the ring may
+            // have been exposed just before it, and is then the nearest.
+            if frames.isEmpty { exposedAfter = nil }
             // A frame exposed before the request may still be on its way into the ring (it reaches the
             // appsink a few milliseconds after its timestamp): when the newest is a whole interval old,
             // wait that long for it rather than hand out a frame from before.
@@ -278,11 +283,11 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             // The frame at the request comes first whatever else is averaged in.
             if frames.count == count { return frames }
         }
-        // Frames still missing (no ring yet, zero shutter lag off, too few to average, or a stalled camera)
+        // Frames still missing (no frame yet, zero shutter lag off, too few to average, or a stalled camera)
         // are the next ones.
         let timeout = frames.isEmpty ? Self.frameTimeout : 0.5
         locked { momentary -= 1; waitingForCapture += 1; readinessChanged() }
-        frames += ring.frames(after: job.requestTime, limit: count - frames.count, timeout: timeout)
+        frames += ring.frames(after: exposedAfter, limit: count - frames.count, timeout: timeout)
         locked { waitingForCapture -= 1; momentary += 1; readinessChanged() }
         guard !frames.isEmpty else {
             throw .timedOut("waiting \(Int(timeout)) s for a frame from the camera")

@@ -101,13 +101,14 @@ final class FrameRing: @unchecked Sendable {
         condition.withLock { ordered().first }?.handedOut()
     }
 
-    /// Waits for up to `limit` frames exposed after `time` (oldest first), returning what arrived in time.
-    func frames(after time: UInt64, limit: Int, timeout: TimeInterval) -> [CapturedFrame] {
+    /// Waits for up to `limit` frames exposed after `time`, or any frames when it is nil (oldest first),
+    /// returning what arrived in time.
+    func frames(after time: UInt64?, limit: Int, timeout: TimeInterval) -> [CapturedFrame] {
         let deadline = Date().addingTimeInterval(timeout)
         condition.lock()
         var later: [Slot]
         while true {
-            later = ordered().filter { $0.frame.presentationTime > time }
+            later = ordered().filter { time == nil || $0.frame.presentationTime > time! }
             if later.count >= limit || !condition.wait(until: deadline) { break }
         }
         condition.unlock()
