@@ -108,7 +108,7 @@ final class FrameRing: @unchecked Sendable {
         condition.lock()
         var later: [Slot]
         while true {
-            later = ordered().filter { time == nil || $0.frame.presentationTime > time! }
+            later = ordered().filter { slot in time.map { slot.frame.presentationTime > $0 } ?? true }
             if later.count >= limit || !condition.wait(until: deadline) { break }
         }
         condition.unlock()
