@@ -64,15 +64,15 @@ final class PhotoEncoderTests: XCTestCase {
     func testReusedOutputBlocksNeverTouchAJPEGStillHeld() throws {
         let small = try testFrame(format: "NV12", width: 320, height: 240)
         let large = try testFrame(format: "I420", width: 640, height: 480)
-        let first = try YUVJPEGEncoder.encode(small.sample, info: small.info, quality: 90, app1: nil, blocks: blocks)
-        let snapshot = [UInt8](first)
+        var first: Data? = try YUVJPEGEncoder.encode(small.sample, info: small.info, quality: 90, app1: nil, blocks: blocks)
+        let snapshot = [UInt8](try XCTUnwrap(first))
+        let firstAddress = first?.withUnsafeBytes { $0.baseAddress }
         let second = try YUVJPEGEncoder.encode(large.sample, info: large.info, quality: 90, app1: nil, blocks: blocks)
-        XCTAssertEqual([UInt8](first), snapshot, "the second encode wrote into the first JPEG's block")
+        XCTAssertEqual(first.map { [UInt8]($0) }, snapshot, "the second encode wrote into the first JPEG's block")
+        // The first JPEG goes while the second is still held (used below), so the pool, which keeps one
+        // block, keeps the first's; the next encode must write into it.
+        first = nil
         XCTAssertNotEqual([UInt8](second), snapshot)
-        let firstAddress = first.withUnsafeBytes { $0.baseAddress }
-        withExtendedLifetime(second) {}
-        _ = consume first
-        // The pool keeps one block: the first came back and is reused (grown in place or replaced as needed).
         let again = try YUVJPEGEncoder.encode(small.sample, info: small.info, quality: 90, app1: nil, blocks: blocks)
         XCTAssertEqual(again.withUnsafeBytes { $0.baseAddress }, firstAddress, "the block was not reused")
         XCTAssertEqual([UInt8](again), snapshot)
