@@ -45,10 +45,10 @@ enum Contestants {
         let session = CaptureSession(name: name)
         let output = CaptureVideoDataOutput()
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: makeTestCamera()))
-        try session.addOutput(output)
+        try session.add(CaptureDeviceInput(device: makeTestCamera()))
+        try session.add(output)
         session.sessionPreset = .hd1920x1080
-        try session.commitConfiguration()
+        try session.commitAndWait()
         return (session, output)
     }
 }

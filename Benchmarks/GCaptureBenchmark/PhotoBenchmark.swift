@@ -187,11 +187,11 @@ struct EngineShots {
         let photos = CapturePhotoOutput()
         let viewfinder = CaptureVideoDataOutput()
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: Contestants.makeTestCamera()))
-        try session.addOutput(photos)
-        try session.addOutput(viewfinder)
+        try session.add(CaptureDeviceInput(device: Contestants.makeTestCamera()))
+        try session.add(photos)
+        try session.add(viewfinder)
         session.sessionPreset = size.preset
-        try session.commitConfiguration()
+        try session.commitAndWait()
         guard photos.isZeroShutterLagEnabled else { throw BenchmarkError.setup("zero shutter lag is off by default") }
 
         let frames = FrameTimes()

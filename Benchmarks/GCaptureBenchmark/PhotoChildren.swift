@@ -306,11 +306,11 @@ enum PhotoBurst {
         let photos = CapturePhotoOutput()
         let frameOutput = CaptureVideoDataOutput()
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: Contestants.makeTestCamera()))
-        try session.addOutput(photos)
-        try session.addOutput(frameOutput)
+        try session.add(CaptureDeviceInput(device: Contestants.makeTestCamera()))
+        try session.add(photos)
+        try session.add(frameOutput)
         session.sessionPreset = size.preset
-        try session.commitConfiguration()
+        try session.commitAndWait()
         // Made before the session starts: its frames are generated once, not in the measured seconds.
         let floor = kind == .onDemandFloor ? try JPEGFloor(size, quality: quality) : nil
         defer { floor?.shutDown() }

@@ -128,15 +128,15 @@ enum RecordingChild {
         movie.videoBitRate = RecordingContestants.videoBitRate
         let photos = CapturePhotoOutput(), frameOutput = CaptureVideoDataOutput()
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: Contestants.makeTestCamera()))
-        try session.addInput(CaptureDeviceInput(device: CaptureDevice.testMicrophone))
-        try session.addOutput(movie)
+        try session.add(CaptureDeviceInput(device: Contestants.makeTestCamera()))
+        try session.add(CaptureDeviceInput(device: CaptureDevice.testMicrophone))
+        try session.add(movie)
         if withOutputs {
-            try session.addOutput(photos)
-            try session.addOutput(frameOutput)
+            try session.add(photos)
+            try session.add(frameOutput)
         }
         session.sessionPreset = .hd1920x1080
-        try session.commitConfiguration()
+        try session.commitAndWait()
 
         let frames = FrameTimes()
         // Read only when the output is on the session: otherwise its stream would never end.

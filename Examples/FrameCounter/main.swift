@@ -23,10 +23,10 @@ let counter = FrameCounter()
 output.setSampleBufferDelegate(counter, queue: DispatchQueue(label: "frames"))
 
 session.beginConfiguration()
-try session.addInput(CaptureDeviceInput(device: camera))
-try session.addOutput(output)
+try session.add(CaptureDeviceInput(device: camera))
+try session.add(output)
 if session.canSetSessionPreset(.hd1280x720) { session.sessionPreset = .hd1280x720 }
-try session.commitConfiguration()
+try session.commitAndWait()
 
 try await session.start()
 try await Task.sleep(for: .seconds(2))

@@ -65,10 +65,10 @@ struct FrameCapture {
         let session = CaptureSession(name: "gcapture-frames")
         let output = CaptureVideoDataOutput()
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: chosen))
-        try session.addOutput(output)
+        try session.add(CaptureDeviceInput(device: chosen))
+        try session.add(output)
         session.sessionPreset = preset
-        try session.commitConfiguration()
+        try session.commitAndWait()
 
         let frames = output.sampleBuffers()
         let clock = ContinuousClock()

@@ -85,10 +85,10 @@ struct PhotoCommand: AsyncParsableCommand {
 
         let session = CaptureSession(name: "gcapture-photo")
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: device))
-        try session.addOutput(photos)
+        try session.add(CaptureDeviceInput(device: device))
+        try session.add(photos)
         session.sessionPreset = preset
-        try session.commitConfiguration()
+        try session.commitAndWait()
         try await session.start()
 
         var captures: [Task<Void, Error>] = []

@@ -67,11 +67,11 @@ struct RecordCommand: AsyncParsableCommand {
 
         let session = CaptureSession(name: "gcapture-record")
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: camera))
-        if let microphone { try session.addInput(CaptureDeviceInput(device: microphone)) }
-        try session.addOutput(movie)
+        try session.add(CaptureDeviceInput(device: camera))
+        if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
+        try session.add(movie)
         session.sessionPreset = preset
-        try session.commitConfiguration()
+        try session.commitAndWait()
         try await session.start()
 
         let events = EventPrinter(json: json)

@@ -58,7 +58,7 @@ final class CaptureSessionTests: XCTestCase {
         for _ in 0..<3 {
             let extra = CaptureVideoDataOutput()
             let extraLog = FrameLog(extra)
-            try session.addOutput(extra)
+            try session.add(extra)
             let arrived = await extraLog.waitFor(5, timeout: 3)
             XCTAssertTrue(arrived, "the added output got no frames")
             session.removeOutput(extra)
@@ -84,9 +84,9 @@ final class CaptureSessionTests: XCTestCase {
         // An impossible preset together with a new output: neither is applied.
         let extra = CaptureVideoDataOutput()
         session.beginConfiguration()
-        try session.addOutput(extra)
+        try session.add(extra)
         session.sessionPreset = .hd1920x1080
-        XCTAssertThrowsError(try session.commitConfiguration()) { error in
+        XCTAssertThrowsError(try session.commitAndWait()) { error in
             XCTAssertEqual("\(error)", "Test Camera [test] offers 640x480, 1280x720 (NV12, I420, YUY2); preset hd1920x1080 needs 1920x1080")
         }
         XCTAssertEqual(session.sessionPreset, .vga640x480)
@@ -95,12 +95,12 @@ final class CaptureSessionTests: XCTestCase {
         // An output whose settings cannot be built: the commit fails, the rest runs on.
         let broken = CaptureVideoDataOutput()
         broken.videoSettings = .init(pixelFormat: "NOT-A-FORMAT!")
-        XCTAssertThrowsError(try session.addOutput(broken)) { error in
+        XCTAssertThrowsError(try session.add(broken)) { error in
             XCTAssertTrue("\(error)".contains("NOT-A-FORMAT!"), "\(error)")
         }
         // An output that cannot link to the camera's frames fails at attach time, also without harm.
         let unlinkable = FailingOutput(fragment: "capsfilter caps=video/x-raw,format=RGB,width=7,height=3 ! fakesink")
-        XCTAssertThrowsError(try session.addOutput(unlinkable))
+        XCTAssertThrowsError(try session.add(unlinkable))
         XCTAssertEqual(session.outputs, [main])
 
         let frames = await mainLog.collect(for: 0.5)
@@ -117,7 +117,7 @@ final class CaptureSessionTests: XCTestCase {
         let errors = session.runtimeErrors()
         try await session.start()
         let failing = FailingOutput(fragment: "identity error-after=5 ! fakesink")
-        try session.addOutput(failing)
+        try session.add(failing)
         var reported: CaptureSession.RuntimeError?
         for await error in errors { reported = error; break }
         XCTAssertFalse(try XCTUnwrap(reported).isFatal)
@@ -138,9 +138,9 @@ final class CaptureSessionTests: XCTestCase {
         let second = CaptureDevice.makeTestCamera(uniqueID: "test-ball", options: .init(pattern: .ball))
         session.beginConfiguration()
         session.removeInput(session.inputs[0])
-        try session.addInput(CaptureDeviceInput(device: second))
+        try session.add(CaptureDeviceInput(device: second))
         session.sessionPreset = .hd1280x720
-        try session.commitConfiguration()
+        try session.commitAndWait()
         let frames = await log.collect(for: 0.5)
         await session.stop()
         XCTAssertGreaterThanOrEqual(frames.count, 10)
@@ -157,10 +157,10 @@ final class CaptureSessionTests: XCTestCase {
 
     func testOnlyOneInputPerMediaType() throws {
         let session = CaptureSession()
-        try session.addInput(CaptureDeviceInput(device: .testCamera))
+        try session.add(CaptureDeviceInput(device: .testCamera))
         let other = try CaptureDeviceInput(device: .makeTestCamera(uniqueID: "test-2", options: .init()))
         XCTAssertFalse(session.canAddInput(other))
-        XCTAssertThrowsError(try session.addInput(other))
+        XCTAssertThrowsError(try session.add(other))
         XCTAssertTrue(session.canAddInput(try CaptureDeviceInput(device: .testMicrophone)))
     }
 

@@ -8,11 +8,11 @@ final class MovieOutputTests: XCTestCase {
                          preset: CaptureSession.Preset = .hd1280x720, outputs: [CaptureOutput]) async throws -> CaptureSession {
         let session = CaptureSession()
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: camera))
-        if let microphone { try session.addInput(CaptureDeviceInput(device: microphone)) }
-        for output in outputs { try session.addOutput(output) }
+        try session.add(CaptureDeviceInput(device: camera))
+        if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
+        for output in outputs { try session.add(output) }
         session.sessionPreset = preset
-        try session.commitConfiguration()
+        try session.commitAndWait()
         try await session.start()
         return session
     }

@@ -54,10 +54,10 @@ extension XCTestCase {
                      outputs: [CaptureOutput]) throws -> CaptureSession {
         let session = CaptureSession()
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: camera))
-        for output in outputs { try session.addOutput(output) }
+        try session.add(CaptureDeviceInput(device: camera))
+        for output in outputs { try session.add(output) }
         session.sessionPreset = preset
-        try session.commitConfiguration()
+        try session.commitAndWait()
         return session
     }
 

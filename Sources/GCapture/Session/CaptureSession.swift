@@ -8,10 +8,10 @@ import Synchronization
 ///
 ///     let session = CaptureSession()
 ///     session.beginConfiguration()
-///     try session.addInput(CaptureDeviceInput(device: .default(for: .video)!))
-///     try session.addOutput(frames)
+///     try session.add(CaptureDeviceInput(device: .default(for: .video)!))
+///     try session.add(frames)
 ///     session.sessionPreset = .hd1280x720
-///     try session.commitConfiguration()
+///     try session.commitAndWait()
 ///     try await session.start()
 public final class CaptureSession: @unchecked Sendable {
     /// Posted with the session as object and the `RuntimeError` under `runtimeErrorUserInfoKey`.
@@ -101,6 +101,11 @@ public final class CaptureSession: @unchecked Sendable {
     /// Adds an input. Outside begin/commitConfiguration the change is committed at once, blocking like
     /// commitConfiguration; inside, it is staged.
     public func addInput(_ input: CaptureInput) throws(CaptureError) {
+        try add(input)
+    }
+
+    /// addInput that throws why the input cannot be added (or, outside begin/commit, applied).
+    public func add(_ input: CaptureInput) throws(CaptureError) {
         guard canAddInput(input) else {
             throw .cannotAddInput("the session already has a \(input.mediaType.rawValue) input")
         }
@@ -116,6 +121,11 @@ public final class CaptureSession: @unchecked Sendable {
     /// Adds an output. Outside begin/commitConfiguration the change is committed at once (on a running
     /// session the output joins the live graph), blocking like commitConfiguration; inside, it is staged.
     public func addOutput(_ output: CaptureOutput) throws(CaptureError) {
+        try add(output)
+    }
+
+    /// addOutput that throws why the output cannot be added (or, outside begin/commit, attached).
+    public func add(_ output: CaptureOutput) throws(CaptureError) {
         guard canAddOutput(output) else { throw .cannotAddOutput("\(output.displayName) is already in the session") }
         try mutate { $0.outputs.append(output) }
     }
@@ -139,11 +149,18 @@ public final class CaptureSession: @unchecked Sendable {
     /// applied, the previous configuration stays in force and keeps running, and the error says why.
     /// Blocks until applied (a camera swap waits for the new camera's first frame).
     public func commitConfiguration() throws(CaptureError) {
+        try commitAndWait()
+    }
+
+    /// commitConfiguration that throws why the batch was not applied; blocks until applied. Not a sync
+    /// overload of `commit()`: in async code Swift would pick the async one even inside a synchronous
+    /// autoclosure (`XCTAssertThrowsError(try session.commit())` does not compile there).
+    public func commitAndWait() throws(CaptureError) {
         guard let staged = endConfiguration() else { return }
         try onQueue { () throws(CaptureError) in try self.apply(staged) }
     }
 
-    /// commitConfiguration without blocking the caller.
+    /// commitAndWait() without blocking the caller.
     public func commit() async throws(CaptureError) {
         guard let staged = endConfiguration() else { return }
         try await onQueueAsync { () throws(CaptureError) in try self.apply(staged) }
@@ -167,7 +184,7 @@ public final class CaptureSession: @unchecked Sendable {
             change(&state.staged!)
             return implicit
         }
-        if implicit { try commitConfiguration() }
+        if implicit { try commitAndWait() }
     }
 
     // MARK: Running
