@@ -20,7 +20,9 @@ public final class CaptureSession: @unchecked Sendable {
     public static let didStopRunningNotification = Notification.Name("GCaptureSessionDidStopRunning")
     public static let runtimeErrorUserInfoKey = "error"
 
-    /// A failure while running. Fatal ones stopped the session; others cost one output, which was detached.
+    /// A failure while running, or a change addInput, addOutput, commitConfiguration or sessionPreset could
+    /// not apply. Fatal ones stopped the session; others either cost one output, which was detached
+    /// (`output` says which), or a device or a change that was refused, the session running on unchanged.
     public struct RuntimeError: Error, Sendable, CustomStringConvertible {
         public let error: CaptureError
         public let output: CaptureOutput?
@@ -98,10 +100,13 @@ public final class CaptureSession: @unchecked Sendable {
         return !current.contains(input) && !current.contains { $0.mediaType == input.mediaType }
     }
 
-    /// Adds an input. Outside begin/commitConfiguration the change is committed at once, blocking like
-    /// commitConfiguration; inside, it is staged.
-    public func addInput(_ input: CaptureInput) throws(CaptureError) {
-        try add(input)
+    /// Adds an input (AVCaptureSession.addInput). Outside begin/commitConfiguration the change is committed
+    /// at once, blocking like commitConfiguration; inside, it is staged. It does not throw, as AVFoundation's
+    /// does not: an input that canAddInput rejects (where AVFoundation raises an exception, which Swift
+    /// cannot catch), or a change that cannot be applied, leaves the session as it was and is reported
+    /// through runtimeErrorNotification and runtimeErrors(), before this returns. `add(_:)` throws instead.
+    public func addInput(_ input: CaptureInput) {
+        do { try add(input) } catch { publish(RuntimeError(error: error, output: nil, isFatal: false)) }
     }
 
     /// addInput that throws why the input cannot be added (or, outside begin/commit, applied).
@@ -118,10 +123,13 @@ public final class CaptureSession: @unchecked Sendable {
 
     public func canAddOutput(_ output: CaptureOutput) -> Bool { !outputs.contains(output) }
 
-    /// Adds an output. Outside begin/commitConfiguration the change is committed at once (on a running
-    /// session the output joins the live graph), blocking like commitConfiguration; inside, it is staged.
-    public func addOutput(_ output: CaptureOutput) throws(CaptureError) {
-        try add(output)
+    /// Adds an output (AVCaptureSession.addOutput). Outside begin/commitConfiguration the change is
+    /// committed at once (on a running session the output joins the live graph), blocking like
+    /// commitConfiguration; inside, it is staged. Like addInput it does not throw: a refused output or a
+    /// change that cannot be applied leaves the session as it was and is reported through
+    /// runtimeErrorNotification and runtimeErrors() before this returns. `add(_:)` throws instead.
+    public func addOutput(_ output: CaptureOutput) {
+        do { try add(output) } catch { publish(RuntimeError(error: error, output: nil, isFatal: false)) }
     }
 
     /// addOutput that throws why the output cannot be added (or, outside begin/commit, attached).
@@ -147,9 +155,11 @@ public final class CaptureSession: @unchecked Sendable {
     /// Applies the batch atomically: on a running session only what changed is rebuilt (a new output is
     /// attached, a new camera or preset swaps the source) while the rest keeps running. If anything cannot be
     /// applied, the previous configuration stays in force and keeps running, and the error says why.
-    /// Blocks until applied (a camera swap waits for the new camera's first frame).
-    public func commitConfiguration() throws(CaptureError) {
-        try commitAndWait()
+    /// Blocks until applied (a camera swap waits for the new camera's first frame). Like AVFoundation's it
+    /// does not throw: a batch that cannot be applied is reported through runtimeErrorNotification and
+    /// runtimeErrors() before this returns. `commitAndWait()` (blocking) and `commit()` (async) throw instead.
+    public func commitConfiguration() {
+        do { try commitAndWait() } catch { publish(RuntimeError(error: error, output: nil, isFatal: false)) }
     }
 
     /// commitConfiguration that throws why the batch was not applied; blocks until applied. Not a sync

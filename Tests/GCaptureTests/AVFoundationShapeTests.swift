@@ -1,0 +1,63 @@
+import Foundation
+@testable import GCapture
+import Synchronization
+import XCTest
+
+/// The AVFoundation-shaped calls that cannot throw report what they refused instead of dropping it.
+final class AVFoundationShapeTests: XCTestCase {
+    /// Collects the session's runtime errors as they are posted (synchronously, on the posting thread).
+    private final class ErrorCollector: @unchecked Sendable {
+        let errors = Mutex<[CaptureSession.RuntimeError]>([])
+        private var token: NSObjectProtocol?
+        init(_ session: CaptureSession) {
+            token = NotificationCenter.default.addObserver(forName: CaptureSession.runtimeErrorNotification, object: session,
+                                                           queue: nil) { [weak self] note in
+                guard let error = note.userInfo?[CaptureSession.runtimeErrorUserInfoKey] as? CaptureSession.RuntimeError else { return }
+                self?.errors.withLock { $0.append(error) }
+            }
+        }
+        deinit { token.map(NotificationCenter.default.removeObserver) }
+        var descriptions: [String] { errors.withLock { $0.map(\.description) } }
+    }
+
+    func testARefusedInputIsReportedAndLeavesTheSessionUnchanged() throws {
+        let session = CaptureSession()
+        let collector = ErrorCollector(session)
+        let first = try CaptureDeviceInput(device: .testCamera)
+        session.addInput(first)
+        XCTAssertEqual(collector.descriptions, [])
+        let second = try CaptureDeviceInput(device: .makeTestCamera(uniqueID: "test-2", options: .init()))
+        XCTAssertFalse(session.canAddInput(second))
+        session.addInput(second)
+        XCTAssertEqual(collector.descriptions, ["cannot add input: the session already has a video input"])
+        XCTAssertEqual(session.inputs, [first])
+        XCTAssertFalse(collector.errors.withLock { $0[0].isFatal })
+        XCTAssertThrowsError(try session.add(second)) { error in
+            XCTAssertEqual("\(error)", "cannot add input: the session already has a video input")
+        }
+    }
+
+    func testARefusedOutputAndAFailedCommitAreReportedAndLeaveTheSessionUnchanged() throws {
+        let camera = CaptureDevice.makeTestCamera(options: .init(sizes: [.init(width: 640, height: 480)]))
+        let session = CaptureSession()
+        let collector = ErrorCollector(session)
+        let frames = CaptureVideoDataOutput()
+        session.beginConfiguration()
+        session.addInput(try CaptureDeviceInput(device: camera))
+        session.addOutput(frames)
+        session.addOutput(frames)
+        session.sessionPreset = .vga640x480
+        session.commitConfiguration()
+        XCTAssertEqual(collector.descriptions, ["cannot add output: CaptureVideoDataOutput is already in the session"])
+        XCTAssertEqual(session.outputs, [frames])
+
+        session.beginConfiguration()
+        session.addOutput(CaptureVideoDataOutput())
+        session.sessionPreset = .hd1920x1080
+        session.commitConfiguration()
+        XCTAssertEqual(collector.descriptions.last,
+                       "Test Camera [test] offers 640x480 (NV12, I420, YUY2); preset hd1920x1080 needs 1920x1080")
+        XCTAssertEqual(session.outputs, [frames])
+        XCTAssertEqual(session.sessionPreset, .vga640x480)
+    }
+}
