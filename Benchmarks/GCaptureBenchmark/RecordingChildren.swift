@@ -219,12 +219,13 @@ final class MovieEvents: CaptureFileOutputRecordingDelegate {
 
     init() { (stream, continuation) = AsyncStream.makeStream() }
 
-    func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL) {
+    func fileOutput(_ output: CaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
         continuation.yield(.started)
     }
 
-    func fileOutput(_ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, error: CaptureError?) {
-        continuation.yield(.finished(error))
+    func fileOutput(_ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
+                    error: (any Error)?) {
+        continuation.yield(.finished(error.map { $0 as? CaptureError ?? .recordingFailed(reason: "\($0)", underlying: nil) }))
         continuation.finish()
     }
 }

@@ -120,11 +120,13 @@ final class RecordingObserver: CaptureFileOutputRecordingDelegate, @unchecked Se
     var started: URL? { lock.withLock { startedURL } }
     var finished: (URL, CaptureError?)? { lock.withLock { result } }
 
-    func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL) {
+    func fileOutput(_ output: CaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
         lock.withLock { startedURL = fileURL }
     }
-    func fileOutput(_ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, error: CaptureError?) {
-        lock.withLock { result = (outputFileURL, error) }
+    func fileOutput(_ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
+                    error: (any Error)?) {
+        let failure = error.map { $0 as? CaptureError ?? .recordingFailed(reason: "\($0)", underlying: nil) }
+        lock.withLock { result = (outputFileURL, failure) }
     }
 }
 

@@ -211,9 +211,13 @@ final class RecordingWaiter: CaptureFileOutputRecordingDelegate, @unchecked Send
     var started: URL? { lock.withLock { startedAt } }
     var finished: (url: URL, error: CaptureError?)? { lock.withLock { result } }
 
-    func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL) { lock.withLock { startedAt = fileURL } }
-    func fileOutput(_ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, error: CaptureError?) {
-        lock.withLock { result = (outputFileURL, error) }
+    func fileOutput(_ output: CaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
+        lock.withLock { startedAt = fileURL }
+    }
+    func fileOutput(_ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
+                    error: (any Error)?) {
+        // The engine's errors are all CaptureError: anything else fails the test's cast loudly.
+        lock.withLock { result = (outputFileURL, error.map { $0 as! CaptureError }) }
     }
 
     func waitForStart(timeout: TimeInterval = 10) async -> Bool {

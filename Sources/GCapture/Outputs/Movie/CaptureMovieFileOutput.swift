@@ -2,29 +2,12 @@ import Dispatch
 import Foundation
 import GStreamerKit
 
-/// Follows a recording (AVCaptureFileOutputRecordingDelegate). Called on the output's delegate queue.
-public protocol CaptureFileOutputRecordingDelegate: AnyObject, Sendable {
-    func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL)
-    /// `error` is nil for a recording stopped on request; limits reached (see
-    /// `CaptureError.recordingFinishedSuccessfully`) still leave a complete file; failures leave a file that
-    /// plays up to the failure.
-    func fileOutput(_ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, error: CaptureError?)
-    func fileOutput(_ output: CaptureMovieFileOutput, didPauseRecordingTo fileURL: URL)
-    func fileOutput(_ output: CaptureMovieFileOutput, didResumeRecordingTo fileURL: URL)
-}
-
-extension CaptureFileOutputRecordingDelegate {
-    public func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL) {}
-    public func fileOutput(_ output: CaptureMovieFileOutput, didPauseRecordingTo fileURL: URL) {}
-    public func fileOutput(_ output: CaptureMovieFileOutput, didResumeRecordingTo fileURL: URL) {}
-}
-
 /// Records movies from a running session (AVCaptureMovieFileOutput): H.264 and AAC in MP4 by default,
 /// attached to the running session when recording starts and detached, finalized, when it stops, while the
 /// session's other outputs run on without a gap. Crash-safe: the MP4 is written in fragments of
 /// `movieFragmentInterval` (a kill loses at most that and the file plays as it is), and a Matroska sidecar
 /// of the same encoded frames lets the next start recover all but the last few milliseconds.
-public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
+public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendable {
     public enum FileType: String, Sendable, Codable { case mp4, matroska }
 
     public struct Statistics: Sendable {
@@ -71,11 +54,11 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
     public var movieFragmentInterval: TimeInterval {
         get { locked { settings.fragmentInterval } } set { locked { settings.fragmentInterval = max(0.1, newValue) } }
     }
-    public var maxRecordedDuration: TimeInterval? { get { locked { settings.maxDuration } } set { locked { settings.maxDuration = newValue } } }
+    public override var maxRecordedDuration: TimeInterval? { get { locked { settings.maxDuration } } set { locked { settings.maxDuration = newValue } } }
     /// Bytes; the recording stops before the file would grow past it.
-    public var maxRecordedFileSize: Int64? { get { locked { settings.maxFileSize } } set { locked { settings.maxFileSize = newValue } } }
+    public override var maxRecordedFileSize: Int64? { get { locked { settings.maxFileSize } } set { locked { settings.maxFileSize = newValue } } }
     /// Bytes of free space to leave on the file's disk.
-    public var minFreeDiskSpaceLimit: Int64 { get { locked { settings.minFreeDisk } } set { locked { settings.minFreeDisk = newValue } } }
+    public override var minFreeDiskSpaceLimit: Int64 { get { locked { settings.minFreeDisk } } set { locked { settings.minFreeDisk = newValue } } }
     /// MP4 (H.264 + AAC, the default) or Matroska (H.264 + Opus).
     public var fileType: FileType { get { locked { settings.fileType } } set { locked { settings.fileType = newValue } } }
     /// Whether a clean stop rewrites the fragmented MP4 as a plain one (a single index, what every editor
@@ -90,15 +73,15 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
 
     // MARK: State
 
-    public var isRecording: Bool { locked { recording != nil } }
-    public var isRecordingPaused: Bool { locked { recording?.timeline?.isPaused ?? false } }
-    public var outputFileURL: URL? { locked { recording?.url } }
+    public override var isRecording: Bool { locked { recording != nil } }
+    public override var isRecordingPaused: Bool { locked { recording?.timeline?.isPaused ?? false } }
+    public override var outputFileURL: URL? { locked { recording?.url } }
     /// The element encoding the current recording's video (see `videoEncoder`).
     public var activeVideoEncoder: String? { locked { recording?.timeline == nil ? nil : recording?.encoding.videoEncoder.factory } }
     /// Seconds recorded so far, pauses excluded.
-    public var recordedDuration: Double { Double(locked { recording?.timeline?.stats.duration } ?? 0) / 1e9 }
+    public override var recordedDuration: Double { Double(locked { recording?.timeline?.stats.duration } ?? 0) / 1e9 }
     /// Bytes written so far.
-    public var recordedFileSize: Int64 {
+    public override var recordedFileSize: Int64 {
         guard let url = outputFileURL else { return 0 }
         return ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
     }
@@ -138,10 +121,10 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
 
     /// Starts recording to `url` (replacing a file there). Returns at once; the delegate hears when the
     /// recording really started, or why it could not.
-    public func startRecording(to url: URL, recordingDelegate delegate: any CaptureFileOutputRecordingDelegate) {
+    public override func startRecording(to url: URL, recordingDelegate delegate: any CaptureFileOutputRecordingDelegate) {
         let (context, busy) = locked { (self.context, recording != nil) }
         let fail: @Sendable (CaptureError) -> Void = { error in
-            self.delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, error: error) }
+            self.delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, from: [self.connection], error: error) }
         }
         if busy { return fail(.recordingFailed(reason: "already recording to \(outputFileURL?.path ?? "a file")", underlying: nil)) }
         guard let context else { return fail(.sessionNotRunning) }
@@ -161,7 +144,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
                 do throws(CaptureError) {
                     guard let graph else { throw .sessionNotRunning }
                     try self.attachRecording(to: graph, url: url)
-                    self.delegateQueue.async { delegate.fileOutput(self, didStartRecordingTo: url) }
+                    self.delegateQueue.async { delegate.fileOutput(self, didStartRecordingTo: url, from: [self.connection]) }
                 } catch {
                     let lock = self.locked { () -> SidecarLock? in
                         defer { self.recording = nil }
@@ -176,18 +159,18 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
     }
 
     /// Stops and finalizes the file; the delegate hears when it is complete.
-    public func stopRecording() { stop(with: nil) }
+    public override func stopRecording() { stop(with: nil) }
 
-    public func pauseRecording() {
+    public override func pauseRecording() {
         guard let (timeline, url, delegate) = locked({ recording.flatMap { r in r.timeline.map { ($0, r.url, r.delegate) } } }) else { return }
         timeline.pause()
-        delegateQueue.async { delegate.fileOutput(self, didPauseRecordingTo: url) }
+        delegateQueue.async { delegate.fileOutput(self, didPauseRecordingTo: url, from: [self.connection]) }
     }
 
-    public func resumeRecording() {
+    public override func resumeRecording() {
         guard let (timeline, url, delegate) = locked({ recording.flatMap { r in r.timeline.map { ($0, r.url, r.delegate) } } }) else { return }
         timeline.resume()
-        delegateQueue.async { delegate.fileOutput(self, didResumeRecordingTo: url) }
+        delegateQueue.async { delegate.fileOutput(self, didResumeRecordingTo: url, from: [self.connection]) }
     }
 
     /// Recovers every interrupted recording in `directory` (see MovieRecovery); blocks while remuxing.
@@ -350,7 +333,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
             let outcome = withExtendedLifetime(lock) {
                 Self.settleFiles(of: url, encoding: encoding, stats: stats, error: error, drained: drained, defragment: defragments)
             }
-            self.delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, error: outcome) }
+            self.delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, from: [self.connection], error: outcome) }
         }
     }
 
