@@ -145,7 +145,7 @@ struct PhotoFigures: Sendable {
         shutterLagMilliseconds = photo.shutterLagMilliseconds
         latencyMilliseconds = photo.latencyMilliseconds
         jpegQuality = photo.resolvedSettings.jpegQuality
-        bytes = photo.fileDataRepresentation().count
+        bytes = photo.fileDataRepresentation()?.count ?? 0
     }
 }
 

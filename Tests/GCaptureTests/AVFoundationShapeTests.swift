@@ -60,4 +60,56 @@ final class AVFoundationShapeTests: XCTestCase {
         XCTAssertEqual(session.outputs, [frames])
         XCTAssertEqual(session.sessionPreset, .vga640x480)
     }
+
+    /// Logs every callback of a photo capture by name.
+    private final class PhotoEvents: CapturePhotoCaptureDelegate, @unchecked Sendable {
+        let events = Mutex<[String]>([])
+        let photos = Mutex<[CapturePhoto]>([])
+        private func log(_ event: String) { events.withLock { $0.append(event) } }
+        func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor resolvedSettings: CaptureResolvedPhotoSettings) { log("willBegin") }
+        func photoOutput(_ output: CapturePhotoOutput, willCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings) { log("willCapture") }
+        func photoOutput(_ output: CapturePhotoOutput, didCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings) { log("didCapture") }
+        func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: (any Error)?) {
+            photos.withLock { $0.append(photo) }
+            log(error.map { "didFinishProcessing error: \($0)" } ?? "didFinishProcessing")
+        }
+        func photoOutput(_ output: CapturePhotoOutput, didFinishCaptureFor resolvedSettings: CaptureResolvedPhotoSettings, error: (any Error)?) {
+            log(error.map { "didFinishCapture error: \($0)" } ?? "didFinishCapture")
+        }
+
+        func waitForFinish(timeout: TimeInterval = 10) async -> [String] {
+            let deadline = Date().addingTimeInterval(timeout)
+            while !events.withLock({ $0.contains { $0.hasPrefix("didFinishCapture") } }), Date() < deadline {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            // Anything told after the end (a second didFinishCapture) would show here.
+            try? await Task.sleep(for: .milliseconds(100))
+            return events.withLock { $0 }
+        }
+    }
+
+    func testThePhotoDelegateHearsEveryStepInAVFoundationsOrder() async throws {
+        let photos = CapturePhotoOutput()
+        let session = try makeSession(outputs: [photos])
+        try await session.start()
+        let delegate = PhotoEvents()
+        photos.capturePhoto(with: CapturePhotoSettings(), delegate: delegate)
+        let events = await delegate.waitForFinish()
+        await session.stop()
+        XCTAssertEqual(events, ["willBegin", "willCapture", "didCapture", "didFinishProcessing", "didFinishCapture"])
+        let data = try XCTUnwrap(delegate.photos.withLock { $0.first }?.fileDataRepresentation())
+        XCTAssertEqual(Array(data.prefix(2)), [0xFF, 0xD8], "a JPEG")
+    }
+
+    func testACaptureRefusedBeforeItBeganReachesDidFinishProcessingPhoto() async throws {
+        let photos = CapturePhotoOutput()
+        let delegate = PhotoEvents()
+        photos.capturePhoto(with: CapturePhotoSettings(), delegate: delegate)
+        let events = await delegate.waitForFinish()
+        XCTAssertEqual(events, ["didFinishProcessing error: the capture session is not running",
+                                "didFinishCapture error: the capture session is not running"])
+        let photo = try XCTUnwrap(delegate.photos.withLock { $0.first })
+        XCTAssertNil(photo.fileDataRepresentation())
+        XCTAssertEqual(photo.resolvedSettings.frameCount, 0)
+    }
 }

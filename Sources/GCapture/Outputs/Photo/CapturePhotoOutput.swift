@@ -171,7 +171,15 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             do throws(CaptureError) {
                 _ = try await capture(settings, delegate: delegate)
             } catch {
-                delegateQueue.async { delegate.photoOutput(self, didFinishCaptureFor: nil, error: error) }
+                // Refused before it began (capture() tells the delegate of later failures itself).
+                let resolved = CaptureResolvedPhotoSettings(
+                    unfinished: settings.uniqueID, prioritization: min(settings.photoQualityPrioritization, maxPhotoQualityPrioritization),
+                    zeroShutterLag: isZeroShutterLagEnabled, isDeferred: false, rotationAngle: Int(connection.videoRotationAngle),
+                    isMirrored: connection.mirrorsCapturedFrames)
+                delegateQueue.async {
+                    delegate.photoOutput(self, didFinishProcessingPhoto: CapturePhoto(failed: resolved, fileURL: settings.fileURL), error: error)
+                    delegate.photoOutput(self, didFinishCaptureFor: resolved, error: error)
+                }
             }
         }
     }
@@ -226,7 +234,13 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             photoDimensions: (frames[0].info.width, frames[0].info.height), jpegQuality: job.prioritization.jpegQuality,
             isZeroShutterLag: job.zeroShutterLag, isDeferred: accepted.deferred, rotationAngle: job.rotation,
             isMirrored: job.mirrored, frameCount: frames.count)
-        if let delegate { delegateQueue.async { delegate.photoOutput(self, willBeginCaptureFor: resolvedAtStart) } }
+        if let delegate {
+            delegateQueue.async {
+                delegate.photoOutput(self, willBeginCaptureFor: resolvedAtStart)
+                delegate.photoOutput(self, willCapturePhotoFor: resolvedAtStart)
+                delegate.photoOutput(self, didCapturePhotoFor: resolvedAtStart)
+            }
+        }
 
         let result: Result<CapturePhoto, CaptureError> = await withCheckedContinuation { continuation in
             processingQueue.async {
@@ -240,16 +254,20 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             delegateQueue.async {
                 switch result {
                 case .success(let photo) where photo.isProxy:
+                    // Both shapes of the proxy callback (see the protocol); a delegate implements one.
+                    delegate.photoOutput(self, didFinishCapturingDeferredPhotoProxy: Optional(photo), error: nil)
                     delegate.photoOutput(self, didFinishCapturingDeferredPhotoProxy: photo, error: nil)
                 case .success(let photo):
                     delegate.photoOutput(self, didFinishProcessingPhoto: photo, error: nil)
                 case .failure(let error):
-                    delegate.photoOutput(self, didFinishProcessingPhoto: nil, error: error)
+                    delegate.photoOutput(self, didFinishProcessingPhoto: CapturePhoto(failed: resolvedAtStart, fileURL: settings.fileURL), error: error)
                 }
-                delegate.photoOutput(self, didFinishCaptureFor: (try? result.get())?.resolvedSettings, error: result.failure)
+                delegate.photoOutput(self, didFinishCaptureFor: (try? result.get())?.resolvedSettings ?? resolvedAtStart, error: result.failure)
             }
         }
         if accepted.deferred, case .success = result { scheduleDeferredProcessing(delegate: delegate) }
+        // The delegate has been told of the failure; only the async API throws it.
+        if delegate != nil, case .failure = result { return CapturePhoto(failed: resolvedAtStart, fileURL: settings.fileURL) }
         return try result.get()
     }
 
@@ -364,7 +382,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     /// and returns the finished photos.
     public func finishDeferredPhotos(in directory: URL) async -> [Result<CapturePhoto, CaptureError>] {
         await withCheckedContinuation { continuation in
-            deferredQueue.async { continuation.resume(returning: self.finishPending(in: directory)) }
+            deferredQueue.async { continuation.resume(returning: self.finishPending(in: directory).map(\.result)) }
         }
     }
 
@@ -379,11 +397,14 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         return await finishDeferredPhotos(in: directory)
     }
 
-    private func finishPending(in directory: URL) -> [Result<CapturePhoto, CaptureError>] {
+    /// Each pending photo's outcome, with its job when the job could be read.
+    private func finishPending(in directory: URL) -> [(job: PhotoJob?, result: Result<CapturePhoto, CaptureError>)] {
         let handler = locked { deferredHandler }
         return DeferredPhotoStore.pendingJobs(in: directory).map { folder in
+            var loadedJob: PhotoJob?
             let result = Result { () throws(CaptureError) -> CapturePhoto in
                 let (job, frames) = try DeferredPhotoStore.load(folder)
+                loadedJob = job
                 let photoEncoder = try locked { () throws(CaptureError) -> PhotoEncoder in
                     if let deferredEncoder { return deferredEncoder }
                     let made = try PhotoEncoder()
@@ -397,7 +418,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                 return photo
             }
             if let handler { delegateQueue.async { handler(result) } }
-            return result
+            return (loadedJob, result)
         }
     }
 
@@ -425,12 +446,16 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         }
         locked { deferredScheduled = false }
         for folder in folders {
-            for result in finishPending(in: folder) {
+            for (job, result) in finishPending(in: folder) {
                 guard let delegate else { continue }
                 delegateQueue.async {
                     switch result {
                     case .success(let photo): delegate.photoOutput(self, didFinishProcessingPhoto: photo, error: nil)
-                    case .failure(let error): delegate.photoOutput(self, didFinishProcessingPhoto: nil, error: error)
+                    case .failure(let error):
+                        // Work whose job cannot be read is for no capture's delegate: deferredPhotoHandler hears it.
+                        guard let job else { return }
+                        let failed = CapturePhoto(failed: CaptureResolvedPhotoSettings(unfinished: job, isDeferred: false), fileURL: job.fileURL)
+                        delegate.photoOutput(self, didFinishProcessingPhoto: failed, error: error)
                     }
                 }
             }

@@ -68,7 +68,23 @@ public struct CaptureResolvedPhotoSettings: Sendable {
     public let frameCount: Int
 }
 
-/// A finished photo (AVCapturePhoto).
+extension CaptureResolvedPhotoSettings {
+    /// A capture that failed before a frame was chosen (or whose deferred work failed): no size, no frames.
+    init(unfinished id: Int64, prioritization: CapturePhotoOutput.QualityPrioritization, zeroShutterLag: Bool,
+         isDeferred: Bool, rotationAngle: Int, isMirrored: Bool) {
+        self.init(uniqueID: id, photoQualityPrioritization: prioritization, photoDimensions: (0, 0),
+                  jpegQuality: prioritization.jpegQuality, isZeroShutterLag: zeroShutterLag, isDeferred: isDeferred,
+                  rotationAngle: rotationAngle, isMirrored: isMirrored, frameCount: 0)
+    }
+
+    init(unfinished job: PhotoJob, isDeferred: Bool) {
+        self.init(unfinished: job.id, prioritization: job.prioritization, zeroShutterLag: job.zeroShutterLag,
+                  isDeferred: isDeferred, rotationAngle: job.rotation, isMirrored: job.mirrored)
+    }
+}
+
+/// A finished photo (AVCapturePhoto). The delegate also receives one for a capture that failed, as
+/// AVFoundation's does: then `fileDataRepresentation()` is nil and the times are NaN.
 public struct CapturePhoto: Sendable {
     public let resolvedSettings: CaptureResolvedPhotoSettings
     /// Session running time of the exposure, in seconds (the frame's timestamp).
@@ -85,7 +101,9 @@ public struct CapturePhoto: Sendable {
     public let fileURL: URL?
     /// A deferred photo's proxy: replaced on disk when processing finishes.
     public let isProxy: Bool
-    private let data: Data
+    /// Always false: photos are JPEG, never RAW (AVCapturePhoto.isRawPhoto).
+    public var isRawPhoto: Bool { false }
+    private let data: Data?
 
     init(resolvedSettings: CaptureResolvedPhotoSettings, timestamp: Double, requestTimestamp: Double,
          latencyMilliseconds: Double, metadata: [String: String], fileURL: URL?, isProxy: Bool, data: Data) {
@@ -100,21 +118,58 @@ public struct CapturePhoto: Sendable {
         self.data = data
     }
 
-    /// The JPEG file's bytes, EXIF included.
-    public func fileDataRepresentation() -> Data { data }
+    /// The photo of a capture that failed: no data.
+    init(failed resolvedSettings: CaptureResolvedPhotoSettings, fileURL: URL?) {
+        self.resolvedSettings = resolvedSettings
+        timestamp = .nan
+        requestTimestamp = .nan
+        shutterLagMilliseconds = .nan
+        latencyMilliseconds = .nan
+        metadata = [:]
+        self.fileURL = fileURL
+        isProxy = false
+        data = nil
+    }
+
+    /// The JPEG file's bytes, EXIF included; nil for a capture that failed.
+    public func fileDataRepresentation() -> Data? { data }
 }
 
-/// Follows one capture (AVCapturePhotoCaptureDelegate). Called on the output's delegate queue, in order.
+/// A deferred photo's proxy (AVCaptureDeferredPhotoProxy): a CapturePhoto whose `isProxy` is true, its file
+/// replaced by the final image when processing is done.
+public typealias CaptureDeferredPhotoProxy = CapturePhoto
+
+/// Follows one capture (AVCapturePhotoCaptureDelegate), with AVFoundation's names and types so a delegate
+/// written for it conforms after renaming. Called on the output's delegate queue, in this order: willBegin,
+/// willCapture, didCapture (the frames are chosen: with zero shutter lag they were exposed at the press),
+/// didFinishProcessingPhoto or, for a deferred capture, didFinishCapturingDeferredPhotoProxy, then
+/// didFinishCapture. A capture that fails is told through didFinishProcessingPhoto (a photo without data)
+/// and didFinishCapture, both with the error, where AVFoundation may raise an exception instead. Errors are
+/// `CaptureError`s, typed `Error?` as in AVFoundation.
 public protocol CapturePhotoCaptureDelegate: AnyObject, Sendable {
-    func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor settings: CaptureResolvedPhotoSettings)
-    func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto?, error: CaptureError?)
-    func photoOutput(_ output: CapturePhotoOutput, didFinishCapturingDeferredPhotoProxy proxy: CapturePhoto?, error: CaptureError?)
-    func photoOutput(_ output: CapturePhotoOutput, didFinishCaptureFor settings: CaptureResolvedPhotoSettings?, error: CaptureError?)
+    func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor resolvedSettings: CaptureResolvedPhotoSettings)
+    func photoOutput(_ output: CapturePhotoOutput, willCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings)
+    func photoOutput(_ output: CapturePhotoOutput, didCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings)
+    func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: (any Error)?)
+    /// The proxy is optional as in AVFoundation's SDK, though never nil here (failures go to
+    /// didFinishProcessingPhoto).
+    func photoOutput(_ output: CapturePhotoOutput, didFinishCapturingDeferredPhotoProxy deferredPhotoProxy: CaptureDeferredPhotoProxy?,
+                     error: (any Error)?)
+    /// The same with a non-optional proxy, as the seed documents (and much published code) declare it: a
+    /// method of that shape would otherwise compile as an unrelated overload and never be called.
+    func photoOutput(_ output: CapturePhotoOutput, didFinishCapturingDeferredPhotoProxy deferredPhotoProxy: CaptureDeferredPhotoProxy,
+                     error: (any Error)?)
+    func photoOutput(_ output: CapturePhotoOutput, didFinishCaptureFor resolvedSettings: CaptureResolvedPhotoSettings, error: (any Error)?)
 }
 
 extension CapturePhotoCaptureDelegate {
-    public func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor settings: CaptureResolvedPhotoSettings) {}
-    public func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto?, error: CaptureError?) {}
-    public func photoOutput(_ output: CapturePhotoOutput, didFinishCapturingDeferredPhotoProxy proxy: CapturePhoto?, error: CaptureError?) {}
-    public func photoOutput(_ output: CapturePhotoOutput, didFinishCaptureFor settings: CaptureResolvedPhotoSettings?, error: CaptureError?) {}
+    public func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor resolvedSettings: CaptureResolvedPhotoSettings) {}
+    public func photoOutput(_ output: CapturePhotoOutput, willCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings) {}
+    public func photoOutput(_ output: CapturePhotoOutput, didCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings) {}
+    public func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: (any Error)?) {}
+    public func photoOutput(_ output: CapturePhotoOutput, didFinishCapturingDeferredPhotoProxy deferredPhotoProxy: CaptureDeferredPhotoProxy?,
+                            error: (any Error)?) {}
+    public func photoOutput(_ output: CapturePhotoOutput, didFinishCapturingDeferredPhotoProxy deferredPhotoProxy: CaptureDeferredPhotoProxy,
+                            error: (any Error)?) {}
+    public func photoOutput(_ output: CapturePhotoOutput, didFinishCaptureFor resolvedSettings: CaptureResolvedPhotoSettings, error: (any Error)?) {}
 }
