@@ -7,7 +7,7 @@ import Synchronization
 final class FrameCounter: CaptureVideoDataOutputSampleBufferDelegate {
     let frames = Atomic<Int>(0)
 
-    func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer) {
+    func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
         let count = frames.add(1, ordering: .relaxed).newValue
         if count % 30 == 1 {
             print("frame \(count): \(sampleBuffer.width)x\(sampleBuffer.height) \(sampleBuffer.pixelFormat) "

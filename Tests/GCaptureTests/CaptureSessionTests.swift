@@ -167,11 +167,11 @@ final class CaptureSessionTests: XCTestCase {
     func testDelegateReceivesFramesAndDropsWhenLate() async throws {
         final class SlowDelegate: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
             let outputs = Atomic<Int>(0), drops = Atomic<Int>(0)
-            func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer) {
+            func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
                 outputs.add(1, ordering: .relaxed)
                 Thread.sleep(forTimeInterval: 0.1) // a consumer slower than the camera
             }
-            func captureOutput(_ output: CaptureVideoDataOutput, didDrop sampleBuffer: SampleBuffer) {
+            func captureOutput(_ output: CaptureOutput, didDrop sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
                 drops.add(1, ordering: .relaxed)
             }
         }
@@ -194,7 +194,7 @@ final class CaptureSessionTests: XCTestCase {
     func testWithoutDiscardingALateDelegateGetsEveryFrameInOrder() async throws {
         final class Recorder: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
             let times = Mutex<[Double]>([])
-            func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer) {
+            func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
                 times.withLock { $0.append(sampleBuffer.presentationTime) }
                 Thread.sleep(forTimeInterval: 0.04) // slower than 30 fps, for a short while
             }

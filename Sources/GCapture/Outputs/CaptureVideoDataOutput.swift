@@ -3,15 +3,20 @@ import Foundation
 import GStreamerKit
 import Synchronization
 
-/// Receives frames from a CaptureVideoDataOutput on the delegate's queue.
+/// Receives frames from a CaptureVideoDataOutput on the delegate's queue
+/// (AVCaptureVideoDataOutputSampleBufferDelegate, with AVFoundation's parameter types: the output as
+/// CaptureOutput, the frame's connection), so a delegate written for AVFoundation conforms after renaming
+/// (CMSampleBuffer becomes SampleBuffer).
 public protocol CaptureVideoDataOutputSampleBufferDelegate: AnyObject, Sendable {
-    func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer)
+    func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection)
     /// A frame was discarded because the previous one was still being processed.
-    func captureOutput(_ output: CaptureVideoDataOutput, didDrop sampleBuffer: SampleBuffer)
+    func captureOutput(_ output: CaptureOutput, didDrop sampleBuffer: SampleBuffer, from connection: CaptureConnection)
 }
 
+// didOutput has no default, unlike AVFoundation's optional method: a delegate whose method is spelt with
+// other types then fails to compile instead of silently never receiving a frame.
 extension CaptureVideoDataOutputSampleBufferDelegate {
-    public func captureOutput(_ output: CaptureVideoDataOutput, didDrop sampleBuffer: SampleBuffer) {}
+    public func captureOutput(_ output: CaptureOutput, didDrop sampleBuffer: SampleBuffer, from connection: CaptureConnection) {}
 }
 
 /// Frames to your code (AVCaptureVideoDataOutput): to a delegate on a queue of yours and/or to AsyncStreams.
@@ -135,12 +140,12 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
             if accepted {
                 wasDelivered = true
                 queue.async {
-                    delegate.captureOutput(self, didOutput: buffer)
+                    delegate.captureOutput(self, didOutput: buffer, from: self.connection)
                     self.state.withLock { $0.delegateInFlight -= 1 }
                 }
             } else {
                 dropped.add(1, ordering: .relaxed)
-                queue.async { delegate.captureOutput(self, didDrop: buffer) }
+                queue.async { delegate.captureOutput(self, didDrop: buffer, from: self.connection) }
             }
         }
         if wasDelivered { delivered.add(1, ordering: .relaxed) }
