@@ -112,4 +112,28 @@ final class AVFoundationShapeTests: XCTestCase {
         XCTAssertNil(photo.fileDataRepresentation())
         XCTAssertEqual(photo.resolvedSettings.frameCount, 0)
     }
+
+    func testSupportedPropertiesFollowTheConfiguration() async throws {
+        let photos = CapturePhotoOutput()
+        func supported() -> [Bool] {
+            [photos.isZeroShutterLagSupported, photos.isResponsiveCaptureSupported,
+             photos.isFastCapturePrioritizationSupported, photos.isAutoDeferredPhotoDeliverySupported]
+        }
+        XCTAssertEqual(supported(), [false, false, false, false], "not in a session")
+        let session = try makeSession(outputs: [photos])
+        XCTAssertEqual(supported(), [true, true, true, true], "committed with a camera")
+        try await session.start()
+        XCTAssertEqual(supported(), [true, true, true, true], "running")
+        await session.stop()
+        XCTAssertEqual(supported(), [true, true, true, true], "stopped, still configured")
+        session.removeOutput(photos)
+        XCTAssertEqual(supported(), [false, false, false, false], "removed")
+
+        let cameraless = CaptureSession()
+        cameraless.beginConfiguration()
+        try cameraless.add(CaptureDeviceInput(device: .testMicrophone))
+        try cameraless.add(photos)
+        try cameraless.commitAndWait()
+        XCTAssertEqual(supported(), [false, false, false, false], "a session without a camera")
+    }
 }

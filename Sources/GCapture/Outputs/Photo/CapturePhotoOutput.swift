@@ -9,7 +9,10 @@ import GStreamerKit
 public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     // MARK: Configuration (set before adding the output or between captures)
 
-    public var isZeroShutterLagSupported: Bool { true }
+    /// Whether the current configuration can give a photo exposed at the request: true while the output is
+    /// in a session that has a camera (the ring is fed from its frames, whatever their format), false before
+    /// it is added, after it is removed, or without a camera, as AVFoundation's is false there.
+    public var isZeroShutterLagSupported: Bool { isFedByCamera }
     /// On by default: the photo is the frame nearest at or before the request. Off: the next frame.
     public var isZeroShutterLagEnabled: Bool { get { locked { zeroShutterLag } } set { locked { zeroShutterLag = newValue } } }
     /// Frames the ring keeps (at least 3, as CameraX). Applies when the output is next attached.
@@ -18,13 +21,16 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     public var maxPhotoQualityPrioritization: QualityPrioritization {
         get { locked { maxPrioritization } } set { locked { maxPrioritization = newValue } }
     }
-    public var isResponsiveCaptureSupported: Bool { true }
+    /// Overlapping captures need nothing of the camera beyond frames: supported when zero shutter lag is.
+    public var isResponsiveCaptureSupported: Bool { isFedByCamera }
     /// On by default: up to `maxInFlightCaptures` photos are processed at once; off: one at a time.
     public var isResponsiveCaptureEnabled: Bool { get { locked { responsive } } set { locked { responsive = newValue } } }
-    public var isFastCapturePrioritizationSupported: Bool { true }
+    /// Supported whenever photos can be taken (stepping quality down needs no more than that).
+    public var isFastCapturePrioritizationSupported: Bool { isFedByCamera }
     /// When captures come faster than they finish, step quality down to hold the shot-to-shot time.
     public var isFastCapturePrioritizationEnabled: Bool { get { locked { fastPrioritization } } set { locked { fastPrioritization = newValue } } }
-    public var isAutoDeferredPhotoDeliverySupported: Bool { true }
+    /// Supported whenever photos can be taken; applies to .quality captures written to a file.
+    public var isAutoDeferredPhotoDeliverySupported: Bool { isFedByCamera }
     /// For .quality captures written to a file: a proxy at once, the final image when processing is done.
     public var isAutoDeferredPhotoDeliveryEnabled: Bool { get { locked { deferred } } set { locked { deferred = newValue } } }
     /// Deferred processing waits until no capture has been requested for this long, to stay out of a burst.
@@ -48,6 +54,9 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     /// The newest frame this many frame intervals older than the request is not used: delivery jitters by a
     /// frame or two, and a camera three frames late may have stalled. The capture waits for the next frame.
     static let staleFrameIntervals: UInt64 = 3
+
+    /// The output is in a session's graph (built at commit, running or not) that has a camera.
+    private var isFedByCamera: Bool { locked { context }?.videoDevice() != nil }
 
     /// Memory the zero-shutter-lag ring holds now.
     public var zeroShutterLagMemoryBytes: Int { locked { ring }?.memoryBytes ?? 0 }
