@@ -37,5 +37,7 @@ let package = Package(
         .executableTarget(name: "FrameCounter", dependencies: ["GCapture"], path: "Examples/FrameCounter"),
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit"]),
         .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GStreamerKit"]),
+        // The seed documents' AVFoundation code ported by renaming; GCapture alone, in the seeds' Swift 5.
+        .testTarget(name: "SeedPortTests", dependencies: ["GCapture"], swiftSettings: [.swiftLanguageMode(.v5)]),
     ]
 )

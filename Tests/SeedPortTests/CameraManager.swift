@@ -1,0 +1,341 @@
+// The seed documents' camera code (../shared/seeds/002_*.txt, Patterns 1, 3, 4, 6 and 7), ported to gcapture
+// by dropping the AV prefix. This file imports GCapture alone, and its methods keep the seeds' shape, so the
+// compiler checks that the renaming is all a port needs. What Linux lacks is replaced, each marked LINUX:
+// UIKit's button and PhotoKit's library by the small stand-ins at the end, RotationCoordinator (no gravity
+// sensor) by an angle the app sets. Left out: Pattern 2 (a SwiftUI preview) and Pattern 5 (interruption
+// notifications do not exist yet). DEVICES marks the one other change: the seeds' device lookup
+// `AVCaptureDevice.default(.builtInWideAngleCamera, for: .video, position:)` goes to the test cameras.
+// It compiles in Swift 5 mode, the seeds' own; under Swift 6 the class needs `@unchecked Sendable`, as it
+// does with AVFoundation (its `sessionQueue.async { [self] in ... }` captures self).
+import Foundation
+import GCapture
+
+class CameraManager: NSObject {
+    let session = CaptureSession()
+    let photoOutput = CapturePhotoOutput()
+    let movieOutput = CaptureMovieFileOutput()
+
+    // CRITICAL: Dedicated serial queue for session work
+    private let sessionQueue = DispatchQueue(label: "camera.session")
+    private var currentRecordingURL: URL?
+    private var readinessCoordinator: CapturePhotoOutputReadinessCoordinator!
+
+    // LINUX: what the seeds give UIKit and PhotoKit.
+    let shutterButton = ShutterButton()
+    let library = PhotoLibrary()
+    /// LINUX: no RotationCoordinator; how the camera is mounted, in degrees clockwise.
+    var mountingAngle: CGFloat = 0
+    /// DEVICES: the cameras `AVCaptureDevice.default(.builtInWideAngleCamera, for: .video, position:)` finds.
+    let cameras: [CaptureDevice]
+
+    init(cameras: [CaptureDevice]) {
+        self.cameras = cameras
+    }
+
+    // MARK: Pattern 1: Basic Session Setup
+
+    func setupSession() {
+        sessionQueue.async { [self] in
+            session.beginConfiguration()
+            defer { session.commitConfiguration() }
+
+            // 1. Set session preset
+            session.sessionPreset = .photo
+
+            // 2. Add camera input
+            guard let camera = defaultCamera(for: .video, position: .back),  // DEVICES
+                  let input = try? CaptureDeviceInput(device: camera),
+                  session.canAddInput(input) else {
+                return
+            }
+            session.addInput(input)
+
+            // 3. Add photo output
+            guard session.canAddOutput(photoOutput) else { return }
+            session.addOutput(photoOutput)
+
+            // 4. Configure photo output
+            // (isHighResolutionCaptureEnabled, deprecated since iOS 16, is left out: photos are always the
+            // size of the session's format.)
+            photoOutput.maxPhotoQualityPrioritization = .quality
+        }
+    }
+
+    func startSession() {
+        sessionQueue.async { [self] in
+            if !session.isRunning {
+                session.startRunning()  // Blocking call - never on main thread!
+            }
+        }
+    }
+
+    func stopSession() {
+        sessionQueue.async { [self] in
+            if session.isRunning {
+                session.stopRunning()
+            }
+        }
+    }
+
+    // MARK: Pattern 3: Rotation
+
+    func captureRotationAngle() -> CGFloat {
+        // Use this angle when capturing photos
+        mountingAngle  // LINUX: rotationCoordinator?.videoRotationAngleForHorizonLevelCapture ?? 0
+    }
+
+    func captureRotatedPhoto() {
+        let settings = CapturePhotoSettings()
+
+        // Apply rotation angle from coordinator
+        if let connection = photoOutput.connection(with: .video) {
+            connection.videoRotationAngle = captureRotationAngle()
+        }
+
+        photoOutput.capturePhoto(with: settings, delegate: self)
+    }
+
+    // MARK: Pattern 4: Responsive Capture Pipeline
+
+    func enableResponsiveCapture() {
+        // Check support first
+        if photoOutput.isZeroShutterLagSupported {
+            photoOutput.isZeroShutterLagEnabled = true  // Required for responsive capture
+
+            if photoOutput.isResponsiveCaptureSupported {
+                photoOutput.isResponsiveCaptureEnabled = true
+            }
+        }
+        if photoOutput.isFastCapturePrioritizationSupported {
+            photoOutput.isFastCapturePrioritizationEnabled = true
+        }
+        // Check support and enable deferred processing
+        if photoOutput.isAutoDeferredPhotoDeliverySupported {
+            photoOutput.isAutoDeferredPhotoDeliveryEnabled = true
+        }
+    }
+
+    func setupReadinessCoordinator() {
+        readinessCoordinator = CapturePhotoOutputReadinessCoordinator(photoOutput: photoOutput)
+        readinessCoordinator.delegate = self
+    }
+
+    func capturePhoto() {
+        var settings = CapturePhotoSettings()
+        settings.photoQualityPrioritization = .balanced
+
+        // Tell coordinator to track this capture BEFORE calling capturePhoto
+        readinessCoordinator.startTrackingCaptureRequest(using: settings)
+
+        photoOutput.capturePhoto(with: settings, delegate: self)
+    }
+
+    /// Pattern 4's deferred processing. gcapture defers only photos written to a file (their pending work
+    /// survives a crash beside it), hence the one added line.
+    func captureDeferredPhoto(to url: URL) {
+        let settings = CapturePhotoSettings()
+        settings.photoQualityPrioritization = .quality
+        settings.fileURL = url  // gcapture: deferred delivery needs the file the final replaces
+        photoOutput.capturePhoto(with: settings, delegate: self)
+    }
+
+    // MARK: Pattern 6: Camera Switching (Front/Back)
+
+    func switchCamera() {
+        sessionQueue.async { [self] in
+            guard let currentInput = session.inputs.first as? CaptureDeviceInput else {
+                return
+            }
+
+            let currentPosition = currentInput.device.position
+            let newPosition: CaptureDevice.Position = currentPosition == .back ? .front : .back
+
+            guard let newDevice = defaultCamera(  // DEVICES
+                for: .video,
+                position: newPosition
+            ) else {
+                return
+            }
+
+            session.beginConfiguration()
+            defer { session.commitConfiguration() }
+
+            // Remove old input
+            session.removeInput(currentInput)
+
+            // Add new input
+            do {
+                let newInput = try CaptureDeviceInput(device: newDevice)
+                if session.canAddInput(newInput) {
+                    session.addInput(newInput)
+                    // (The seed updates its RotationCoordinator here: LINUX has none.)
+                } else {
+                    // Fallback: restore old input
+                    session.addInput(currentInput)
+                }
+            } catch {
+                session.addInput(currentInput)
+            }
+        }
+    }
+
+    // MARK: Pattern 7: Video Recording
+
+    func setupVideoRecording() {
+        sessionQueue.async { [self] in
+            session.beginConfiguration()
+            defer { session.commitConfiguration() }
+
+            // Set video preset
+            session.sessionPreset = .high  // Or .hd1920x1080, .hd4K3840x2160
+
+            // Add microphone input
+            if let microphone = defaultMicrophone(),  // DEVICES: AVCaptureDevice.default(for: .audio)
+               let audioInput = try? CaptureDeviceInput(device: microphone),
+               session.canAddInput(audioInput) {
+                session.addInput(audioInput)
+            }
+
+            // Add movie output
+            if session.canAddOutput(movieOutput) {
+                session.addOutput(movieOutput)
+            }
+        }
+    }
+
+    func startRecording() {
+        guard !movieOutput.isRecording else { return }
+
+        let outputURL = FileManager.default.temporaryDirectory
+            .appendingPathComponent(UUID().uuidString)
+            .appendingPathExtension("mov")
+
+        currentRecordingURL = outputURL
+
+        // Apply rotation
+        if let connection = movieOutput.connection(with: .video) {
+            connection.videoRotationAngle = captureRotationAngle()
+        }
+
+        movieOutput.startRecording(to: outputURL, recordingDelegate: self)
+    }
+
+    func stopRecording() {
+        guard movieOutput.isRecording else { return }
+        movieOutput.stopRecording()
+    }
+
+    // MARK: DEVICES
+
+    private func defaultCamera(for mediaType: MediaType, position: CaptureDevice.Position) -> CaptureDevice? {
+        cameras.first { $0.hasMediaType(mediaType) && $0.position == position }
+    }
+
+    private func defaultMicrophone() -> CaptureDevice? { CaptureDevice.testMicrophone }
+}
+
+extension CameraManager: CapturePhotoOutputReadinessCoordinatorDelegate {
+    func readinessCoordinator(_ coordinator: CapturePhotoOutputReadinessCoordinator,
+                              captureReadinessDidChange captureReadiness: CapturePhotoOutput.CaptureReadiness) {
+        DispatchQueue.main.async {
+            self.shutterButton.readinessSeen(captureReadiness)  // LINUX: for the test to read
+            switch captureReadiness {
+            case .ready:
+                self.shutterButton.isEnabled = true
+                self.shutterButton.alpha = 1.0
+
+            case .notReadyMomentarily:
+                // Brief delay - disable to prevent double-tap
+                self.shutterButton.isEnabled = false
+
+            case .notReadyWaitingForCapture:
+                // Flash is firing - dim button
+                self.shutterButton.alpha = 0.5
+
+            case .notReadyWaitingForProcessing:
+                // Processing previous photo - show spinner
+                self.showProcessingIndicator()
+
+            case .sessionNotRunning:
+                self.shutterButton.isEnabled = false
+
+            @unknown default:
+                break
+            }
+        }
+    }
+
+    func showProcessingIndicator() { shutterButton.isEnabled = false }
+}
+
+extension CameraManager: CapturePhotoCaptureDelegate {
+    // Called for BOTH regular photos AND deferred proxies
+    func photoOutput(_ output: CapturePhotoOutput,
+                     didFinishProcessingPhoto photo: CapturePhoto,
+                     error: Error?) {
+        guard error == nil else { return }
+
+        // Non-deferred photo - save directly
+        if !photo.isRawPhoto, let data = photo.fileDataRepresentation() {
+            savePhotoToLibrary(data)
+        }
+    }
+
+    // Called ONLY for deferred proxies - save to PhotoKit for later processing
+    func photoOutput(_ output: CapturePhotoOutput,
+                     didFinishCapturingDeferredPhotoProxy deferredPhotoProxy: CaptureDeferredPhotoProxy,
+                     error: Error?) {
+        guard error == nil else { return }
+
+        // CRITICAL: Save proxy to library ASAP before app is backgrounded
+        guard let proxyData = deferredPhotoProxy.fileDataRepresentation() else { return }
+
+        library.addProxy(proxyData)  // LINUX: PHPhotoLibrary's performChanges with .photoProxy
+    }
+
+    func savePhotoToLibrary(_ data: Data) { library.addPhoto(data) }  // LINUX
+}
+
+extension CameraManager: CaptureFileOutputRecordingDelegate {
+    func fileOutput(_ output: CaptureFileOutput,
+                    didFinishRecordingTo outputFileURL: URL,
+                    from connections: [CaptureConnection],
+                    error: Error?) {
+        if let error = error {
+            print("Recording error: \(error)")
+            library.addVideoError(error)  // LINUX: for the test to read
+            return
+        }
+
+        // Video saved to outputFileURL
+        saveVideoToPhotoLibrary(outputFileURL)
+    }
+
+    func saveVideoToPhotoLibrary(_ url: URL) { library.addVideo(url) }  // LINUX
+}
+
+// MARK: LINUX stand-ins for UIKit and PhotoKit
+
+/// A shutter button's state (UIButton), with every readiness it was shown.
+final class ShutterButton: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _isEnabled = true, _alpha = 1.0, _seen: [CapturePhotoOutput.CaptureReadiness] = []
+    var isEnabled: Bool { get { lock.withLock { _isEnabled } } set { lock.withLock { _isEnabled = newValue } } }
+    var alpha: Double { get { lock.withLock { _alpha } } set { lock.withLock { _alpha = newValue } } }
+    var readinessShown: [CapturePhotoOutput.CaptureReadiness] { lock.withLock { _seen } }
+    func readinessSeen(_ readiness: CapturePhotoOutput.CaptureReadiness) { lock.withLock { _seen.append(readiness) } }
+}
+
+/// What the seeds hand to the photo library.
+final class PhotoLibrary: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _photos: [Data] = [], _proxies: [Data] = [], _videos: [URL] = [], _videoErrors: [String] = []
+    var photos: [Data] { lock.withLock { _photos } }
+    var proxies: [Data] { lock.withLock { _proxies } }
+    var videos: [URL] { lock.withLock { _videos } }
+    var videoErrors: [String] { lock.withLock { _videoErrors } }
+    func addPhoto(_ data: Data) { lock.withLock { _photos.append(data) } }
+    func addProxy(_ data: Data) { lock.withLock { _proxies.append(data) } }
+    func addVideo(_ url: URL) { lock.withLock { _videos.append(url) } }
+    func addVideoError(_ error: Error) { lock.withLock { _videoErrors.append("\(error)") } }
+}
