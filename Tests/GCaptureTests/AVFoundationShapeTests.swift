@@ -136,4 +136,15 @@ final class AVFoundationShapeTests: XCTestCase {
         try cameraless.commitAndWait()
         XCTAssertEqual(supported(), [false, false, false, false], "a session without a camera")
     }
+
+    func testConnectionsSayWhatTheirOutputTurns() {
+        for output in [CapturePhotoOutput(), CaptureMovieFileOutput()] as [CaptureOutput] {
+            XCTAssertEqual([0, 90, 180, 270, 45].map(output.connection.isVideoRotationAngleSupported), [true, true, true, true, false])
+            XCTAssertTrue(output.connection.isVideoMirroringSupported)
+        }
+        // Frames to code come as the camera gives them: the connection must not claim otherwise.
+        let frames = CaptureVideoDataOutput()
+        XCTAssertEqual([0, 90, 180, 270].map(frames.connection.isVideoRotationAngleSupported), [true, false, false, false])
+        XCTAssertFalse(frames.connection.isVideoMirroringSupported)
+    }
 }

@@ -5,7 +5,15 @@ import GStreamerKit
 /// stop the others.
 public class CaptureOutput: @unchecked Sendable, Hashable {
     /// The output's connection to the session's video input: rotation, mirroring.
-    public let connection = CaptureConnection()
+    public let connection: CaptureConnection
+
+    init() {
+        connection = CaptureConnection(turnsCapturedFrames: Self.turnsCapturedFrames)
+    }
+
+    /// Whether the output turns and mirrors what it captures as its connection says (photos and movies do;
+    /// frames to code are delivered as the camera gives them).
+    class var turnsCapturedFrames: Bool { false }
 
     /// The connection for a media type (AVCaptureOutput.connection(with:)).
     public func connection(with mediaType: MediaType) -> CaptureConnection? {

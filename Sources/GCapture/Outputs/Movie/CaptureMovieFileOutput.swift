@@ -42,6 +42,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
 
     public override init() {}
 
+    override class var turnsCapturedFrames: Bool { true }
+
     private func locked<R>(_ body: () throws -> R) rethrows -> R {
         lock.lock()
         defer { lock.unlock() }

@@ -98,6 +98,8 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
 
     public override init() {}
 
+    override class var turnsCapturedFrames: Bool { true }
+
     private func locked<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         lock.lock()
         defer { lock.unlock() }
