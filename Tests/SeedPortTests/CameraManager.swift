@@ -1,5 +1,5 @@
-// The seed documents' camera code (../shared/seeds/002_*.txt, Patterns 1, 3, 4, 6 and 7), ported to gcapture
-// by dropping the AV prefix. This file imports GCapture alone, and its methods keep the seeds' shape, so the
+// The seed documents' camera code (../shared/seeds/002_*.txt: the permission check, Patterns 1, 3, 4, 6
+// and 7), ported to gcapture by dropping the AV prefix. This file imports GCapture alone, and its methods keep the seeds' shape, so the
 // compiler checks that the renaming is all a port needs. What Linux lacks is replaced, each marked LINUX:
 // UIKit's button and PhotoKit's library by the small stand-ins at the end, RotationCoordinator (no gravity
 // sensor) by an angle the app sets. Left out: Pattern 2 (a SwiftUI preview) and Pattern 5 (interruption
@@ -9,6 +9,24 @@
 // does with AVFoundation (its `sessionQueue.async { [self] in ... }` captures self).
 import Foundation
 import GCapture
+
+// MARK: Mandatory First Steps, 2. Request Camera Permission (Linux decides by group membership: no prompt)
+
+func requestCameraAccess() async -> Bool {
+    let status = CaptureDevice.authorizationStatus(for: .video)
+
+    switch status {
+    case .authorized:
+        return true
+    case .notDetermined:
+        return await CaptureDevice.requestAccess(for: .video)
+    case .denied, .restricted:
+        // Show settings prompt
+        return false
+    @unknown default:
+        return false
+    }
+}
 
 class CameraManager: NSObject {
     let session = CaptureSession()

@@ -25,6 +25,9 @@ final class SeedPortTests: XCTestCase {
     }
 
     func testSessionSetupAndPhotosWithTheDelegateAndRotation() async throws {
+        // No camera node on this machine is closed to the tests (the test cameras have none).
+        let granted = await requestCameraAccess()
+        XCTAssertTrue(granted)
         let camera = CameraManager(cameras: cameras)
         camera.setupSession()
         camera.setupReadinessCoordinator()
