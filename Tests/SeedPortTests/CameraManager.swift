@@ -1,12 +1,13 @@
-// The seed documents' camera code (../shared/seeds/002_*.txt: the permission check, Patterns 1, 3, 4, 6
-// and 7), ported to gcapture by dropping the AV prefix. This file imports GCapture alone, and its methods keep the seeds' shape, so the
-// compiler checks that the renaming is all a port needs. What Linux lacks is replaced, each marked LINUX:
-// UIKit's button and PhotoKit's library by the small stand-ins at the end, RotationCoordinator (no gravity
-// sensor) by an angle the app sets. Left out: Pattern 2 (a SwiftUI preview) and Pattern 5 (interruption
-// notifications do not exist yet). DEVICES marks the one other change: the seeds' device lookup
-// `AVCaptureDevice.default(.builtInWideAngleCamera, for: .video, position:)` goes to the test cameras.
-// It compiles in Swift 5 mode, the seeds' own; under Swift 6 the class needs `@unchecked Sendable`, as it
-// does with AVFoundation (its `sessionQueue.async { [self] in ... }` captures self).
+// The seed documents' camera code (../shared/seeds/002_*.txt: the permission check, Patterns 1, 3, 4, 6 and
+// 7; 004's mirroring fix), ported to gcapture by dropping the AV prefix. This file imports GCapture alone,
+// and its methods keep the seeds' shape, so the compiler checks that the renaming is all a port needs. What
+// Linux lacks is replaced, each marked LINUX: UIKit's button and PhotoKit's library by the small stand-ins
+// at the end, RotationCoordinator (no gravity sensor) by an angle the app sets. Left out: Pattern 2 (a
+// SwiftUI preview) and Pattern 5 (interruption notifications do not exist yet). DEVICES marks the one
+// other change: the seeds' device lookup `AVCaptureDevice.default(.builtInWideAngleCamera, for: .video,
+// position:)` goes to the test cameras. It compiles in Swift 5 mode, the seeds' own; under Swift 6 the
+// class needs `@unchecked Sendable` (tried: nothing else), as it does with AVFoundation, since its
+// `sessionQueue.async { [self] in ... }` sends self to another queue.
 import Foundation
 import GCapture
 
@@ -111,6 +112,15 @@ class CameraManager: NSObject {
         }
 
         photoOutput.capturePhoto(with: settings, delegate: self)
+    }
+
+    // MARK: 004, "Crash on setVideoMirrored": mirroring (on the photo output's connection: no preview layer)
+
+    func configureMirroring() {
+        guard let conn = photoOutput.connection(with: .video),
+              conn.isVideoMirroringSupported else { return }
+        conn.automaticallyAdjustsVideoMirroring = false
+        conn.isVideoMirrored = true
     }
 
     // MARK: Pattern 4: Responsive Capture Pipeline

@@ -61,6 +61,9 @@ final class SeedPortTests: XCTestCase {
         XCTAssertEqual(turned["ImageWidth"] as? Int, 480)
         XCTAssertEqual(turned["ImageHeight"] as? Int, 640)
 
+        camera.configureMirroring()
+        XCTAssertTrue(camera.photoOutput.connection.isVideoMirrored, "the seed found mirroring unsupported")
+
         camera.stopSession()
         try await waitUntil("the session stops") { !camera.session.isRunning }
     }
