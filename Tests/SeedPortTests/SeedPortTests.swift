@@ -117,7 +117,9 @@ final class SeedPortTests: XCTestCase {
         XCTAssertTrue(probe.stdout.contains("codec_name=h264"), probe.stdout)
         XCTAssertTrue(probe.stdout.contains("codec_name=aac"), probe.stdout)
         let duration = probe.stdout.split(separator: "\n").first { $0.hasPrefix("duration=") }.flatMap { Double($0.dropFirst(9)) }
-        XCTAssertEqual(try XCTUnwrap(duration), 2, accuracy: 0.5)
+        // Stopped once 2 s were recorded; the stop itself comes a poll and a thread hop later.
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(duration), 1.95)
+        XCTAssertLessThan(try XCTUnwrap(duration), 3.5)
     }
 
     func testSwitchingBetweenBackAndFrontCameras() async throws {
