@@ -10,6 +10,7 @@ struct BenchmarkReport: Codable {
     var frameDelivery: FrameDeliveryReport?
     var photo: PhotoReport?
     var recording: RecordingReport?
+    var soak: SoakReport?
 }
 
 /// Figure 1, in milliseconds.
@@ -94,6 +95,7 @@ extension BenchmarkReport {
         if let frameDelivery { lines += [""] + frameDelivery.table() }
         if let photo { lines += [""] + photo.table() }
         if let recording { lines += [""] + recording.table() }
+        if let soak { lines += [""] + soak.table() }
         return lines.joined(separator: "\n")
     }
 }
