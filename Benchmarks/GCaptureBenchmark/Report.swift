@@ -11,6 +11,7 @@ struct BenchmarkReport: Codable {
     var photo: PhotoReport?
     var recording: RecordingReport?
     var soak: SoakReport?
+    var v4l2Ring: V4L2RingReport?
 }
 
 /// Figure 1, in milliseconds.
@@ -96,6 +97,7 @@ extension BenchmarkReport {
         if let photo { lines += [""] + photo.table() }
         if let recording { lines += [""] + recording.table() }
         if let soak { lines += [""] + soak.table() }
+        if let v4l2Ring { lines += [""] + v4l2Ring.table() }
         return lines.joined(separator: "\n")
     }
 }

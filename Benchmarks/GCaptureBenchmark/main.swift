@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak }
+    enum Part: String { case latency, frames, photo, record, soak, v4l2 }
 
     var seconds = 10.0
     var rounds = 3
@@ -21,6 +21,7 @@ struct Options {
         usage: gcapture-bench [--seconds S] [--rounds N] [--latency-rounds N] [--photo-shots N] [--burst-rounds N]
                               [--only latency|frames|photo|record] [--json]
                gcapture-bench --only soak [--soak-minutes M] [--json]
+               gcapture-bench --only v4l2 [--seconds S] [--rounds N] [--json]     (where /dev/video0 is a camera)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -37,6 +38,9 @@ struct Options {
                                minute-long movies for --soak-minutes, and reports the growth of resident
                                memory after warm-up (goal < 2 MiB)
           --soak-minutes M     length of the soak (default 30)
+
+        `--only v4l2` (never part of the default run; inside ../shared/testbed/v4l2-vm) measures the zero-shutter-lag
+        ring on a real V4L2 camera's bounded pool against a hand-written copying ring in plain GStreamer.
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -74,7 +78,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record or soak, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak or v4l2, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -83,8 +87,8 @@ struct Options {
         return options
     }
 
-    /// The soak takes half an hour: it runs only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && part != .soak) }
+    /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -95,6 +99,7 @@ if arguments.first == "child" {
     if childArguments.first == PhotoBurst.childMode { exit(await PhotoBurst.childMain(childArguments)) }
     if childArguments.first == RecordingChild.childMode { exit(await RecordingChild.childMain(childArguments)) }
     if childArguments.first?.hasPrefix("soak-") == true { exit(await SoakChild.childMain(childArguments)) }
+    if childArguments.first?.hasPrefix("v4l2-") == true { exit(await V4L2RingChild.childMain(childArguments)) }
     exit(await FrameChild.main(childArguments))
 }
 
@@ -127,6 +132,9 @@ do {
     }
     if options.runs(.record) {
         report.recording = try RecordingBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
+    }
+    if options.runs(.v4l2) {
+        report.v4l2Ring = try V4L2RingBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
     }
     if options.runs(.soak) {
         report.soak = try SoakBenchmark.run(minutes: options.soakMinutes, progress: printError)
