@@ -183,9 +183,12 @@ enum ChildProcess {
 
     /// VmHWM ("VmHWM:     51234 kB") of a live process: the peak RSS of its current address space, which
     /// exec started afresh.
-    static func highWaterMarkKiB(_ statusPath: String) -> Int? {
+    static func highWaterMarkKiB(_ statusPath: String) -> Int? { memoryKiB(statusPath, field: "VmHWM") }
+
+    /// A memory line of a live process's status ("VmRSS:     51234 kB"), in KiB.
+    static func memoryKiB(_ statusPath: String, field: String) -> Int? {
         guard let status = try? String(contentsOfFile: statusPath, encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return nil }
         return line.split(separator: " ").dropFirst().first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
     }
 

@@ -8,10 +8,13 @@ import Synchronization
 /// 1. Shutter lag, the photo's frame timestamp − the request instant (both session running time): the engine
 ///    with zero shutter lag at .balanced, against GStreamer's camerabin on the same kind of live source (in a
 ///    child process, see Camerabin), and viewfinder frames lost per shot on both.
-/// 2. Request → JPEG file, against the floor: jpegenc alone encoding a frame of that size at the same quality,
-///    timed push → pull in this process. Wall time against wall time, interleaved with the engine's shots so
-///    both share the noise and the background load of the running live source; the engine also takes photos
-///    without a file, which shows by difference what writing the file costs.
+/// 2. Request → JPEG file, timed from the caller's side on both sides: the engine from before capturePhoto is
+///    called until it has returned (the file is on disk), against the floor doing what the engine does with
+///    plain GStreamer: a frame of that size pushed by reference (no copy, as the engine's ring hands its
+///    frame over) into jpegenc at the same quality, the JPEG pulled and written to a file the way the engine
+///    writes (beside it, then renamed). Interleaved with the engine's shots so both share the noise and the
+///    background load of the running live source; both also run without a file, which shows by difference
+///    what writing it costs.
 /// 3. A burst, one request per frame interval, while a CaptureVideoDataOutput on the same session counts
 ///    frames: photos delivered, frames lost, CPU per photo against jpegenc's CPU per frame (see PhotoBurst).
 enum PhotoBenchmark {
@@ -117,9 +120,10 @@ extension PhotoSizeReport {
             camerabinNote: camerabinNote, meetsGoal: lag.median <= 0 && beyond == 0)
         requestToFile = RequestToFileFigures(
             engine: latency, engineInMemory: Summary(engine.inMemoryLatencies),
+            engineReported: Summary(engine.engineReportedLatencies),
             camerabin: camerabin.flatMap { $0.pressToFile.isEmpty ? nil : Summary($0.pressToFile) },
             camerabinFrameToFile: camerabin.flatMap { $0.frameToFile.isEmpty ? nil : Summary($0.frameToFile) },
-            floor: floor, engineMeanJPEGBytes: engine.meanJPEGBytes, floorMeanJPEGBytes: engine.floorMeanJPEGBytes,
+            floor: floor, floorInMemory: Summary(engine.floorInMemoryEncodes), engineMeanJPEGBytes: engine.meanJPEGBytes, floorMeanJPEGBytes: engine.floorMeanJPEGBytes,
             ratio: ratio, meetsGoal: ratio <= PhotoBenchmark.latencyGoal)
         viewfinder = ViewfinderFigures(
             engineFrames: engine.viewfinderFrames, engineMissing: engine.viewfinderMissing,
@@ -136,14 +140,18 @@ extension PhotoSizeReport {
 struct PhotoFigures: Sendable {
     var requestTimestamp: Double
     var shutterLagMilliseconds: Double
+    /// What the engine reports (CapturePhoto.latencyMilliseconds: from inside the capture call).
     var latencyMilliseconds: Double
+    /// Before capturePhoto was called → after it returned, in the caller: the figure compared with the floor.
+    var callerMilliseconds: Double
     var jpegQuality: Int
     var bytes: Int
 
-    init(_ photo: CapturePhoto) {
+    init(_ photo: CapturePhoto, callerMilliseconds: Double) {
         requestTimestamp = photo.requestTimestamp
         shutterLagMilliseconds = photo.shutterLagMilliseconds
         latencyMilliseconds = photo.latencyMilliseconds
+        self.callerMilliseconds = callerMilliseconds
         jpegQuality = photo.resolvedSettings.jpegQuality
         bytes = photo.fileDataRepresentation()?.count ?? 0
     }
@@ -156,12 +164,16 @@ struct EngineShots {
     var jpegQuality: Int
     /// Frame timestamp − request, ms, of every engine photo (to a file or in memory).
     var shutterLags: [Double]
-    /// Request → JPEG written, ms (CapturePhoto.latencyMilliseconds, fileURL set).
+    /// capturePhoto called → returned with the JPEG written, ms, timed by the caller (fileURL set).
     var latencies: [Double]
-    /// Request → JPEG in memory, ms (no fileURL): what writing the file adds, by difference.
+    /// The same with the JPEG in memory (no fileURL): what writing the file adds, by difference.
     var inMemoryLatencies: [Double]
-    /// The floor: appsrc → jpegenc → appsink, push → pull, ms.
+    /// What the engine itself reported for the photos to a file (CapturePhoto.latencyMilliseconds).
+    var engineReportedLatencies: [Double]
+    /// The floor: frame pushed by reference → jpegenc → JPEG pulled and written to a file, ms.
     var floorEncodes: [Double]
+    /// The floor without the file: push → pull, ms.
+    var floorInMemoryEncodes: [Double]
     var meanJPEGBytes: Double
     var floorMeanJPEGBytes: Double
     /// Frames of the session's CaptureVideoDataOutput ("viewfinder") while the shots were taken.
@@ -169,18 +181,19 @@ struct EngineShots {
     var viewfinderMissing: Int
 
     /// One step of the interleaving: each waits its own pause first, their order rotates.
-    private enum Turn: CaseIterable { case photoToFile, photoInMemory, floor }
+    private enum Turn: CaseIterable { case photoToFile, photoInMemory, floorToFile, floorInMemory }
 
     private struct Taken {
         var toFile: [PhotoFigures] = []
         var inMemory: [PhotoFigures] = []
         var floor: [(milliseconds: Double, bytes: Int)] = []
+        var floorInMemory: [(milliseconds: Double, bytes: Int)] = []
         var all: [PhotoFigures] { toFile + inMemory }
     }
 
     /// A session with the test camera, a CapturePhotoOutput (zero shutter lag on, its default) and a
     /// CaptureVideoDataOutput as the viewfinder. One shot at a time, each after a random pause: a photo to a
-    /// file, a photo in memory and a floor encode, in rotating order.
+    /// file, a photo in memory, a floor encode to a file and one in memory, in rotating order.
     static func measure(_ size: PhotoBenchmark.Size, gaps: [Double], directory: URL,
                         progress: (String) -> Void) async throws -> EngineShots {
         let session = CaptureSession(name: "bench-photo-\(size.label)")
@@ -219,14 +232,16 @@ struct EngineShots {
         let first = all.first!, last = all.last!
         let window = PhotoBenchmark.missingFrames(
             frames.timestamps, from: UInt64(first.requestTimestamp * 1e9),
-            to: UInt64(last.requestTimestamp * 1e9 + last.latencyMilliseconds * 1e6),
+            to: UInt64(last.requestTimestamp * 1e9 + last.callerMilliseconds * 1e6),
             intervalNanoseconds: 1e9 / info.frameRate.doubleValue)
         return EngineShots(
             jpegQuality: first.jpegQuality,
             shutterLags: all.map(\.shutterLagMilliseconds),
-            latencies: taken.toFile.map(\.latencyMilliseconds),
-            inMemoryLatencies: taken.inMemory.map(\.latencyMilliseconds),
+            latencies: taken.toFile.map(\.callerMilliseconds),
+            inMemoryLatencies: taken.inMemory.map(\.callerMilliseconds),
+            engineReportedLatencies: taken.toFile.map(\.latencyMilliseconds),
             floorEncodes: taken.floor.map(\.milliseconds),
+            floorInMemoryEncodes: taken.floorInMemory.map(\.milliseconds),
             meanJPEGBytes: Double(all.map(\.bytes).reduce(0, +)) / Double(all.count),
             floorMeanJPEGBytes: Double(taken.floor.map(\.bytes).reduce(0, +)) / Double(taken.floor.count),
             viewfinderFrames: window.frames, viewfinderMissing: window.missing)
@@ -237,11 +252,13 @@ struct EngineShots {
         func photo(_ number: Int, toFile: Bool) async throws -> PhotoFigures {
             let settings = CapturePhotoSettings(photoQualityPrioritization: PhotoBenchmark.prioritization,
                                                 fileURL: toFile ? directory.appendingPathComponent("engine-\(number).jpg") : nil)
+            let called = Monotonic.now
             let photo = try await photos.capturePhoto(with: settings)
+            let returned = Monotonic.now
             if let url = settings.fileURL, !FileManager.default.fileExists(atPath: url.path) {
                 throw BenchmarkError.noFrame("photo \(number) was not written to \(url.path)")
             }
-            return PhotoFigures(photo)
+            return PhotoFigures(photo, callerMilliseconds: Monotonic.milliseconds(from: called, to: returned))
         }
 
         // Let the ring fill, then one unmeasured shot and encode: first-use costs are not what is measured.
@@ -249,7 +266,7 @@ struct EngineShots {
         let warmUp = try await photo(0, toFile: true)
         let floor = try JPEGFloor(size, quality: warmUp.jpegQuality)
         defer { floor.shutDown() }
-        _ = try floor.encode()
+        _ = try floor.encode(to: directory.appendingPathComponent("floor-0.jpg"))
 
         var taken = Taken()
         for (index, gap) in gaps.enumerated() {
@@ -258,7 +275,8 @@ struct EngineShots {
                 switch Turn.allCases[(index + step) % Turn.allCases.count] {
                 case .photoToFile: taken.toFile.append(try await photo(index + 1, toFile: true))
                 case .photoInMemory: taken.inMemory.append(try await photo(index + 1, toFile: false))
-                case .floor: taken.floor.append(try floor.encode())
+                case .floorToFile: taken.floor.append(try floor.encode(to: directory.appendingPathComponent("floor-\(index + 1).jpg")))
+                case .floorInMemory: taken.floorInMemory.append(try floor.encode())
                 }
             }
             if (index + 1) % 10 == 0 || index + 1 == gaps.count {
@@ -292,15 +310,17 @@ final class FrameTimes: Sendable {
     var info: VideoInfo? { state.withLock { $0.info } }
 }
 
-/// The latency floor: jpegenc alone, in a pipeline of this process (appsrc → jpegenc → appsink), encoding
-/// frames of the test camera's pattern at the size and quality of the engine's photos. One encode is timed
-/// from the push (which copies the frame into a new buffer, as the engine's encoder does) to the pull of the
-/// JPEG: jpegenc's work plus two thread hand-offs, with none of the engine's ring, EXIF, or file writing.
+/// The latency floor: what the engine does for a photo, done with plain GStreamer in a pipeline of this
+/// process (appsrc → jpegenc → appsink): a frame of the test camera's pattern pushed by reference (a buffer
+/// header sharing its memory: the engine's ring hands its frame over without a copy too), encoded at the size
+/// and quality of the engine's photos, the JPEG pulled and, when a file is asked for, written the way the
+/// engine writes it (beside the target, then renamed). jpegenc's work, two thread hand-offs and the write,
+/// with none of the engine's ring, EXIF or range conversion.
 final class JPEGFloor {
     private let pipeline: Pipeline
     private let source: AppSource
     private let sink: AppSink
-    private let frames: [[UInt8]]
+    private let frames: [Sample]
     private var encoded = 0
     static let distinctFrames = 4
 
@@ -321,22 +341,44 @@ final class JPEGFloor {
 
     func shutDown() { pipeline.shutDown() }
 
-    /// Encodes the next frame: milliseconds from push to pull, and the JPEG's size.
-    func encode() throws -> (milliseconds: Double, bytes: Int) {
+    /// Encodes the next frame (and writes it to `file`): milliseconds from before the push until the JPEG is
+    /// pulled (and the file renamed into place), and the JPEG's size.
+    func encode(to file: URL? = nil) throws -> (milliseconds: Double, bytes: Int) {
         let frame = frames[encoded % frames.count]
         let presentationTime = ClockTime(encoded) * ClockTime.second / ClockTime(Contestants.frameRate)
         encoded += 1
         let pushed = Monotonic.now
-        guard frame.withUnsafeBytes({ source.push(copying: $0, presentationTime: presentationTime) }),
+        guard source.push(sharing: frame, presentationTime: presentationTime),
               let jpeg = sink.pullSample(timeout: 5 * ClockTime.second) else {
             throw BenchmarkError.noFrame("the floor's jpegenc returned no JPEG within 5 s")
         }
-        let pulled = Monotonic.now
-        return (Monotonic.milliseconds(from: pushed, to: pulled), jpeg.byteCount)
+        if let file {
+            guard jpeg.withBytes({ Self.writeAtomically($0, to: file.path) }) == true else {
+                throw BenchmarkError.setup("the floor could not write \(file.path)")
+            }
+        }
+        let done = Monotonic.now
+        return (Monotonic.milliseconds(from: pushed, to: done), jpeg.byteCount)
     }
 
-    /// Frames of the test camera's moving pattern, copied out of a short videotestsrc run.
-    private static func testFrames(_ size: PhotoBenchmark.Size, count: Int) throws -> [[UInt8]] {
+    /// As the engine writes a photo: a file beside the target, renamed over it, no fsync.
+    private static func writeAtomically(_ bytes: UnsafeRawBufferPointer, to path: String) -> Bool {
+        let temporary = path + ".tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return false }
+        var written = 0
+        while written < bytes.count {
+            let count = write(descriptor, bytes.baseAddress! + written, bytes.count - written)
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { close(descriptor); return false }
+            written += count
+        }
+        return close(descriptor) == 0 && rename(temporary, path) == 0
+    }
+
+    /// Frames of the test camera's moving pattern, kept out of a short videotestsrc run (deep copies, so
+    /// they outlive its buffer pool).
+    private static func testFrames(_ size: PhotoBenchmark.Size, count: Int) throws -> [Sample] {
         let pipeline = try Pipeline.launch("\(PhotoBenchmark.stillSource) num-buffers=\(count) ! \(size.caps) "
                                            + "! appsink name=sink sync=false")
         defer { pipeline.shutDown() }
@@ -345,11 +387,10 @@ final class JPEGFloor {
         }
         try pipeline.setState(.playing)
         return try (0..<count).map { _ in
-            guard let sample = sink.pullSample(timeout: 5 * ClockTime.second),
-                  let bytes = sample.withBytes({ [UInt8]($0) }) else {
+            guard let sample = sink.pullSample(timeout: 5 * ClockTime.second)?.copy() else {
                 throw BenchmarkError.noFrame("videotestsrc made no \(size.label) frame")
             }
-            return bytes
+            return sample
         }
     }
 }

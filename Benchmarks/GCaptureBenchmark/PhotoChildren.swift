@@ -328,13 +328,16 @@ enum PhotoBurst {
             try await Task.sleep(for: .seconds(settleSeconds))
             (framesBefore, burstStarted) = (frames.timestamps.count, Monotonic.now)
             served = try await serveRequests(seconds: seconds) { index in
-                if let floor { return .encoded(try floor.encode().milliseconds) }
+                // The floor writes each JPEG to a file of its own too, as the burst's photos are.
+                if let floor { return .encoded(try floor.encode(to: directory.appendingPathComponent("floor-\(index).jpg")).milliseconds) }
                 guard kind == .photos else { return .nothing }
                 let settings = CapturePhotoSettings(photoQualityPrioritization: PhotoBenchmark.prioritization,
                                                     fileURL: directory.appendingPathComponent("burst-\(index).jpg"))
                 return .photo(Task {
                     do throws(CaptureError) {
-                        return .success(PhotoFigures(try await photos.capturePhoto(with: settings)))
+                        let called = Monotonic.now
+                        let photo = try await photos.capturePhoto(with: settings)
+                        return .success(PhotoFigures(photo, callerMilliseconds: Monotonic.milliseconds(from: called, to: Monotonic.now)))
                     } catch {
                         return .failure(error)
                     }
@@ -369,7 +372,7 @@ enum PhotoBurst {
             jpegQualities: Array(Set(delivered.map(\.jpegQuality))).sorted(),
             shutterLag: delivered.isEmpty ? nil : Summary(delivered.map(\.shutterLagMilliseconds)),
             latency: delivered.isEmpty ? (served.encodes.isEmpty ? nil : Summary(served.encodes))
-                : Summary(delivered.map(\.latencyMilliseconds)),
+                : Summary(delivered.map(\.callerMilliseconds)),
             expectedFrames: expected, framesInWindow: inWindow, framesLost: expected - inWindow,
             framesDroppedByOutput: frameOutput.droppedFrameCount,
             burstSeconds: Monotonic.seconds(from: burstStarted, to: burstDone),
@@ -381,7 +384,7 @@ enum PhotoBurst {
         case nothing
         /// A photo on its way: each is a task of its own, so a slow photo never delays the next request.
         case photo(Task<Result<PhotoFigures, CaptureError>, Never>)
-        /// A frame encoded by the on-demand floor, in this many ms (push → pull).
+        /// A frame encoded by the on-demand floor and written to its file, in this many ms.
         case encoded(Double)
     }
 
@@ -508,7 +511,7 @@ struct BurstChildReport: Codable {
     var jpegQualities: [Int]
     /// Of the burst's photos, ms.
     var shutterLag: Summary?
-    /// Request → file of the photos, or push → pull of the floor's encodes, ms.
+    /// capturePhoto called → returned (file written) for the photos, or push → file written for the floor's encodes, ms.
     var latency: Summary?
     /// Frame slots in the burst, frames the output delivered in them, and the difference.
     var expectedFrames: Int

@@ -10,6 +10,8 @@ struct BenchmarkReport: Codable {
     var frameDelivery: FrameDeliveryReport?
     var photo: PhotoReport?
     var recording: RecordingReport?
+    var soak: SoakReport?
+    var v4l2Ring: V4L2RingReport?
 }
 
 /// Figure 1, in milliseconds.
@@ -94,6 +96,8 @@ extension BenchmarkReport {
         if let frameDelivery { lines += [""] + frameDelivery.table() }
         if let photo { lines += [""] + photo.table() }
         if let recording { lines += [""] + recording.table() }
+        if let soak { lines += [""] + soak.table() }
+        if let v4l2Ring { lines += [""] + v4l2Ring.table() }
         return lines.joined(separator: "\n")
     }
 }
@@ -184,17 +188,22 @@ struct ShutterLagFigures: Codable {
     var meetsGoal: Bool
 }
 
-/// Part 2: request → JPEG in a file, against jpegenc alone.
+/// Part 2: request → JPEG in a file, against the same work in plain GStreamer, both timed by the caller.
 struct RequestToFileFigures: Codable {
-    /// CapturePhoto.latencyMilliseconds, fileURL set.
+    /// capturePhoto called → returned, fileURL set, timed by the caller.
     var engine: Summary
     /// The same without a fileURL (JPEG in memory), interleaved: the file's share by difference.
     var engineInMemory: Summary
+    /// CapturePhoto.latencyMilliseconds of the photos to a file: the engine's own account, from inside the call.
+    var engineReported: Summary
     /// start-capture → image-done.
     var camerabin: Summary?
     var camerabinFrameToFile: Summary?
-    /// appsrc ! jpegenc ! appsink in this process, push → pull, interleaved with the engine's shots.
+    /// appsrc ! jpegenc ! appsink in this process, frame pushed by reference → JPEG pulled and written to a
+    /// file, interleaved with the engine's shots.
     var floor: Summary
+    /// The same without the file: push → pull.
+    var floorInMemory: Summary
     var engineMeanJPEGBytes: Double
     var floorMeanJPEGBytes: Double
     /// Median engine / median floor.
@@ -246,7 +255,7 @@ struct BurstFigures: Codable {
     /// The burst's photos, pooled over rounds.
     var shutterLag: Summary?
     var latency: Summary?
-    /// Push → pull of the on-demand floor's encodes.
+    /// Push → file written, of the on-demand floor's encodes.
     var onDemandFloorLatency: Summary?
     var burstPeakRSSMiB: Double
     var baselinePeakRSSMiB: Double
@@ -271,7 +280,7 @@ extension PhotoReport {
         var lines = [
             "3. Still photos at .\(prioritization) (JPEG quality \(quality)), test camera NV12 30 fps. Per size, one at a time, each "
                 + "after a \(gapMilliseconds[0])–\(gapMilliseconds[1]) ms pause:",
-            "   \(shots) × (engine photo to a file, engine photo in memory, floor encode), rotating; then camerabin, \(shots) shots",
+            "   \(shots) × (engine photo to a file, in memory; floor to a file, in memory), rotating, all timed by the caller; then camerabin, \(shots) shots",
             row("", sizes.map { "\($0.label) (\($0.width)x\($0.height))" }),
             row("", sizes.map { _ in "median        p90" }),
             "  shutter lag, ms (frame timestamp − request; ≤ 0: exposed before the press)",
@@ -283,10 +292,12 @@ extension PhotoReport {
             values("  engine     shots beyond one frame (\(interval) ms)", { "\($0.shutterLag.engineBeyondOneFrame)/\($0.shutterLag.engine.samples.count)" }),
             values("  goal: median ≤ 0, none beyond \(interval) ms", { verdict($0.shutterLag.meetsGoal) }),
             "  request → JPEG file, ms",
-            summaries("  engine     capturePhoto, fileURL in /tmp", { $0.requestToFile.engine }),
-            summaries("  engine     capturePhoto, in memory (no fileURL)", { $0.requestToFile.engineInMemory }),
+            summaries("  engine     capturePhoto called → returned, fileURL in /tmp", { $0.requestToFile.engine }),
+            summaries("  engine     the same, in memory (no fileURL)", { $0.requestToFile.engineInMemory }),
+            summaries("  engine     its own account (latencyMilliseconds)", { $0.requestToFile.engineReported }),
             summaries("  camerabin  start-capture → image-done", { $0.requestToFile.camerabin }),
-            summaries("  floor      appsrc ! jpegenc ! appsink, push → pull", { $0.requestToFile.floor }),
+            summaries("  floor      push by reference ! jpegenc ! pull, file written", { $0.requestToFile.floor }),
+            summaries("  floor      the same, in memory", { $0.requestToFile.floorInMemory }),
             values(String(format: "  engine / floor, medians (goal ≤ %.2f×)", latencyGoal), {
                 String(format: "%.2f× ", $0.requestToFile.ratio) + verdict($0.requestToFile.meetsGoal)
             }),
@@ -320,8 +331,8 @@ extension PhotoReport {
             }),
             values("  goal: every photo, no frame lost", { verdict($0.burst.meetsDeliveryGoal) }),
             summaries("  burst photos: shutter lag, ms (one phase per run)", { $0.burst.shutterLag }),
-            summaries("  burst photos: request → file, ms", { $0.burst.latency }),
-            summaries("  on-demand floor: push → pull, ms", { $0.burst.onDemandFloorLatency }),
+            summaries("  burst photos: capturePhoto called → returned, ms", { $0.burst.latency }),
+            summaries("  on-demand floor: push → file written, ms", { $0.burst.onDemandFloorLatency }),
             values("  peak RSS MiB: burst / no requests", {
                 String(format: "%.0f / %.0f", $0.burst.burstPeakRSSMiB, $0.burst.baselinePeakRSSMiB)
             }),

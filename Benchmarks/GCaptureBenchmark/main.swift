@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record }
+    enum Part: String { case latency, frames, photo, record, soak, v4l2 }
 
     var seconds = 10.0
     var rounds = 3
@@ -13,12 +13,15 @@ struct Options {
     var latencyRounds = 40
     var photoShots = 40
     var burstRounds = 1
+    var soakMinutes = 30.0
     var json = false
     var only: Part?
 
     static let usage = """
         usage: gcapture-bench [--seconds S] [--rounds N] [--latency-rounds N] [--photo-shots N] [--burst-rounds N]
                               [--only latency|frames|photo|record] [--json]
+               gcapture-bench --only soak [--soak-minutes M] [--json]
+               gcapture-bench --only v4l2 [--seconds S] [--rounds N] [--json]     (where /dev/video0 is a camera)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -30,7 +33,14 @@ struct Options {
                                request → file (default 40)
           --burst-rounds N     rounds of the photo burst per size, each three child processes: photos, no
                                requests, on-demand floor (default 1)
-          --only PART          run only the latency, the frames, the photo or the record part
+          --only PART          run only the latency, the frames, the photo or the record part; `soak`
+                               (never part of the default run) photographs 10 times a second and records
+                               minute-long movies for --soak-minutes, and reports the growth of resident
+                               memory after warm-up (goal < 2 MiB)
+          --soak-minutes M     length of the soak (default 30)
+
+        `--only v4l2` (never part of the default run; inside ../shared/testbed/v4l2-vm) measures the zero-shutter-lag
+        ring on a real V4L2 camera's bounded pool against a hand-written copying ring in plain GStreamer.
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -59,10 +69,16 @@ struct Options {
             case "--latency-rounds": options.latencyRounds = try count(for: argument)
             case "--photo-shots": options.photoShots = try count(for: argument)
             case "--burst-rounds": options.burstRounds = try count(for: argument)
+            case "--soak-minutes":
+                let text = try value(for: argument)
+                guard let minutes = Double(text), minutes >= 1, minutes <= 24 * 60 else {
+                    throw .usage("--soak-minutes must be between 1 and 1440, not '\(text)'")
+                }
+                options.soakMinutes = minutes
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo or record, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak or v4l2, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -71,7 +87,8 @@ struct Options {
         return options
     }
 
-    func runs(_ part: Part) -> Bool { only == nil || only == part }
+    /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -81,6 +98,8 @@ if arguments.first == "child" {
     let childArguments = Array(arguments.dropFirst())
     if childArguments.first == PhotoBurst.childMode { exit(await PhotoBurst.childMain(childArguments)) }
     if childArguments.first == RecordingChild.childMode { exit(await RecordingChild.childMain(childArguments)) }
+    if childArguments.first?.hasPrefix("soak-") == true { exit(await SoakChild.childMain(childArguments)) }
+    if childArguments.first?.hasPrefix("v4l2-") == true { exit(await V4L2RingChild.childMain(childArguments)) }
     exit(await FrameChild.main(childArguments))
 }
 
@@ -113,6 +132,12 @@ do {
     }
     if options.runs(.record) {
         report.recording = try RecordingBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
+    }
+    if options.runs(.v4l2) {
+        report.v4l2Ring = try V4L2RingBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
+    }
+    if options.runs(.soak) {
+        report.soak = try SoakBenchmark.run(minutes: options.soakMinutes, progress: printError)
     }
     print(options.json ? try report.json() : report.table())
 } catch {

@@ -23,5 +23,13 @@ public final class AppSource: @unchecked Sendable {
         return gst_app_src_push_buffer(appSource, buffer) == GST_FLOW_OK
     }
 
+    /// Pushes the sample's frame without copying its memory: a new buffer header sharing it, restamped.
+    @discardableResult
+    public func push(sharing sample: Sample, presentationTime: ClockTime? = nil) -> Bool {
+        guard let buffer = gst_sample_get_buffer(sample.pointer), let header = gst_buffer_copy(buffer) else { return false }
+        header.pointee.pts = presentationTime ?? ClockTime.none
+        return gst_app_src_push_buffer(appSource, header) == GST_FLOW_OK
+    }
+
     public func endOfStream() { gst_app_src_end_of_stream(appSource) }
 }
