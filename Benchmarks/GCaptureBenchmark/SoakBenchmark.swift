@@ -135,15 +135,15 @@ enum SoakChild {
         let session = CaptureSession(name: mode)
         let photos = CapturePhotoOutput(), movie = CaptureMovieFileOutput()
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: CaptureDevice.testCamera))
+        try session.add(CaptureDeviceInput(device: CaptureDevice.testCamera))
         if mode == recordingMode {
-            try session.addInput(CaptureDeviceInput(device: CaptureDevice.testMicrophone))
-            try session.addOutput(movie)
+            try session.add(CaptureDeviceInput(device: CaptureDevice.testMicrophone))
+            try session.add(movie)
         } else {
-            try session.addOutput(photos)
+            try session.add(photos)
         }
         session.sessionPreset = .vga640x480
-        try session.commitConfiguration()
+        try session.commitAndWait()
         try await session.start()
 
         let clock = ContinuousClock()

@@ -157,11 +157,11 @@ enum V4L2RingChild {
         let frames = CaptureVideoDataOutput(), photos = CapturePhotoOutput()
         if let ringDepth { photos.zeroShutterLagRingDepth = ringDepth }
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: camera))
-        try session.addOutput(frames)
-        if ringDepth != nil { try session.addOutput(photos) }
+        try session.add(CaptureDeviceInput(device: camera))
+        try session.add(frames)
+        if ringDepth != nil { try session.add(photos) }
         session.sessionPreset = .vga640x480
-        try session.commitConfiguration()
+        try session.commitAndWait()
         let stream = frames.sampleBuffers()
         let counting = Task { () -> (Int, String) in
             var count = 0, caps = ""
