@@ -118,10 +118,9 @@ final class CaptureSessionTests: XCTestCase {
         try await session.start()
         let failing = FailingOutput(fragment: "identity error-after=5 ! fakesink")
         try session.addOutput(failing)
-        var reported: CaptureSession.RuntimeError?
-        for await error in errors { reported = error; break }
-        XCTAssertFalse(try XCTUnwrap(reported).isFatal)
-        XCTAssertTrue(reported?.output === failing)
+        let reported = try await firstElement(of: errors, within: 5, "the failing output's runtime error")
+        XCTAssertFalse(reported.isFatal)
+        XCTAssertTrue(reported.output === failing)
         XCTAssertTrue(failing.failed.withLock { $0 })
         let frames = await mainLog.collect(for: 0.5)
         XCTAssertTrue(session.isRunning)
@@ -223,21 +222,18 @@ final class CaptureSessionTests: XCTestCase {
             let session = try makeSession(camera: camera, preset: .low, outputs: [output])
             let frames = output.sampleBuffers()
             try await session.start()
-            var spread = 0.0
-            for await frame in frames {
-                spread = frame.withPlanes { planes -> Double in
-                    let luma = planes[0]
-                    var sum = 0.0, sumSquares = 0.0, count = 0.0
-                    for row in 0..<luma.height {
-                        for column in 0..<luma.rowBytes {
-                            let value = Double(luma.bytes[row * luma.stride + column])
-                            sum += value; sumSquares += value * value; count += 1
-                        }
+            let frame = try await firstElement(of: frames, within: 5, "a frame")
+            let spread = frame.withPlanes { planes -> Double in
+                let luma = planes[0]
+                var sum = 0.0, sumSquares = 0.0, count = 0.0
+                for row in 0..<luma.height {
+                    for column in 0..<luma.rowBytes {
+                        let value = Double(luma.bytes[row * luma.stride + column])
+                        sum += value; sumSquares += value * value; count += 1
                     }
-                    return (sumSquares / count - (sum / count) * (sum / count)).squareRoot()
-                } ?? 0
-                break
-            }
+                }
+                return (sumSquares / count - (sum / count) * (sum / count)).squareRoot()
+            } ?? 0
             await session.stop()
             return spread
         }

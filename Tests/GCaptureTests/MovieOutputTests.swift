@@ -266,9 +266,8 @@ final class MovieOutputTests: XCTestCase {
         guard case .audioDeviceFailed? = finished?.error else {
             return XCTFail("expected audioDeviceFailed, got \(String(describing: finished?.error))")
         }
-        var runtime: CaptureSession.RuntimeError?
-        for await error in errors { runtime = error; break }
-        XCTAssertEqual(runtime?.isFatal, false)
+        let runtime = try await firstElement(of: errors, within: 5, "the microphone's runtime error")
+        XCTAssertEqual(runtime.isFatal, false)
         let after = await log.collect(for: 0.5)
         XCTAssertTrue(session.isRunning, "losing the microphone must not stop the session")
         XCTAssertGreaterThan(after.count, 10)

@@ -39,27 +39,16 @@ final class PhotoCommandTests: XCTestCase {
     func testDeferredWorkLeftByAKilledProcessIsFinishedByTheNextRun() throws {
         let folder = try temporaryFolder()
         let photo = folder.appendingPathComponent("deferred.jpg")
-        let process = Process()
-        let executable = try productURL("gcapture")
-        process.executableURL = executable
-        process.arguments = ["photo", "--quality", "quality", "--deferred", "--deferred-delay", "60", "--noise", "10",
-                             "--preset", "vga640x480", "--output", photo.path, "--json"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        // Killed at 20 s whatever happens: never wait the 60 s.
+        let program = try startProduct("gcapture", ["photo", "--quality", "quality", "--deferred", "--deferred-delay", "60",
+                                                    "--noise", "10", "--preset", "vga640x480", "--output", photo.path, "--json"],
+                                       deadline: 20)
         // Wait for the proxy event, then kill -9 while the final is still deferred (60 s away).
-        let pid = process.processIdentifier
-        DispatchQueue.global().asyncAfter(deadline: .now() + 20) { kill(pid, SIGKILL) } // never wait the 60 s
-        var seen = Data()
-        while !String(decoding: seen, as: UTF8.self).contains("\"event\":\"proxy\"") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            seen.append(chunk)
-        }
-        XCTAssertTrue(String(decoding: seen, as: UTF8.self).contains("\"event\":\"proxy\""), "no proxy event before the kill")
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationReason, .uncaughtSignal)
+        let seen = program.readOutput(until: "\"event\":\"proxy\"")
+        XCTAssertTrue(seen.contains("\"event\":\"proxy\""), "no proxy event before the kill")
+        program.signal(SIGKILL)
+        try program.waitForExit()
+        XCTAssertEqual(program.process.terminationReason, .uncaughtSignal)
         XCTAssertEqual(try exif(photo)["ImageDescription"] as? String, "gcapture deferred proxy")
         let pending = try runProduct("gcapture", ["photo", "--preset", "vga640x480", "--deferred-delay", "0",
                                                   "--output", folder.appendingPathComponent("next.jpg").path, "--json"])

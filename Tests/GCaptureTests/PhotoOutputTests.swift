@@ -64,7 +64,7 @@ final class PhotoOutputTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(20))
         }
         var results: [CapturePhoto] = []
-        for capture in captures { results.append(try await capture.value) }
+        for capture in captures { results.append(try await within(10, "a photo of the burst") { try await capture.value }) }
         let during = Array(log.all.dropFirst(start))
         await session.stop()
         XCTAssertEqual(results.count, 20)
@@ -149,7 +149,7 @@ final class PhotoOutputTests: XCTestCase {
         photos.isResponsiveCaptureEnabled = false
         let first = Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality)) }
         let second = Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality)) }
-        _ = try await (first.value, second.value)
+        _ = try await within(10, "two photos one at a time") { try await (first.value, second.value) }
         XCTAssertTrue(states.states.dropFirst(7).contains(.notReadyWaitingForProcessing), "\(states.states)")
         XCTAssertEqual(states.states.last, .ready)
 

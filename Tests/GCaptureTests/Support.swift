@@ -67,7 +67,7 @@ extension XCTestCase {
         // `swift test` runs the bundle from inside the .xctest folder.
         let candidates = [folder, folder.deletingLastPathComponent()].map { $0.appendingPathComponent(name) }
         guard let executable = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw XCTSkip("\(name) is not built next to the tests (build with `swift build --build-tests`)")
+            throw TestEnvironment.missing("\(name) is not built next to the tests (build with `swift build --build-tests`)")
         }
         return executable
     }
@@ -75,34 +75,195 @@ extension XCTestCase {
     /// Runs a program built next to the test bundle (gcapture, gcapture-bench) and returns its output.
     /// `launcher` runs it through another program (e.g. setpriv to drop privileges).
     func runProduct(_ name: String, _ arguments: [String], environment: [String: String] = [:],
-                    launcher: [String] = []) throws -> (status: Int32, stdout: String, stderr: String) {
+                    launcher: [String] = [], currentDirectory: URL? = nil,
+                    timeout: TimeInterval = ProgramRun.defaultTimeout) throws -> ProgramRun.Result {
         let executable = try productURL(name)
         if let program = launcher.first {
-            return try runTool(program, Array(launcher.dropFirst()) + [executable.path] + arguments, environment: environment)
+            return try runTool(program, Array(launcher.dropFirst()) + [executable.path] + arguments, environment: environment,
+                               currentDirectory: currentDirectory, timeout: timeout)
         }
-        return try runTool(executable.path, arguments, environment: environment)
+        return try runTool(executable.path, arguments, environment: environment, currentDirectory: currentDirectory,
+                           timeout: timeout)
     }
 
-    /// Runs a program and returns its exit status and output.
-    func runTool(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws
-        -> (status: Int32, stdout: String, stderr: String) {
+    /// Runs a program and returns its exit status and output; one still running after `timeout` is killed and
+    /// the test fails.
+    func runTool(_ path: String, _ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil,
+                 timeout: TimeInterval = ProgramRun.defaultTimeout) throws -> ProgramRun.Result {
+        try ProgramRun.run(path, arguments, environment: environment, currentDirectory: currentDirectory, timeout: timeout)
+    }
+
+    /// Starts a program built next to the test bundle in the background; it is killed at `deadline` seconds
+    /// from now whatever the test does, so reading its output or waiting for it cannot hang.
+    func startProduct(_ name: String, _ arguments: [String], deadline: TimeInterval) throws -> BackgroundProgram {
+        try BackgroundProgram(productURL(name), arguments, deadline: deadline)
+    }
+}
+
+/// What the tests may and may not do without a real part (the PulseAudio server, the built CLI, a camera).
+enum TestEnvironment {
+    /// CI=true (or 1): every test that needs a real part must run it.
+    static var isCI: Bool { ["true", "1"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? "") }
+
+    /// A real part the test needs cannot be had: a skip on a developer's machine, a failure in CI, where
+    /// a skip would hide that the part was never tested.
+    static func missing(_ part: String) -> any Error {
+        isCI ? MissingPart(description: part + " (CI=true: a test whose real part is missing fails instead of skipping)")
+            : XCTSkip(part)
+    }
+
+    struct MissingPart: Error, CustomStringConvertible { let description: String }
+}
+
+/// A test waited longer than its deadline.
+struct DeadlineExceeded: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Runs `operation` and returns its result, or throws when it has not finished within `seconds` (and cancels
+/// it). An operation that ignores cancellation is left behind rather than waited for, so a hung engine call
+/// fails its test instead of hanging the suite.
+func within<T: Sendable>(_ seconds: Double, _ what: String,
+                         _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    return try await withCheckedThrowingContinuation { continuation in
+        let once = Once(continuation)
+        let work = Task {
+            do { _ = once.finish(.success(try await operation())) } catch { _ = once.finish(.failure(error)) }
+        }
+        once.setTimer(Task {
+            guard (try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))) != nil else { return }
+            if once.finish(.failure(DeadlineExceeded(description: "\(what) did not happen within \(seconds) s"))) { work.cancel() }
+        })
+    }
+}
+
+/// The first element of `stream` that satisfies `predicate`, or a failure when none comes within `seconds`
+/// (or the stream ends first).
+func firstElement<Element: Sendable>(of stream: AsyncStream<Element>, within seconds: Double, _ what: String,
+                                     where predicate: @escaping @Sendable (Element) -> Bool = { _ in true }) async throws -> Element {
+    try await within(seconds, what) {
+        for await element in stream where predicate(element) { return element }
+        throw DeadlineExceeded(description: "\(what): the stream ended first")
+    }
+}
+
+/// Resumes a waiter once, with whichever of an operation and its deadline comes first.
+private final class Once<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<T, any Error>?
+    private var timer: Task<Void, Never>?
+    init(_ continuation: CheckedContinuation<T, any Error>) { self.continuation = continuation }
+    func setTimer(_ task: Task<Void, Never>) { lock.withLock { timer = task } }
+    /// Resumes the waiter with the first result only; tells whether this was the first.
+    func finish(_ result: Result<T, any Error>) -> Bool {
+        let (pending, timer) = lock.withLock { () -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?) in
+            defer { continuation = nil }
+            return (continuation, self.timer)
+        }
+        guard let pending else { return false }
+        timer?.cancel()
+        pending.resume(with: result)
+        return true
+    }
+}
+
+/// A program run to its end with a deadline.
+enum ProgramRun {
+    typealias Result = (status: Int32, stdout: String, stderr: String)
+    /// Far above any program a test runs (the slowest take a few seconds), far below the suite's limit.
+    static let defaultTimeout: TimeInterval = 120
+
+    /// Runs `path`; both pipes are drained at once (a child that fills one while we wait on the other would
+    /// hang). After `timeout` it gets SIGTERM, then SIGKILL, and the run throws. Without `capturesOutput` the
+    /// child's output goes to /dev/null (for daemons, whose children would hold a pipe open forever).
+    static func run(_ path: String, _ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil,
+                    timeout: TimeInterval = defaultTimeout, capturesOutput: Bool = true) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Both pipes are drained at once: a child that fills one while we wait on the other would hang.
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
         final class Collected: @unchecked Sendable { var data = Data() }
-        let errors = Collected()
+        let output = Collected(), errors = Collected()
         let reading = DispatchGroup()
-        DispatchQueue.global().async(group: reading) { errors.data = err.fileHandleForReading.readDataToEndOfFile() }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        reading.wait()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errors.data, as: UTF8.self))
+        let name = ([URL(fileURLWithPath: path).lastPathComponent] + arguments).joined(separator: " ")
+        if capturesOutput {
+            let out = Pipe(), err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            try process.run()
+            DispatchQueue.global().async(group: reading) { output.data = out.fileHandleForReading.readDataToEndOfFile() }
+            DispatchQueue.global().async(group: reading) { errors.data = err.fileHandleForReading.readDataToEndOfFile() }
+        } else {
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+        }
+        if exited.wait(timeout: .now() + timeout) == .timedOut {
+            kill(process.processIdentifier, SIGTERM)
+            if exited.wait(timeout: .now() + 5) == .timedOut {
+                kill(process.processIdentifier, SIGKILL)
+                _ = exited.wait(timeout: .now() + 5)
+            }
+            let said = reading.wait(timeout: .now() + 5) == .success ? String(decoding: errors.data.suffix(2000), as: UTF8.self) : ""
+            throw DeadlineExceeded(description: "`\(name)` was still running after \(Int(timeout)) s and was killed; stderr: \(said)")
+        }
+        guard reading.wait(timeout: .now() + 10) == .success else {
+            throw DeadlineExceeded(description: "`\(name)` exited but something it started still holds its output open")
+        }
+        return (process.terminationStatus, String(decoding: output.data, as: UTF8.self), String(decoding: errors.data, as: UTF8.self))
+    }
+}
+
+/// A program running in the background while a test works with it (kills it, reads its events). SIGKILL at
+/// the deadline is certain: every read of its output and every wait for it ends by then.
+final class BackgroundProgram: @unchecked Sendable {
+    let process = Process()
+    private let output = Pipe()
+    private let exited = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var hasExited = false
+    private var seen = Data()
+    private let killedBy: DispatchTime
+
+    init(_ executable: URL, _ arguments: [String], deadline: TimeInterval) throws {
+        killedBy = .now() + deadline
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardOutput = output
+        process.terminationHandler = { [exited, lock] _ in
+            lock.withLock { self.hasExited = true }
+            exited.signal()
+        }
+        try process.run()
+        DispatchQueue.global().asyncAfter(deadline: killedBy) { [weak self] in self?.signal(SIGKILL) }
+    }
+
+    /// Sends `signal` if the program still runs (its pid is not reused before we have reaped it).
+    func signal(_ signal: Int32) {
+        lock.withLock { if !hasExited { _ = kill(process.processIdentifier, signal) } }
+    }
+
+    /// Reads its standard output until `text` appears or the output closes (the program ended, or was killed
+    /// at its deadline); returns everything read so far.
+    func readOutput(until text: String) -> String {
+        while true {
+            let sofar = lock.withLock { String(decoding: seen, as: UTF8.self) }
+            if sofar.contains(text) { return sofar }
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { return sofar }
+            lock.withLock { seen.append(chunk) }
+        }
+    }
+
+    /// Waits for the program to end (it is killed at its deadline at the latest).
+    func waitForExit() throws {
+        guard exited.wait(timeout: killedBy + 10) == .success else {
+            throw DeadlineExceeded(description: "\(process.executableURL?.lastPathComponent ?? "the program") outlived SIGKILL")
+        }
+        exited.signal()
     }
 }
 
