@@ -33,6 +33,51 @@ final class PhotoOutputTests: XCTestCase {
         XCTAssertTrue(nextFrameLags.allSatisfy { $0 > 0 && $0 <= frameInterval + 5 }, "without ZSL: \(nextFrameLags)")
     }
 
+    /// Shutter lag proved from outside the engine: the test camera writes each frame's capture time into its
+    /// pixels (CLOCK_MONOTONIC), the caller reads the same clock right before pressing, and the photo's own
+    /// pixels say when its frame was exposed: at or before the press, and less than two frames before it.
+    /// Without zero shutter lag the same reading shows the next frame, after the press.
+    func testThePhotosPixelsShowAFrameExposedAtThePress() async throws {
+        let folder = try temporaryFolder()
+        let photos = CapturePhotoOutput()
+        let camera = CaptureDevice.makeTestCamera(uniqueID: "test-stamped", options: .init(maxFrameRate: 30, stampsCaptureTime: true))
+        let session = try await startedSession(photos, camera: camera)
+        // The stamps and the press are on one clock: GStreamer's system clock is CLOCK_MONOTONIC.
+        XCTAssertEqual(Double(Clock.system.time) / 1e6, monotonicMilliseconds(), accuracy: 2)
+        /// Milliseconds from the press to the exposure of the photo's frame as its pixels say (≤ 0: before),
+        /// and the engine's own figure for the same photo.
+        func press(_ name: String) async throws -> (measured: Double, reported: Double) {
+            let url = folder.appendingPathComponent(name)
+            let settings = CapturePhotoSettings(fileURL: url)
+            let pressed = monotonicMilliseconds()
+            let photo = try await photos.capturePhoto(with: settings)
+            let exposed = try captureTimeStamp(url)
+            // The stamp is the clock modulo 2^32 ms: the difference taken in that ring.
+            let difference = Int32(bitPattern: exposed &- UInt32(truncatingIfNeeded: Int64(pressed.rounded(.down))))
+            return (Double(difference) - (pressed - pressed.rounded(.down)), photo.shutterLagMilliseconds)
+        }
+        var lags: [(measured: Double, reported: Double)] = []
+        for attempt in 0..<12 {
+            try await Task.sleep(for: .milliseconds(17 + attempt * 7)) // presses at every phase of the frame clock
+            lags.append(try await press("zsl-\(attempt).jpg"))
+        }
+        photos.isZeroShutterLagEnabled = false
+        var nextFrameLags: [Double] = []
+        for attempt in 0..<4 { nextFrameLags.append(try await press("next-\(attempt).jpg").measured) }
+        await session.stop()
+        let measured = lags.map(\.measured)
+        print("press → exposure from the pixels (ms): zero shutter lag \(measured.map { Int($0.rounded()) }), engine says "
+              + "\(lags.map { Int($0.reported.rounded()) }); next frame \(nextFrameLags.map { Int($0.rounded()) })")
+        // The stamp is whole milliseconds, rounded down: a frame exposed at the press reads ≤ 0.
+        XCTAssertTrue(measured.allSatisfy { $0 <= 0 }, "frames exposed after the press: \(measured)")
+        XCTAssertTrue(measured.allSatisfy { $0 > -2 * frameInterval }, "frames from long before the press: \(measured)")
+        // The engine's figure is of the frame it encoded: a frame apart would differ by 33 ms.
+        for lag in lags {
+            XCTAssertEqual(lag.measured, lag.reported, accuracy: frameInterval / 2, "pixels say \(lag.measured) ms, the engine \(lag.reported) ms")
+        }
+        XCTAssertTrue(nextFrameLags.allSatisfy { $0 > 0 }, "without zero shutter lag the frame comes after the press: \(nextFrameLags)")
+    }
+
     /// Right after start the first frame may still be on its way to the ring when the press comes: it is
     /// the photo, not the frame after it (which would be a whole frame late).
     func testAPhotoTakenAsTheSessionStartsIsNotAFrameLate() async throws {

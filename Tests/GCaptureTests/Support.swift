@@ -115,6 +115,18 @@ enum TestEnvironment {
     struct MissingPart: Error, CustomStringConvertible { let description: String }
 }
 
+/// CLOCK_MONOTONIC now, in milliseconds: GStreamer's system clock, which the test camera's stamps use.
+func monotonicMilliseconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) * 1000 + Double(now.tv_nsec) / 1e6
+}
+
+/// What a file or program showed is not what the test can read.
+struct CheckFailed: Error, CustomStringConvertible {
+    let description: String
+}
+
 /// A test waited longer than its deadline.
 struct DeadlineExceeded: Error, CustomStringConvertible {
     let description: String
@@ -294,6 +306,44 @@ extension XCTestCase {
                                                       "crop=iw:ih/4:0:0,scale=\(width):1,format=gray", "-f", "rawvideo", output.path])
         XCTAssertEqual(result.status, 0, result.stderr)
         return [UInt8](try Data(contentsOf: output))
+    }
+
+    /// The capture time the test camera stamped into a picture's top rows (CaptureTimeStamp), decoded from
+    /// ffmpeg's grey pixels of the file: milliseconds of CLOCK_MONOTONIC, modulo 2^32. Fails when the cells
+    /// do not read as a stamp (references too close, check bits wrong).
+    func captureTimeStamp(_ url: URL) throws -> UInt32 {
+        let size = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                     "stream=width,height", "-of", "csv=p=0", url.path])
+        let dimensions = size.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
+        guard dimensions.count == 2 else { throw CheckFailed(description: "ffprobe gave no size for \(url.path): \(size.stderr)") }
+        let width = dimensions[0]
+        let cell = CaptureTimeStamp.cellSize(forWidth: width)
+        let raw = FileManager.default.temporaryDirectory.appendingPathComponent("stamp-\(UUID().uuidString).gray")
+        defer { try? FileManager.default.removeItem(at: raw) }
+        let decoded = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", url.path, "-frames:v", "1",
+                                                       "-vf", "crop=iw:\(cell):0:0,format=gray", "-f", "rawvideo", raw.path])
+        XCTAssertEqual(decoded.status, 0, decoded.stderr)
+        let pixels = [UInt8](try Data(contentsOf: raw))
+        // Each cell's mean over its middle half, away from edges that JPEG smears.
+        let levels: [Double] = (0..<CaptureTimeStamp.cellCount).map { index in
+            var sum = 0, count = 0
+            for y in cell / 4..<cell * 3 / 4 {
+                for x in index * cell + cell / 4..<index * cell + cell * 3 / 4 where y * width + x < pixels.count {
+                    sum += Int(pixels[y * width + x]); count += 1
+                }
+            }
+            return count > 0 ? Double(sum) / Double(count) : 0
+        }
+        let white = levels[0], black = levels[1]
+        guard white - black > 100 else {
+            throw CheckFailed(description: "\(url.lastPathComponent) carries no capture-time stamp (reference cells \(white), \(black))")
+        }
+        let bits = levels.dropFirst(2).map { $0 > (white + black) / 2 }
+        let time = bits.prefix(32).reduce(UInt32(0)) { $0 << 1 | ($1 ? 1 : 0) }
+        guard Array(bits) == Array(CaptureTimeStamp.cells(milliseconds: time).dropFirst(2)) else {
+            throw CheckFailed(description: "\(url.lastPathComponent): the stamp's check bits do not match (levels \(levels))")
+        }
+        return time
     }
 
     func temporaryFolder() throws -> URL {
