@@ -26,12 +26,20 @@ final class PhotoCommandTests: XCTestCase {
     }
 
     func testBadInputIsOneSentenceAndLeavesNothing() throws {
-        let missing = try runProduct("gcapture", ["photo", "--output", "/nonexistent-gcapture/x.jpg"])
+        // Run in an empty folder of its own: the default output (photo.jpg) and every file named below go
+        // there, so whatever a failed run leaves behind is seen.
+        let folder = try temporaryFolder()
+        let missing = try runProduct("gcapture", ["photo", "--output", "/nonexistent-gcapture/x.jpg"], currentDirectory: folder)
         XCTAssertNotEqual(missing.status, 0)
         XCTAssertTrue(missing.stderr.hasPrefix("Error: invalid settings: cannot write /nonexistent-gcapture/x.jpg"), missing.stderr)
-        let camera = try runProduct("gcapture", ["photo", "--camera", "nope"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/nonexistent-gcapture"), "the missing folder was made")
+        let camera = try runProduct("gcapture", ["photo", "--camera", "nope"], currentDirectory: folder)
         XCTAssertNotEqual(camera.status, 0)
         XCTAssertTrue(camera.stderr.contains("no device with id 'nope'"), camera.stderr)
+        let burst = try runProduct("gcapture", ["photo", "--camera", "nope", "--count", "3", "--output", "shot-%d.jpg"],
+                                   currentDirectory: folder)
+        XCTAssertNotEqual(burst.status, 0)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [], "a failed run left files")
     }
 
     /// Deferred work survives a crash: the proxy is on disk at once, the process is killed before the

@@ -122,6 +122,10 @@ func monotonicMilliseconds() -> Double {
     return Double(now.tv_sec) * 1000 + Double(now.tv_nsec) / 1e6
 }
 
+extension String {
+    fileprivate var nonEmpty: String? { isEmpty ? nil : self }
+}
+
 /// What a file or program showed is not what the test can read.
 struct CheckFailed: Error, CustomStringConvertible {
     let description: String
@@ -289,13 +293,44 @@ extension XCTestCase {
     }
 
     /// PSNR of an image against a reference, in dB, as ffmpeg computes it.
-    func psnr(_ url: URL, reference: URL) throws -> Double {
-        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-nostats", "-i", url.path, "-i", reference.path,
-                                                      "-lavfi", "psnr", "-f", "null", "-"])
+    /// `turningReference` is an ffmpeg filter applied to the reference first (e.g. "transpose=clock").
+    /// `crop` (an ffmpeg crop filter) limits the comparison to one region of both.
+    func psnr(_ url: URL, reference: URL, turningReference filter: String? = nil, crop: String? = nil) throws -> Double {
+        let picture = crop.map { "[0:v]\($0)[picture];" } ?? "[0:v]null[picture];"
+        let turned = "[1:v]" + ([filter, crop].compactMap { $0 }.joined(separator: ",").nonEmpty ?? "null") + "[reference];"
+        let result = try ffmpegPSNR(url, reference: reference, graph: picture + turned + "[picture][reference]psnr")
         XCTAssertEqual(result.status, 0, result.stderr)
-        let line = try XCTUnwrap(result.stderr.split(separator: "\n").first { $0.contains("PSNR") && $0.contains("average:") })
-        let value = try XCTUnwrap(line.split(separator: " ").first { $0.hasPrefix("average:") }?.dropFirst("average:".count))
-        return try XCTUnwrap(Double(value))
+        return try XCTUnwrap(result.value, "no PSNR in ffmpeg's output: \(result.stderr)")
+    }
+
+    private func ffmpegPSNR(_ url: URL, reference: URL, graph: String) throws -> (status: Int32, value: Double?, stderr: String) {
+        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-nostats", "-i", url.path, "-i", reference.path,
+                                                      "-lavfi", graph, "-f", "null", "-"])
+        let line = result.stderr.split(separator: "\n").first { $0.contains("PSNR") && $0.contains("average:") }
+        let value = line?.split(separator: " ").first { $0.hasPrefix("average:") }?.dropFirst("average:".count)
+        return (result.status, value.flatMap { Double($0) }, result.stderr)
+    }
+
+    /// Which turn of `reference` `url` shows (clockwise degrees: 0, 90, 180 or 270), judged by ffmpeg on both
+    /// pictures scaled down by 16 (so the SMPTE bars' snow, new in every frame, averages out): the turn whose
+    /// PSNR is highest, which must be a match (above 20 dB) and beat every other turn by 10 dB. Needs a
+    /// picture that no turn maps onto itself, such as the SMPTE bars.
+    func clockwiseTurn(of url: URL, from reference: URL) throws -> Int? {
+        let turns = [0: "null", 90: "transpose=clock", 180: "hflip,vflip", 270: "transpose=cclock"]
+        var scores: [Int: Double] = [:]
+        for (angle, turn) in turns {
+            let graph = "[0:v]scale=iw/16:ih/16:flags=area[picture];[1:v]\(turn),scale=iw/16:ih/16:flags=area[turned];"
+                + "[picture][turned]psnr"
+            // A turn that gives another shape cannot match: ffmpeg refuses to compare them.
+            scores[angle] = try ffmpegPSNR(url, reference: reference, graph: graph).value ?? 0
+        }
+        let ranked = scores.sorted { $0.value > $1.value }
+        print("\(url.lastPathComponent) against turns of \(reference.lastPathComponent): \(ranked.map { "\($0.key)° \($0.value.isFinite ? String(Int($0.value)) : "∞") dB" })")
+        guard ranked[0].value > 20, ranked[0].value - ranked[1].value > 10 else {
+            XCTFail("\(url.lastPathComponent) matches no turn of \(reference.lastPathComponent) clearly: \(scores)")
+            return nil
+        }
+        return ranked[0].key
     }
 
     /// The luma of a picture scaled down to `width`x1 by ffmpeg: left to right brightness.
