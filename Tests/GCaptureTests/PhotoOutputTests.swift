@@ -51,10 +51,7 @@ final class PhotoOutputTests: XCTestCase {
             let settings = CapturePhotoSettings(fileURL: url)
             let pressed = monotonicMilliseconds()
             let photo = try await photos.capturePhoto(with: settings)
-            let exposed = try captureTimeStamp(url)
-            // The stamp is the clock modulo 2^32 ms: the difference taken in that ring.
-            let difference = Int32(bitPattern: exposed &- UInt32(truncatingIfNeeded: Int64(pressed.rounded(.down))))
-            return (Double(difference) - (pressed - pressed.rounded(.down)), photo.shutterLagMilliseconds)
+            return (millisecondsFrom(pressed, to: try captureTimeStamp(url, width: 640)), photo.shutterLagMilliseconds)
         }
         var lags: [(measured: Double, reported: Double)] = []
         for attempt in 0..<12 {
@@ -76,6 +73,34 @@ final class PhotoOutputTests: XCTestCase {
             XCTAssertEqual(lag.measured, lag.reported, accuracy: frameInterval / 2, "pixels say \(lag.measured) ms, the engine \(lag.reported) ms")
         }
         XCTAssertTrue(nextFrameLags.allSatisfy { $0 > 0 }, "without zero shutter lag the frame comes after the press: \(nextFrameLags)")
+    }
+
+    /// Overlapping presses, as a burst makes them: each photo's pixels show the frame exposed at its own
+    /// press, so none is a frame from after it and none a frame from another press long before it.
+    func testEachPhotoOfAnOverlappingBurstIsTheFrameOfItsOwnPress() async throws {
+        let folder = try temporaryFolder()
+        let photos = CapturePhotoOutput()
+        let camera = CaptureDevice.makeTestCamera(uniqueID: "test-stamped", options: .init(maxFrameRate: 30, stampsCaptureTime: true))
+        let session = try await startedSession(photos, camera: camera)
+        // 10 presses 25 ms apart, none waiting for the previous one; each notes the clock as it presses.
+        var captures: [Task<(pressed: Double, url: URL), Error>] = []
+        for index in 0..<10 {
+            let url = folder.appendingPathComponent("burst-\(index).jpg")
+            captures.append(Task {
+                let pressed = monotonicMilliseconds()
+                _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: url))
+                return (pressed, url)
+            })
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        var lags: [Double] = []
+        for capture in captures {
+            let (pressed, url) = try await within(10, "a photo of the burst") { try await capture.value }
+            lags.append(millisecondsFrom(pressed, to: try captureTimeStamp(url, width: 640)))
+        }
+        await session.stop()
+        print("burst, press → exposure from the pixels (ms): \(lags.map { Int($0.rounded()) })")
+        XCTAssertTrue(lags.allSatisfy { $0 <= 0 && $0 > -2 * frameInterval }, "\(lags)")
     }
 
     /// Right after start the first frame may still be on its way to the ring when the press comes: it is

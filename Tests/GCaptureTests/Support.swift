@@ -126,6 +126,13 @@ extension String {
     fileprivate var nonEmpty: String? { isEmpty ? nil : self }
 }
 
+/// Milliseconds from `moment` (monotonicMilliseconds) to a capture-time stamp (negative: the stamp is
+/// earlier). The stamp is whole milliseconds modulo 2^32: the difference is taken in that ring.
+func millisecondsFrom(_ moment: Double, to stamp: UInt32) -> Double {
+    let whole = moment.rounded(.down)
+    return Double(Int32(bitPattern: stamp &- UInt32(truncatingIfNeeded: Int64(whole)))) - (moment - whole)
+}
+
 /// What a file or program showed is not what the test can read.
 struct CheckFailed: Error, CustomStringConvertible {
     let description: String
@@ -346,12 +353,17 @@ extension XCTestCase {
     /// The capture time the test camera stamped into a picture's top rows (CaptureTimeStamp), decoded from
     /// ffmpeg's grey pixels of the file: milliseconds of CLOCK_MONOTONIC, modulo 2^32. Fails when the cells
     /// do not read as a stamp (references too close, check bits wrong).
-    func captureTimeStamp(_ url: URL) throws -> UInt32 {
-        let size = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
-                                                     "stream=width,height", "-of", "csv=p=0", url.path])
-        let dimensions = size.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
-        guard dimensions.count == 2 else { throw CheckFailed(description: "ffprobe gave no size for \(url.path): \(size.stderr)") }
-        let width = dimensions[0]
+    /// `width` is the picture's, when known (saves asking ffprobe).
+    func captureTimeStamp(_ url: URL, width known: Int? = nil) throws -> UInt32 {
+        var width = known ?? 0
+        if known == nil {
+            let size = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                         "stream=width", "-of", "csv=p=0", url.path])
+            guard let probed = Int(size.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw CheckFailed(description: "ffprobe gave no width for \(url.path): \(size.stderr)")
+            }
+            width = probed
+        }
         let cell = CaptureTimeStamp.cellSize(forWidth: width)
         let raw = FileManager.default.temporaryDirectory.appendingPathComponent("stamp-\(UUID().uuidString).gray")
         defer { try? FileManager.default.removeItem(at: raw) }
