@@ -193,8 +193,9 @@ private final class Once<T: Sendable>: @unchecked Sendable {
 /// A program run to its end with a deadline.
 enum ProgramRun {
     typealias Result = (status: Int32, stdout: String, stderr: String)
-    /// Far above any program a test runs (the slowest take a few seconds), far below the suite's limit.
-    static let defaultTimeout: TimeInterval = 120
+    /// Far above any program a test runs (the slowest take a few seconds here, about a minute in the
+    /// emulated v4l2 VM, which runs ~5x slower), far below the suite's limit.
+    static let defaultTimeout: TimeInterval = ProcessInfo.processInfo.environment["V4L2VM"] == "1" ? 300 : 120
 
     /// Runs `path`; both pipes are drained at once (a child that fills one while we wait on the other would
     /// hang). After `timeout` it gets SIGTERM, then SIGKILL, and the run throws. Without `capturesOutput` the
