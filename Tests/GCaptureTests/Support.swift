@@ -166,7 +166,7 @@ func firstElement<Element: Sendable>(of stream: AsyncStream<Element>, within sec
                                      where predicate: @escaping @Sendable (Element) -> Bool = { _ in true }) async throws -> Element {
     try await within(seconds, what) {
         for await element in stream where predicate(element) { return element }
-        throw DeadlineExceeded(description: "\(what): the stream ended first")
+        throw CheckFailed(description: "\(what): the stream ended first")
     }
 }
 
