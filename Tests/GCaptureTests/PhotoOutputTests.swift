@@ -130,15 +130,17 @@ final class PhotoOutputTests: XCTestCase {
         // The ring's memory, sampled all through the burst: what it holds while captures take its frames.
         let samples = MemorySamples()
         let residentBefore = residentBytes()
-        let sampler = Task {
-            while !Task.isCancelled {
+        // On a thread of its own: a task would take one of the few threads the captures themselves run on.
+        let sampler = Thread {
+            while samples.running.load(ordering: .relaxed) {
                 let bytes = photos.zeroShutterLagMemoryBytes
                 samples.ring.withLock { $0.append(bytes) }
                 let resident = residentBytes()
                 samples.resident.withLock { $0.append(resident) }
-                try? await Task.sleep(for: .milliseconds(5))
+                usleep(5_000)
             }
         }
+        sampler.start()
         // 20 presses 20 ms apart, none waiting for the previous one.
         var captures: [Task<CapturePhoto, Error>] = []
         for _ in 0..<20 {
@@ -147,7 +149,7 @@ final class PhotoOutputTests: XCTestCase {
         }
         var results: [CapturePhoto] = []
         for capture in captures { results.append(try await within(10, "a photo of the burst") { try await capture.value }) }
-        sampler.cancel()
+        samples.running.store(false, ordering: .relaxed)
         let during = Array(log.all.dropFirst(start))
         await session.stop()
         XCTAssertEqual(results.count, 20)
@@ -409,6 +411,7 @@ private func residentBytes() -> Int {
 /// Memory figures sampled while something runs.
 private final class MemorySamples: Sendable {
     let ring = Mutex<[Int]>([]), resident = Mutex<[Int]>([])
+    let running = Atomic<Bool>(true)
 }
 
 final class ReadinessRecorder: CapturePhotoOutputReadinessCoordinatorDelegate, @unchecked Sendable {
