@@ -54,6 +54,8 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
     /// What a probe sees.
     public struct ProbeInfo {
         let raw: UnsafeMutablePointer<GstPadProbeInfo>
+        /// The pad the probe is on (not retained: it outlives every call of its probes).
+        var pad: UnsafeMutablePointer<GstPad>? = nil
 
         public var isBuffer: Bool { raw.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0 }
         public var isIdle: Bool { raw.pointee.type.rawValue & GST_PAD_PROBE_TYPE_IDLE.rawValue != 0 }
@@ -69,6 +71,14 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             guard isBuffer, let data = raw.pointee.data else { return nil }
             let pts = UnsafeMutablePointer<GstBuffer>(OpaquePointer(data)).pointee.pts
             return pts == ClockTime.none ? nil : pts
+        }
+
+        /// The clock time at which the passing buffer's presentation time falls (the pad's element's base
+        /// time plus the PTS): on the pipeline's clock, not the stream's running time.
+        public var bufferClockTime: ClockTime? {
+            guard let pts = bufferPTS, let pad, let element = gst_pad_get_parent_element(pad) else { return nil }
+            defer { gst_object_unref(UnsafeMutableRawPointer(element)) }
+            return gst_element_get_base_time(element) + pts
         }
 
         public var bufferDuration: ClockTime? {
@@ -143,10 +153,10 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
     @discardableResult
     public func addProbe(_ kind: ProbeKind, _ handler: @escaping ProbeHandler) -> UInt {
         let box = Unmanaged.passRetained(ProbeBox(handler)).toOpaque()
-        let id = gst_pad_add_probe(pointer, GstPadProbeType(rawValue: kind.rawValue), { _, info, userData in
+        let id = gst_pad_add_probe(pointer, GstPadProbeType(rawValue: kind.rawValue), { pad, info, userData in
             guard let info, let userData else { return GST_PAD_PROBE_OK }
             let box = Unmanaged<ProbeBox>.fromOpaque(userData).takeUnretainedValue()
-            return box.handler(ProbeInfo(raw: info)).raw
+            return box.handler(ProbeInfo(raw: info, pad: pad)).raw
         }, box, { userData in
             if let userData { Unmanaged<ProbeBox>.fromOpaque(userData).release() }
         })

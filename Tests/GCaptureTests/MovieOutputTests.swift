@@ -110,7 +110,9 @@ final class MovieOutputTests: XCTestCase {
     func testRotationBecomesTheDisplayMatrixOrTurnedPixels() async throws {
         let folder = try temporaryFolder()
         let movie = CaptureMovieFileOutput()
-        let session = try await session(microphone: .testMicrophone, preset: .vga640x480, outputs: [movie])
+        // A still picture, so the turned pixels can be compared with the unturned recording's.
+        let session = try await session(camera: .makeTestCamera(options: .init(motion: 0, maxFrameRate: 30)),
+                                        microphone: .testMicrophone, preset: .vga640x480, outputs: [movie])
         for angle in [0, 90, 180, 270] {
             movie.connection.videoRotationAngle = Double(angle)
             let url = folder.appendingPathComponent("turned-\(angle).mp4")
@@ -141,9 +143,21 @@ final class MovieOutputTests: XCTestCase {
         XCTAssertEqual(probed.videoSize?.width, 480)
         XCTAssertEqual(probed.videoSize?.height, 640)
         XCTAssertEqual(probed.clockwiseRotation, 0)
+        // 90 and 270 give the same size: the picture itself must be the unturned one turned clockwise.
+        let sensor = try firstFrame(of: folder.appendingPathComponent("turned-0.mp4"), in: folder)
+        XCTAssertEqual(try clockwiseTurn(of: try firstFrame(of: turned, in: folder), from: sensor), 90)
         XCTAssertEqual(probed.codecs.sorted(), ["h264", "opus"])
         XCTAssertEqual(probed.duration, 0.6, accuracy: 0.2)
         XCTAssertTrue(try ffmpegDecodes(turned))
+    }
+
+    /// A movie's first frame as a PNG, as stored (no display matrix applied).
+    private func firstFrame(of movie: URL, in folder: URL) throws -> URL {
+        let png = folder.appendingPathComponent(movie.deletingPathExtension().lastPathComponent + "-first.png")
+        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-noautorotate", "-i", movie.path,
+                                                      "-frames:v", "1", png.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        return png
     }
 
     /// Hardware encoders come first where GStreamer registers one; the names of their rate-control
@@ -266,9 +280,8 @@ final class MovieOutputTests: XCTestCase {
         guard case .audioDeviceFailed? = finished?.error else {
             return XCTFail("expected audioDeviceFailed, got \(String(describing: finished?.error))")
         }
-        var runtime: CaptureSession.RuntimeError?
-        for await error in errors { runtime = error; break }
-        XCTAssertEqual(runtime?.isFatal, false)
+        let runtime = try await firstElement(of: errors, within: 5, "the microphone's runtime error")
+        XCTAssertEqual(runtime.isFatal, false)
         let after = await log.collect(for: 0.5)
         XCTAssertTrue(session.isRunning, "losing the microphone must not stop the session")
         XCTAssertGreaterThan(after.count, 10)

@@ -26,12 +26,20 @@ final class PhotoCommandTests: XCTestCase {
     }
 
     func testBadInputIsOneSentenceAndLeavesNothing() throws {
-        let missing = try runProduct("gcapture", ["photo", "--output", "/nonexistent-gcapture/x.jpg"])
+        // Run in an empty folder of its own: the default output (photo.jpg) and every file named below go
+        // there, so whatever a failed run leaves behind is seen.
+        let folder = try temporaryFolder()
+        let missing = try runProduct("gcapture", ["photo", "--output", "/nonexistent-gcapture/x.jpg"], currentDirectory: folder)
         XCTAssertNotEqual(missing.status, 0)
         XCTAssertTrue(missing.stderr.hasPrefix("Error: invalid settings: cannot write /nonexistent-gcapture/x.jpg"), missing.stderr)
-        let camera = try runProduct("gcapture", ["photo", "--camera", "nope"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/nonexistent-gcapture"), "the missing folder was made")
+        let camera = try runProduct("gcapture", ["photo", "--camera", "nope"], currentDirectory: folder)
         XCTAssertNotEqual(camera.status, 0)
         XCTAssertTrue(camera.stderr.contains("no device with id 'nope'"), camera.stderr)
+        let burst = try runProduct("gcapture", ["photo", "--camera", "nope", "--count", "3", "--output", "shot-%d.jpg"],
+                                   currentDirectory: folder)
+        XCTAssertNotEqual(burst.status, 0)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [], "a failed run left files")
     }
 
     /// Deferred work survives a crash: the proxy is on disk at once, the process is killed before the
@@ -39,27 +47,16 @@ final class PhotoCommandTests: XCTestCase {
     func testDeferredWorkLeftByAKilledProcessIsFinishedByTheNextRun() throws {
         let folder = try temporaryFolder()
         let photo = folder.appendingPathComponent("deferred.jpg")
-        let process = Process()
-        let executable = try productURL("gcapture")
-        process.executableURL = executable
-        process.arguments = ["photo", "--quality", "quality", "--deferred", "--deferred-delay", "60", "--noise", "10",
-                             "--preset", "vga640x480", "--output", photo.path, "--json"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        // Killed at 20 s whatever happens: never wait the 60 s.
+        let program = try startProduct("gcapture", ["photo", "--quality", "quality", "--deferred", "--deferred-delay", "60",
+                                                    "--noise", "10", "--preset", "vga640x480", "--output", photo.path, "--json"],
+                                       deadline: 20)
         // Wait for the proxy event, then kill -9 while the final is still deferred (60 s away).
-        let pid = process.processIdentifier
-        DispatchQueue.global().asyncAfter(deadline: .now() + 20) { kill(pid, SIGKILL) } // never wait the 60 s
-        var seen = Data()
-        while !String(decoding: seen, as: UTF8.self).contains("\"event\":\"proxy\"") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            seen.append(chunk)
-        }
-        XCTAssertTrue(String(decoding: seen, as: UTF8.self).contains("\"event\":\"proxy\""), "no proxy event before the kill")
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationReason, .uncaughtSignal)
+        let seen = program.readOutput(until: "\"event\":\"proxy\"")
+        XCTAssertTrue(seen.contains("\"event\":\"proxy\""), "no proxy event before the kill")
+        program.signal(SIGKILL)
+        try program.waitForExit()
+        XCTAssertEqual(program.process.terminationReason, .uncaughtSignal)
         XCTAssertEqual(try exif(photo)["ImageDescription"] as? String, "gcapture deferred proxy")
         let pending = try runProduct("gcapture", ["photo", "--preset", "vga640x480", "--deferred-delay", "0",
                                                   "--output", folder.appendingPathComponent("next.jpg").path, "--json"])

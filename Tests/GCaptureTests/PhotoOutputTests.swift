@@ -33,6 +33,76 @@ final class PhotoOutputTests: XCTestCase {
         XCTAssertTrue(nextFrameLags.allSatisfy { $0 > 0 && $0 <= frameInterval + 5 }, "without ZSL: \(nextFrameLags)")
     }
 
+    /// Shutter lag proved from outside the engine: the test camera writes each frame's capture time into its
+    /// pixels (CLOCK_MONOTONIC), the caller reads the same clock right before pressing, and the photo's own
+    /// pixels say when its frame was exposed: at or before the press, and less than two frames before it.
+    /// Without zero shutter lag the same reading shows the next frame, after the press.
+    func testThePhotosPixelsShowAFrameExposedAtThePress() async throws {
+        let folder = try temporaryFolder()
+        let photos = CapturePhotoOutput()
+        let camera = CaptureDevice.makeTestCamera(uniqueID: "test-stamped", options: .init(maxFrameRate: 30, stampsCaptureTime: true))
+        let session = try await startedSession(photos, camera: camera)
+        // The stamps and the press are on one clock: GStreamer's system clock is CLOCK_MONOTONIC.
+        XCTAssertEqual(Double(Clock.system.time) / 1e6, monotonicMilliseconds(), accuracy: 2)
+        /// Milliseconds from the press to the exposure of the photo's frame as its pixels say (≤ 0: before),
+        /// and the engine's own figure for the same photo.
+        func press(_ name: String) async throws -> (measured: Double, reported: Double) {
+            let url = folder.appendingPathComponent(name)
+            let settings = CapturePhotoSettings(fileURL: url)
+            let pressed = monotonicMilliseconds()
+            let photo = try await photos.capturePhoto(with: settings)
+            return (millisecondsFrom(pressed, to: try captureTimeStamp(url, width: 640)), photo.shutterLagMilliseconds)
+        }
+        var lags: [(measured: Double, reported: Double)] = []
+        for attempt in 0..<12 {
+            try await Task.sleep(for: .milliseconds(17 + attempt * 7)) // presses at every phase of the frame clock
+            lags.append(try await press("zsl-\(attempt).jpg"))
+        }
+        photos.isZeroShutterLagEnabled = false
+        var nextFrameLags: [Double] = []
+        for attempt in 0..<4 { nextFrameLags.append(try await press("next-\(attempt).jpg").measured) }
+        await session.stop()
+        let measured = lags.map(\.measured)
+        print("press → exposure from the pixels (ms): zero shutter lag \(measured.map { Int($0.rounded()) }), engine says "
+              + "\(lags.map { Int($0.reported.rounded()) }); next frame \(nextFrameLags.map { Int($0.rounded()) })")
+        // The stamp is whole milliseconds, rounded down: a frame exposed at the press reads ≤ 0.
+        XCTAssertTrue(measured.allSatisfy { $0 <= 0 }, "frames exposed after the press: \(measured)")
+        XCTAssertTrue(measured.allSatisfy { $0 > -2 * frameInterval }, "frames from long before the press: \(measured)")
+        // The engine's figure is of the frame it encoded: a frame apart would differ by 33 ms.
+        for lag in lags {
+            XCTAssertEqual(lag.measured, lag.reported, accuracy: frameInterval / 2, "pixels say \(lag.measured) ms, the engine \(lag.reported) ms")
+        }
+        XCTAssertTrue(nextFrameLags.allSatisfy { $0 > 0 }, "without zero shutter lag the frame comes after the press: \(nextFrameLags)")
+    }
+
+    /// Overlapping presses, as a burst makes them: each photo's pixels show the frame exposed at its own
+    /// press, so none is a frame from after it and none a frame from another press long before it.
+    func testEachPhotoOfAnOverlappingBurstIsTheFrameOfItsOwnPress() async throws {
+        let folder = try temporaryFolder()
+        let photos = CapturePhotoOutput()
+        let camera = CaptureDevice.makeTestCamera(uniqueID: "test-stamped", options: .init(maxFrameRate: 30, stampsCaptureTime: true))
+        let session = try await startedSession(photos, camera: camera)
+        // 10 presses 25 ms apart, none waiting for the previous one; each notes the clock as it presses.
+        var captures: [Task<(pressed: Double, url: URL), Error>] = []
+        for index in 0..<10 {
+            let url = folder.appendingPathComponent("burst-\(index).jpg")
+            captures.append(Task {
+                let pressed = monotonicMilliseconds()
+                _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: url))
+                return (pressed, url)
+            })
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        var lags: [Double] = []
+        for capture in captures {
+            let (pressed, url) = try await within(10, "a photo of the burst") { try await capture.value }
+            lags.append(millisecondsFrom(pressed, to: try captureTimeStamp(url, width: 640)))
+        }
+        await session.stop()
+        print("burst, press → exposure from the pixels (ms): \(lags.map { Int($0.rounded()) })")
+        XCTAssertTrue(lags.allSatisfy { $0 <= 0 && $0 > -2 * frameInterval }, "\(lags)")
+    }
+
     /// Right after start the first frame may still be on its way to the ring when the press comes: it is
     /// the photo, not the frame after it (which would be a whole frame late).
     func testAPhotoTakenAsTheSessionStartsIsNotAFrameLate() async throws {
@@ -57,6 +127,20 @@ final class PhotoOutputTests: XCTestCase {
         let coordinator = CapturePhotoOutputReadinessCoordinator(photoOutput: photos)
         coordinator.delegate = states
         let start = log.count
+        // The ring's memory, sampled all through the burst: what it holds while captures take its frames.
+        let samples = MemorySamples()
+        let residentBefore = residentBytes()
+        // On a thread of its own: a task would take one of the few threads the captures themselves run on.
+        let sampler = Thread {
+            while samples.running.load(ordering: .relaxed) {
+                let bytes = photos.zeroShutterLagMemoryBytes
+                samples.ring.withLock { $0.append(bytes) }
+                let resident = residentBytes()
+                samples.resident.withLock { $0.append(resident) }
+                usleep(5_000)
+            }
+        }
+        sampler.start()
         // 20 presses 20 ms apart, none waiting for the previous one.
         var captures: [Task<CapturePhoto, Error>] = []
         for _ in 0..<20 {
@@ -64,7 +148,8 @@ final class PhotoOutputTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(20))
         }
         var results: [CapturePhoto] = []
-        for capture in captures { results.append(try await capture.value) }
+        for capture in captures { results.append(try await within(10, "a photo of the burst") { try await capture.value }) }
+        samples.running.store(false, ordering: .relaxed)
         let during = Array(log.all.dropFirst(start))
         await session.stop()
         XCTAssertEqual(results.count, 20)
@@ -72,8 +157,14 @@ final class PhotoOutputTests: XCTestCase {
         XCTAssertEqual(requests, requests.sorted(), "photos came back out of order")
         XCTAssertEqual(results.map(\.timestamp), results.map(\.timestamp).sorted())
         XCTAssertTrue(results.allSatisfy { $0.shutterLagMilliseconds <= 0 })
-        // Memory: the ring holds its depth in 720p NV12 frames, no more.
+        // Memory: while the burst runs the ring holds its depth in 720p NV12 frames, no more; after, nothing.
+        let ringBytes = samples.ring.withLock { $0 }
+        let ringLimit = photos.zeroShutterLagRingDepth * 1280 * 720 * 3 / 2
+        XCTAssertGreaterThan(ringBytes.count, 20, "too few samples of the ring's memory")
+        XCTAssertEqual(ringBytes.max(), ringLimit, "the ring held more (or less) than its depth during the burst")
         XCTAssertEqual(photos.zeroShutterLagMemoryBytes, 0, "the ring is freed when the session stops")
+        let growth = (samples.resident.withLock { $0.max() } ?? 0) - residentBefore
+        print("burst of 20 .quality photos: the ring held \(ringBytes.max() ?? 0) bytes at most, the process grew by \(growth / 1_048_576) MiB at most")
         XCTAssertLessThan(FrameLog.longestGap(during), 0.07, "the frame output lost frames during the burst")
         XCTAssertFalse(states.states.isEmpty)
     }
@@ -149,7 +240,7 @@ final class PhotoOutputTests: XCTestCase {
         photos.isResponsiveCaptureEnabled = false
         let first = Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality)) }
         let second = Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality)) }
-        _ = try await (first.value, second.value)
+        _ = try await within(10, "two photos one at a time") { try await (first.value, second.value) }
         XCTAssertTrue(states.states.dropFirst(7).contains(.notReadyWaitingForProcessing), "\(states.states)")
         XCTAssertEqual(states.states.last, .ready)
 
@@ -157,45 +248,70 @@ final class PhotoOutputTests: XCTestCase {
         XCTAssertEqual(states.states.last, .sessionNotRunning)
     }
 
+    /// Noise measured as ffmpeg's PSNR against a photo of the same scene without noise, over the SMPTE bars
+    /// only: the patch of snow at their bottom right is new random pixels in every frame, which would
+    /// measure the snow, not the noise. The median of five photos each, so one lucky frame decides nothing.
     func testQualityBeatsSpeedOnANoisySceneAndSpeedIsFastest() async throws {
         let folder = try temporaryFolder()
-        func shoot(noise: Int, _ prioritization: CapturePhotoOutput.QualityPrioritization, _ name: String) async throws -> (URL, [Double]) {
+        func shoot(noise: Int, _ prioritization: CapturePhotoOutput.QualityPrioritization, _ name: String) async throws -> ([URL], [Double]) {
             let photos = CapturePhotoOutput()
             let camera = CaptureDevice.makeTestCamera(options: .init(pattern: .smpte, motion: 0, noiseLevel: noise, maxFrameRate: 30))
             let session = try await startedSession(photos, camera: camera, preset: .hd1280x720)
-            var latencies: [Double] = []
-            let url = folder.appendingPathComponent(name)
-            for _ in 0..<5 {
+            var latencies: [Double] = [], urls: [URL] = []
+            for index in 0..<5 {
+                let url = folder.appendingPathComponent("\(name)-\(index).jpg")
                 let photo = try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: prioritization, fileURL: url))
                 latencies.append(photo.latencyMilliseconds)
+                urls.append(url)
             }
             await session.stop()
-            return (url, latencies)
+            return (urls, latencies)
         }
-        let (reference, _) = try await shoot(noise: 0, .quality, "clean.jpg")
-        let (speed, speedLatencies) = try await shoot(noise: 12, .speed, "speed.jpg")
-        let (balanced, _) = try await shoot(noise: 12, .balanced, "balanced.jpg")
-        let (quality, qualityLatencies) = try await shoot(noise: 12, .quality, "quality.jpg")
-        let speedPSNR = try psnr(speed, reference: reference)
-        let balancedPSNR = try psnr(balanced, reference: reference)
-        let qualityPSNR = try psnr(quality, reference: reference)
-        print("PSNR against the noise-free frame: speed \(speedPSNR) dB, balanced \(balancedPSNR) dB, quality \(qualityPSNR) dB; "
-              + "median latency speed \(median(speedLatencies)) ms, quality \(median(qualityLatencies)) ms")
-        XCTAssertGreaterThanOrEqual(qualityPSNR - speedPSNR, 2, "quality \(qualityPSNR) dB, speed \(speedPSNR) dB")
-        XCTAssertGreaterThanOrEqual(balancedPSNR, speedPSNR - 0.5, "balanced \(balancedPSNR) dB, speed \(speedPSNR) dB")
+        let (clean, _) = try await shoot(noise: 0, .quality, "clean")
+        let (speed, speedLatencies) = try await shoot(noise: 12, .speed, "speed")
+        let (balanced, _) = try await shoot(noise: 12, .balanced, "balanced")
+        let (quality, qualityLatencies) = try await shoot(noise: 12, .quality, "quality")
+        let bars = "crop=iw:ih*2/3:0:0"
+        func noise(_ photos: [URL]) throws -> Double { median(try photos.map { try psnr($0, reference: clean[0], crop: bars) }) }
+        let speedPSNR = try noise(speed), balancedPSNR = try noise(balanced), qualityPSNR = try noise(quality)
+        print("PSNR against the noise-free photo (bars, median of 5): speed \(speedPSNR) dB, balanced \(balancedPSNR) dB, "
+              + "quality \(qualityPSNR) dB; median latency speed \(median(speedLatencies)) ms, quality \(median(qualityLatencies)) ms")
+        XCTAssertGreaterThanOrEqual(qualityPSNR - speedPSNR, Self.qualityGainOverSpeed,
+                                    "quality \(qualityPSNR) dB, speed \(speedPSNR) dB")
+        // .balanced is one frame, as .speed, at JPEG quality 85 rather than 75: it keeps more of the noise that
+        // 75 quantises away (1.5 dB more here), and never reaches what averaging does.
+        XCTAssertLessThan(balancedPSNR, qualityPSNR - 3, "balanced \(balancedPSNR) dB, quality \(qualityPSNR) dB")
         XCTAssertLessThan(median(speedLatencies), median(qualityLatencies), "speed \(speedLatencies) quality \(qualityLatencies)")
     }
+
+    /// The README's claim for .quality against .speed on a noisy scene (4 dB; 4.03-4.05 dB measured over
+    /// four runs, 36.97 against 32.93 dB), less a margin for JPEG's and the noise's chance.
+    static let qualityGainOverSpeed = 3.5
 
     func testJPEGCarriesEXIFAndIsTurnedUpright() async throws {
         let folder = try temporaryFolder()
         let photos = CapturePhotoOutput()
-        let session = try await startedSession(photos)
+        // A still picture, so every photo shows the same bars and only the turn differs.
+        let session = try await startedSession(photos, camera: .makeTestCamera(options: .init(motion: 0, maxFrameRate: 30)))
+        let sensor = folder.appendingPathComponent("sensor.jpg")
+        _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: sensor))
         photos.connection.videoRotationAngle = 90
         let upright = folder.appendingPathComponent("upright.jpg")
         let photo = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: upright))
         let tagged = folder.appendingPathComponent("tagged.jpg")
         _ = try await photos.capturePhoto(with: CapturePhotoSettings(orientationHandling: .exifOrientationOnly, fileURL: tagged))
+        var turned: [Int: URL] = [90: upright]
+        for angle in [180, 270] {
+            photos.connection.videoRotationAngle = Double(angle)
+            turned[angle] = folder.appendingPathComponent("turned-\(angle).jpg")
+            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: turned[angle]))
+        }
         await session.stop()
+        // The pixels are the sensor's picture turned clockwise by the angle: 90 and 270 have the same size,
+        // so only the picture itself tells them apart.
+        for (angle, url) in turned.sorted(by: { $0.key < $1.key }) {
+            XCTAssertEqual(try clockwiseTurn(of: url, from: sensor), angle, url.lastPathComponent)
+        }
 
         let exif = try exif(upright)
         XCTAssertEqual(exif["Make"] as? String, "gcapture")
@@ -235,7 +351,9 @@ final class PhotoOutputTests: XCTestCase {
         let folder = try temporaryFolder()
         let photos = CapturePhotoOutput()
         photos.isAutoDeferredPhotoDeliveryEnabled = true
-        photos.deferredProcessingDelay = 0.2
+        // Long enough for exiftool to read the proxy on a loaded machine (with 0.2 s the final replaced it
+        // first whenever the load average was high, and the test failed on a correct engine).
+        photos.deferredProcessingDelay = 2
         let session = try await startedSession(photos, camera: .makeTestCamera(options: .init(noiseLevel: 10, maxFrameRate: 30)))
         let url = folder.appendingPathComponent("deferred.jpg")
         let proxy = try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality, fileURL: url))
@@ -254,9 +372,10 @@ final class PhotoOutputTests: XCTestCase {
     }
 
     func testBadRequestsFailClearlyAndLeaveNoFile() async throws {
+        let folder = try temporaryFolder()
         let photos = CapturePhotoOutput()
         do {
-            _ = try await photos.capturePhoto()
+            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: folder.appendingPathComponent("early.jpg")))
             XCTFail("captured without a session")
         } catch {
             XCTAssertEqual(error, .sessionNotRunning)
@@ -270,10 +389,29 @@ final class PhotoOutputTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("/nonexistent-gcapture does not exist"), "\(error)")
         }
         await session.stop()
-        XCTAssertFalse(FileManager.default.fileExists(atPath: missing.path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/nonexistent-gcapture"), "the missing folder was made")
+        do {
+            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: folder.appendingPathComponent("late.jpg")))
+            XCTFail("captured after the session stopped")
+        } catch {
+            XCTAssertEqual(error, .sessionNotRunning)
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [], "a failed capture left a file")
     }
 
     private func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+}
+
+/// The process's resident memory now, from /proc/self/statm.
+private func residentBytes() -> Int {
+    let fields = ((try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? "").split(separator: " ")
+    return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+}
+
+/// Memory figures sampled while something runs.
+private final class MemorySamples: Sendable {
+    let ring = Mutex<[Int]>([]), resident = Mutex<[Int]>([])
+    let running = Atomic<Bool>(true)
 }
 
 final class ReadinessRecorder: CapturePhotoOutputReadinessCoordinatorDelegate, @unchecked Sendable {

@@ -14,7 +14,7 @@ final class PulseAudioServer: @unchecked Sendable {
 
     init() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/pulseaudio") else {
-            throw XCTSkip("pulseaudio is not installed (scripts/install-deps.sh installs it)")
+            throw TestEnvironment.missing("pulseaudio is not installed (scripts/install-deps.sh installs it)")
         }
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("gcapture-pulse-\(UUID().uuidString.prefix(8))")
         for sub in ["run", "state", "config"] {
@@ -42,20 +42,19 @@ final class PulseAudioServer: @unchecked Sendable {
         environment["PULSE_RUNTIME_PATH"] = folder.appendingPathComponent("run").path
         environment["PULSE_STATE_PATH"] = folder.appendingPathComponent("state").path
         environment["PULSE_CONFIG_PATH"] = folder.appendingPathComponent("config").path
-        let launcher = Process()
-        launcher.executableURL = URL(fileURLWithPath: "/usr/bin/pulseaudio")
-        launcher.arguments = ["-n", "-F", scriptURL.path, "--daemonize=yes", "--use-pid-file=yes", "--exit-idle-time=-1",
-                              "--log-target=file:" + folder.appendingPathComponent("log").path]
-        launcher.environment = environment
-        try launcher.run()
-        launcher.waitUntilExit()
+        // The launcher returns once the daemon runs; the daemon's output goes to its log, not to a pipe it
+        // would hold open.
+        _ = try ProgramRun.run("/usr/bin/pulseaudio",
+                               ["-n", "-F", scriptURL.path, "--daemonize=yes", "--use-pid-file=yes", "--exit-idle-time=-1",
+                                "--log-target=file:" + folder.appendingPathComponent("log").path],
+                               environment: environment, timeout: 20, capturesOutput: false)
         let pidFile = folder.appendingPathComponent("run/pid")
         let deadline = Date().addingTimeInterval(10)
         while !FileManager.default.fileExists(atPath: socket) || pid == 0 {
             pid = (try? String(contentsOf: pidFile, encoding: .utf8)).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
             guard Date() < deadline else {
                 stop()
-                throw XCTSkip("the PulseAudio server did not start (see \(folder.path)/log)")
+                throw TestEnvironment.missing("the PulseAudio server did not start (see \(folder.path)/log)")
             }
             usleep(20_000)
         }

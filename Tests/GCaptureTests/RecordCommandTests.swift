@@ -8,24 +8,15 @@ final class RecordCommandTests: XCTestCase {
     func testAKillLosesAtMostAFragmentAndTheNextRunRecoversTheRest() throws {
         let folder = try temporaryFolder()
         let movie = folder.appendingPathComponent("killed.mp4")
-        let executable = try productURL("gcapture")
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["record", "--microphone", "test-microphone", "--preset", "hd1280x720", "--duration", "10",
-                             "--rotation", "270", "--output", movie.path, "--json"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        let program = try startProduct("gcapture", ["record", "--microphone", "test-microphone", "--preset", "hd1280x720",
+                                                    "--duration", "10", "--rotation", "270", "--output", movie.path, "--json"],
+                                       deadline: 40)
         // Six seconds of recording after it started, then kill -9.
-        var seen = Data()
-        while !String(decoding: seen, as: UTF8.self).contains("recordingStarted") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            seen.append(chunk)
-        }
+        let seen = program.readOutput(until: "recordingStarted")
+        XCTAssertTrue(seen.contains("recordingStarted"), "the recording never started: \(seen)")
         Thread.sleep(forTimeInterval: 6)
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        program.signal(SIGKILL)
+        try program.waitForExit()
 
         // Without repair: ffprobe, ffmpeg and GStreamer's discoverer all read it.
         let killed = try probe(movie)
@@ -57,7 +48,7 @@ final class RecordCommandTests: XCTestCase {
     func testAWriteFailureEndsWithAPlayableFile() throws {
         let folder = try temporaryFolder()
         let movie = folder.appendingPathComponent("limited.mp4")
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { throw XCTSkip("prlimit is missing") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { throw TestEnvironment.missing("prlimit is missing") }
         let result = try runProduct("gcapture", ["record", "--microphone", "none", "--preset", "hd1280x720", "--duration", "10",
                                                  "--output", movie.path, "--json"],
                                     launcher: ["/usr/bin/prlimit", "--fsize=3000000"])

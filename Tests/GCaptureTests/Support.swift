@@ -67,7 +67,7 @@ extension XCTestCase {
         // `swift test` runs the bundle from inside the .xctest folder.
         let candidates = [folder, folder.deletingLastPathComponent()].map { $0.appendingPathComponent(name) }
         guard let executable = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw XCTSkip("\(name) is not built next to the tests (build with `swift build --build-tests`)")
+            throw TestEnvironment.missing("\(name) is not built next to the tests (build with `swift build --build-tests`)")
         }
         return executable
     }
@@ -75,34 +75,219 @@ extension XCTestCase {
     /// Runs a program built next to the test bundle (gcapture, gcapture-bench) and returns its output.
     /// `launcher` runs it through another program (e.g. setpriv to drop privileges).
     func runProduct(_ name: String, _ arguments: [String], environment: [String: String] = [:],
-                    launcher: [String] = []) throws -> (status: Int32, stdout: String, stderr: String) {
+                    launcher: [String] = [], currentDirectory: URL? = nil,
+                    timeout: TimeInterval = ProgramRun.defaultTimeout) throws -> ProgramRun.Result {
         let executable = try productURL(name)
         if let program = launcher.first {
-            return try runTool(program, Array(launcher.dropFirst()) + [executable.path] + arguments, environment: environment)
+            return try runTool(program, Array(launcher.dropFirst()) + [executable.path] + arguments, environment: environment,
+                               currentDirectory: currentDirectory, timeout: timeout)
         }
-        return try runTool(executable.path, arguments, environment: environment)
+        return try runTool(executable.path, arguments, environment: environment, currentDirectory: currentDirectory,
+                           timeout: timeout)
     }
 
-    /// Runs a program and returns its exit status and output.
-    func runTool(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws
-        -> (status: Int32, stdout: String, stderr: String) {
+    /// Runs a program and returns its exit status and output; one still running after `timeout` is killed and
+    /// the test fails.
+    func runTool(_ path: String, _ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil,
+                 timeout: TimeInterval = ProgramRun.defaultTimeout) throws -> ProgramRun.Result {
+        try ProgramRun.run(path, arguments, environment: environment, currentDirectory: currentDirectory, timeout: timeout)
+    }
+
+    /// Starts a program built next to the test bundle in the background; it is killed at `deadline` seconds
+    /// from now whatever the test does, so reading its output or waiting for it cannot hang.
+    func startProduct(_ name: String, _ arguments: [String], deadline: TimeInterval) throws -> BackgroundProgram {
+        try BackgroundProgram(productURL(name), arguments, deadline: deadline)
+    }
+}
+
+/// What the tests may and may not do without a real part (the PulseAudio server, the built CLI, a camera).
+enum TestEnvironment {
+    /// CI=true (or 1): every test that needs a real part must run it.
+    static var isCI: Bool { ["true", "1"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? "") }
+
+    /// A real part the test needs cannot be had: a skip on a developer's machine, a failure in CI, where
+    /// a skip would hide that the part was never tested.
+    static func missing(_ part: String) -> any Error {
+        isCI ? MissingPart(description: part + " (CI=true: a test whose real part is missing fails instead of skipping)")
+            : XCTSkip(part)
+    }
+
+    struct MissingPart: Error, CustomStringConvertible { let description: String }
+}
+
+/// CLOCK_MONOTONIC now, in milliseconds: GStreamer's system clock, which the test camera's stamps use.
+func monotonicMilliseconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) * 1000 + Double(now.tv_nsec) / 1e6
+}
+
+extension String {
+    fileprivate var nonEmpty: String? { isEmpty ? nil : self }
+}
+
+/// Milliseconds from `moment` (monotonicMilliseconds) to a capture-time stamp (negative: the stamp is
+/// earlier). The stamp is whole milliseconds modulo 2^32: the difference is taken in that ring.
+func millisecondsFrom(_ moment: Double, to stamp: UInt32) -> Double {
+    let whole = moment.rounded(.down)
+    return Double(Int32(bitPattern: stamp &- UInt32(truncatingIfNeeded: Int64(whole)))) - (moment - whole)
+}
+
+/// What a file or program showed is not what the test can read.
+struct CheckFailed: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// A test waited longer than its deadline.
+struct DeadlineExceeded: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Runs `operation` and returns its result, or throws when it has not finished within `seconds` (and cancels
+/// it). An operation that ignores cancellation is left behind rather than waited for, so a hung engine call
+/// fails its test instead of hanging the suite.
+func within<T: Sendable>(_ seconds: Double, _ what: String,
+                         _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    return try await withCheckedThrowingContinuation { continuation in
+        let once = Once(continuation)
+        let work = Task {
+            do { _ = once.finish(.success(try await operation())) } catch { _ = once.finish(.failure(error)) }
+        }
+        once.setTimer(Task {
+            guard (try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))) != nil else { return }
+            if once.finish(.failure(DeadlineExceeded(description: "\(what) did not happen within \(seconds) s"))) { work.cancel() }
+        })
+    }
+}
+
+/// The first element of `stream` that satisfies `predicate`, or a failure when none comes within `seconds`
+/// (or the stream ends first).
+func firstElement<Element: Sendable>(of stream: AsyncStream<Element>, within seconds: Double, _ what: String,
+                                     where predicate: @escaping @Sendable (Element) -> Bool = { _ in true }) async throws -> Element {
+    try await within(seconds, what) {
+        for await element in stream where predicate(element) { return element }
+        throw CheckFailed(description: "\(what): the stream ended first")
+    }
+}
+
+/// Resumes a waiter once, with whichever of an operation and its deadline comes first.
+private final class Once<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<T, any Error>?
+    private var timer: Task<Void, Never>?
+    init(_ continuation: CheckedContinuation<T, any Error>) { self.continuation = continuation }
+    func setTimer(_ task: Task<Void, Never>) { lock.withLock { timer = task } }
+    /// Resumes the waiter with the first result only; tells whether this was the first.
+    func finish(_ result: Result<T, any Error>) -> Bool {
+        let (pending, timer) = lock.withLock { () -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?) in
+            defer { continuation = nil }
+            return (continuation, self.timer)
+        }
+        guard let pending else { return false }
+        timer?.cancel()
+        pending.resume(with: result)
+        return true
+    }
+}
+
+/// A program run to its end with a deadline.
+enum ProgramRun {
+    typealias Result = (status: Int32, stdout: String, stderr: String)
+    /// Far above any program a test runs (the slowest take a few seconds here, about a minute in the
+    /// emulated v4l2 VM, which runs ~5x slower), far below the suite's limit.
+    static let defaultTimeout: TimeInterval = ProcessInfo.processInfo.environment["V4L2VM"] == "1" ? 300 : 120
+
+    /// Runs `path`; both pipes are drained at once (a child that fills one while we wait on the other would
+    /// hang). After `timeout` it gets SIGTERM, then SIGKILL, and the run throws. Without `capturesOutput` the
+    /// child's output goes to /dev/null (for daemons, whose children would hold a pipe open forever).
+    static func run(_ path: String, _ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil,
+                    timeout: TimeInterval = defaultTimeout, capturesOutput: Bool = true) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Both pipes are drained at once: a child that fills one while we wait on the other would hang.
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
         final class Collected: @unchecked Sendable { var data = Data() }
-        let errors = Collected()
+        let output = Collected(), errors = Collected()
         let reading = DispatchGroup()
-        DispatchQueue.global().async(group: reading) { errors.data = err.fileHandleForReading.readDataToEndOfFile() }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        reading.wait()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errors.data, as: UTF8.self))
+        let name = ([URL(fileURLWithPath: path).lastPathComponent] + arguments).joined(separator: " ")
+        if capturesOutput {
+            let out = Pipe(), err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            try process.run()
+            DispatchQueue.global().async(group: reading) { output.data = out.fileHandleForReading.readDataToEndOfFile() }
+            DispatchQueue.global().async(group: reading) { errors.data = err.fileHandleForReading.readDataToEndOfFile() }
+        } else {
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+        }
+        if exited.wait(timeout: .now() + timeout) == .timedOut {
+            kill(process.processIdentifier, SIGTERM)
+            if exited.wait(timeout: .now() + 5) == .timedOut {
+                kill(process.processIdentifier, SIGKILL)
+                _ = exited.wait(timeout: .now() + 5)
+            }
+            let said = reading.wait(timeout: .now() + 5) == .success ? String(decoding: errors.data.suffix(2000), as: UTF8.self) : ""
+            throw DeadlineExceeded(description: "`\(name)` was still running after \(Int(timeout)) s and was killed; stderr: \(said)")
+        }
+        guard reading.wait(timeout: .now() + 10) == .success else {
+            throw DeadlineExceeded(description: "`\(name)` exited but something it started still holds its output open")
+        }
+        return (process.terminationStatus, String(decoding: output.data, as: UTF8.self), String(decoding: errors.data, as: UTF8.self))
+    }
+}
+
+/// A program running in the background while a test works with it (kills it, reads its events). SIGKILL at
+/// the deadline is certain: every read of its output and every wait for it ends by then.
+final class BackgroundProgram: @unchecked Sendable {
+    let process = Process()
+    private let output = Pipe()
+    private let exited = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var hasExited = false
+    private var seen = Data()
+    private let killedBy: DispatchTime
+
+    init(_ executable: URL, _ arguments: [String], deadline: TimeInterval) throws {
+        killedBy = .now() + deadline
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardOutput = output
+        process.terminationHandler = { [exited, lock] _ in
+            lock.withLock { self.hasExited = true }
+            exited.signal()
+        }
+        try process.run()
+        DispatchQueue.global().asyncAfter(deadline: killedBy) { [weak self] in self?.signal(SIGKILL) }
+    }
+
+    /// Sends `signal` if the program still runs (its pid is not reused before we have reaped it).
+    func signal(_ signal: Int32) {
+        lock.withLock { if !hasExited { _ = kill(process.processIdentifier, signal) } }
+    }
+
+    /// Reads its standard output until `text` appears or the output closes (the program ended, or was killed
+    /// at its deadline); returns everything read so far.
+    func readOutput(until text: String) -> String {
+        while true {
+            let sofar = lock.withLock { String(decoding: seen, as: UTF8.self) }
+            if sofar.contains(text) { return sofar }
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { return sofar }
+            lock.withLock { seen.append(chunk) }
+        }
+    }
+
+    /// Waits for the program to end (it is killed at its deadline at the latest).
+    func waitForExit() throws {
+        guard exited.wait(timeout: killedBy + 10) == .success else {
+            throw DeadlineExceeded(description: "\(process.executableURL?.lastPathComponent ?? "the program") outlived SIGKILL")
+        }
+        exited.signal()
     }
 }
 
@@ -116,13 +301,44 @@ extension XCTestCase {
     }
 
     /// PSNR of an image against a reference, in dB, as ffmpeg computes it.
-    func psnr(_ url: URL, reference: URL) throws -> Double {
-        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-nostats", "-i", url.path, "-i", reference.path,
-                                                      "-lavfi", "psnr", "-f", "null", "-"])
+    /// `turningReference` is an ffmpeg filter applied to the reference first (e.g. "transpose=clock").
+    /// `crop` (an ffmpeg crop filter) limits the comparison to one region of both.
+    func psnr(_ url: URL, reference: URL, turningReference filter: String? = nil, crop: String? = nil) throws -> Double {
+        let picture = crop.map { "[0:v]\($0)[picture];" } ?? "[0:v]null[picture];"
+        let turned = "[1:v]" + ([filter, crop].compactMap { $0 }.joined(separator: ",").nonEmpty ?? "null") + "[reference];"
+        let result = try ffmpegPSNR(url, reference: reference, graph: picture + turned + "[picture][reference]psnr")
         XCTAssertEqual(result.status, 0, result.stderr)
-        let line = try XCTUnwrap(result.stderr.split(separator: "\n").first { $0.contains("PSNR") && $0.contains("average:") })
-        let value = try XCTUnwrap(line.split(separator: " ").first { $0.hasPrefix("average:") }?.dropFirst("average:".count))
-        return try XCTUnwrap(Double(value))
+        return try XCTUnwrap(result.value, "no PSNR in ffmpeg's output: \(result.stderr)")
+    }
+
+    private func ffmpegPSNR(_ url: URL, reference: URL, graph: String) throws -> (status: Int32, value: Double?, stderr: String) {
+        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-nostats", "-i", url.path, "-i", reference.path,
+                                                      "-lavfi", graph, "-f", "null", "-"])
+        let line = result.stderr.split(separator: "\n").first { $0.contains("PSNR") && $0.contains("average:") }
+        let value = line?.split(separator: " ").first { $0.hasPrefix("average:") }?.dropFirst("average:".count)
+        return (result.status, value.flatMap { Double($0) }, result.stderr)
+    }
+
+    /// Which turn of `reference` `url` shows (clockwise degrees: 0, 90, 180 or 270), judged by ffmpeg on both
+    /// pictures scaled down by 16 (so the SMPTE bars' snow, new in every frame, averages out): the turn whose
+    /// PSNR is highest, which must be a match (above 20 dB) and beat every other turn by 10 dB. Needs a
+    /// picture that no turn maps onto itself, such as the SMPTE bars.
+    func clockwiseTurn(of url: URL, from reference: URL) throws -> Int? {
+        let turns = [0: "null", 90: "transpose=clock", 180: "hflip,vflip", 270: "transpose=cclock"]
+        var scores: [Int: Double] = [:]
+        for (angle, turn) in turns {
+            let graph = "[0:v]scale=iw/16:ih/16:flags=area[picture];[1:v]\(turn),scale=iw/16:ih/16:flags=area[turned];"
+                + "[picture][turned]psnr"
+            // A turn that gives another shape cannot match: ffmpeg refuses to compare them.
+            scores[angle] = try ffmpegPSNR(url, reference: reference, graph: graph).value ?? 0
+        }
+        let ranked = scores.sorted { $0.value > $1.value }
+        print("\(url.lastPathComponent) against turns of \(reference.lastPathComponent): \(ranked.map { "\($0.key)° \($0.value.isFinite ? String(Int($0.value)) : "∞") dB" })")
+        guard ranked[0].value > 20, ranked[0].value - ranked[1].value > 10 else {
+            XCTFail("\(url.lastPathComponent) matches no turn of \(reference.lastPathComponent) clearly: \(scores)")
+            return nil
+        }
+        return ranked[0].key
     }
 
     /// The luma of a picture scaled down to `width`x1 by ffmpeg: left to right brightness.
@@ -133,6 +349,49 @@ extension XCTestCase {
                                                       "crop=iw:ih/4:0:0,scale=\(width):1,format=gray", "-f", "rawvideo", output.path])
         XCTAssertEqual(result.status, 0, result.stderr)
         return [UInt8](try Data(contentsOf: output))
+    }
+
+    /// The capture time the test camera stamped into a picture's top rows (CaptureTimeStamp), decoded from
+    /// ffmpeg's grey pixels of the file: milliseconds of CLOCK_MONOTONIC, modulo 2^32. Fails when the cells
+    /// do not read as a stamp (references too close, check bits wrong).
+    /// `width` is the picture's, when known (saves asking ffprobe).
+    func captureTimeStamp(_ url: URL, width known: Int? = nil) throws -> UInt32 {
+        var width = known ?? 0
+        if known == nil {
+            let size = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                         "stream=width", "-of", "csv=p=0", url.path])
+            guard let probed = Int(size.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw CheckFailed(description: "ffprobe gave no width for \(url.path): \(size.stderr)")
+            }
+            width = probed
+        }
+        let cell = CaptureTimeStamp.cellSize(forWidth: width)
+        let raw = FileManager.default.temporaryDirectory.appendingPathComponent("stamp-\(UUID().uuidString).gray")
+        defer { try? FileManager.default.removeItem(at: raw) }
+        let decoded = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", url.path, "-frames:v", "1",
+                                                       "-vf", "crop=iw:\(cell):0:0,format=gray", "-f", "rawvideo", raw.path])
+        XCTAssertEqual(decoded.status, 0, decoded.stderr)
+        let pixels = [UInt8](try Data(contentsOf: raw))
+        // Each cell's mean over its middle half, away from edges that JPEG smears.
+        let levels: [Double] = (0..<CaptureTimeStamp.cellCount).map { index in
+            var sum = 0, count = 0
+            for y in cell / 4..<cell * 3 / 4 {
+                for x in index * cell + cell / 4..<index * cell + cell * 3 / 4 where y * width + x < pixels.count {
+                    sum += Int(pixels[y * width + x]); count += 1
+                }
+            }
+            return count > 0 ? Double(sum) / Double(count) : 0
+        }
+        let white = levels[0], black = levels[1]
+        guard white - black > 100 else {
+            throw CheckFailed(description: "\(url.lastPathComponent) carries no capture-time stamp (reference cells \(white), \(black))")
+        }
+        let bits = levels.dropFirst(2).map { $0 > (white + black) / 2 }
+        let time = bits.prefix(32).reduce(UInt32(0)) { $0 << 1 | ($1 ? 1 : 0) }
+        guard Array(bits) == Array(CaptureTimeStamp.cells(milliseconds: time).dropFirst(2)) else {
+            throw CheckFailed(description: "\(url.lastPathComponent): the stamp's check bits do not match (levels \(levels))")
+        }
+        return time
     }
 
     func temporaryFolder() throws -> URL {

@@ -7,18 +7,25 @@ final class PipelineTests: XCTestCase {
         let pipeline = try Pipeline.launch("videotestsrc num-buffers=10 ! video/x-raw,width=64,height=48 ! fakesink name=sink")
         let messages = pipeline.bus.messages()
         try pipeline.setState(.playing)
-        var reachedPlaying = false, sawEndOfStream = false
-        let deadline = Date().addingTimeInterval(5)
-        for await message in messages {
-            switch message.kind {
-            case .stateChanged(_, let new, _) where message.sourcePath == pipeline.path && new == .playing:
-                reachedPlaying = true
-            case .endOfStream:
-                sawEndOfStream = true
-            default: break
+        let path = pipeline.path
+        // Cancelled at its deadline: a bus that goes quiet ends the loop instead of hanging the test.
+        let reader = Task {
+            var reachedPlaying = false, sawEndOfStream = false
+            for await message in messages {
+                switch message.kind {
+                case .stateChanged(_, let new, _) where message.sourcePath == path && new == .playing:
+                    reachedPlaying = true
+                case .endOfStream:
+                    sawEndOfStream = true
+                default: break
+                }
+                if sawEndOfStream { break }
             }
-            if sawEndOfStream || Date() > deadline { break }
+            return (reachedPlaying, sawEndOfStream)
         }
+        let deadline = Task { try await Task.sleep(for: .seconds(5)); reader.cancel() }
+        let (reachedPlaying, sawEndOfStream) = await reader.value
+        deadline.cancel()
         pipeline.shutDown()
         XCTAssertTrue(reachedPlaying)
         XCTAssertTrue(sawEndOfStream)
@@ -29,10 +36,15 @@ final class PipelineTests: XCTestCase {
         let pipeline = try Pipeline.launch("filesrc name=reader location=/nonexistent/gcapture-file ! fakesink")
         let messages = pipeline.bus.messages()
         XCTAssertThrowsError(try pipeline.setState(.playing))
-        var error: GStreamerError?
-        for await message in messages {
-            if case .error(let value) = message.kind { error = value; break }
+        let reader = Task { () -> GStreamerError? in
+            for await message in messages {
+                if case .error(let value) = message.kind { return value }
+            }
+            return nil
         }
+        let deadline = Task { try await Task.sleep(for: .seconds(5)); reader.cancel() }
+        let error = await reader.value
+        deadline.cancel()
         pipeline.shutDown()
         let reported = try XCTUnwrap(error)
         XCTAssertEqual(reported.domain, "gst-resource-error-quark")

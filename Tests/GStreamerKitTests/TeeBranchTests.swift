@@ -65,8 +65,14 @@ final class TeeBranchTests: XCTestCase {
                            "stream=nb_read_frames", "-of", "csv=p=0", path]
         let output = Pipe()
         probe.standardOutput = output
+        let exited = DispatchSemaphore(value: 0)
+        probe.terminationHandler = { _ in exited.signal() }
         try probe.run()
-        probe.waitUntilExit()
+        // ffprobe reads a 0.5 s file in milliseconds; one that is still running after 60 s never ends.
+        if exited.wait(timeout: .now() + 60) == .timedOut {
+            kill(probe.processIdentifier, SIGKILL)
+            return XCTFail("ffprobe did not finish within 60 s")
+        }
         let frames = Int(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         XCTAssertGreaterThanOrEqual(frames, 15, "a 0.5 s branch at 50 fps should hold about 25 frames")

@@ -19,6 +19,9 @@ public struct TestCameraOptions: Sendable, Hashable, Codable {
     public var sizes: [Size]
     /// The fastest frame rate every size offers.
     public var maxFrameRate: Int
+    /// Writes each frame's capture time into its top rows (see `CaptureTimeStamp`), so a photo or a movie
+    /// frame says by its pixels when it was exposed, whatever the engine reports.
+    public var stampsCaptureTime: Bool
 
     /// 320x240, 640x480, 1280x720, 1920x1080 and 3840x2160.
     public static let standardSizes = FormatReader.standardSizes.map { Size(width: $0.0, height: $0.1) }
@@ -32,7 +35,7 @@ public struct TestCameraOptions: Sendable, Hashable, Codable {
     public init(pattern: Pattern = .smpte, motion: Int = 2, noiseLevel: Int = 0, noiseSeed: UInt32 = 1,
                 position: CaptureDevice.Position = .unspecified,
                 sizes: [Size] = TestCameraOptions.standardSizes,
-                maxFrameRate: Int = 60) {
+                maxFrameRate: Int = 60, stampsCaptureTime: Bool = false) {
         self.pattern = pattern
         self.motion = motion
         self.noiseLevel = max(0, min(noiseLevel, 127))
@@ -40,6 +43,7 @@ public struct TestCameraOptions: Sendable, Hashable, Codable {
         self.position = position
         self.sizes = sizes
         self.maxFrameRate = max(1, maxFrameRate)
+        self.stampsCaptureTime = stampsCaptureTime
     }
 
     static let pixelFormats = ["NV12", "I420", "YUY2"]
@@ -51,6 +55,26 @@ public struct TestCameraOptions: Sendable, Hashable, Codable {
                                      videoSupportedFrameRateRanges: [.init(Fraction(1, 1), Fraction(maxFrameRate, 1))])
             }
         }
+    }
+}
+
+/// The test camera's capture-time stamp: a band of square cells across the top of the luma plane, each
+/// black (16) or white (235), big enough to survive JPEG and video coding.
+///
+/// Cells from the left: white, black (references for the threshold), then the capture time's 32 bits, most
+/// significant first (white = 1), then 4 check bits (the sum of the time's eight nibbles, modulo 16). The
+/// time is the clock time of the frame's timestamp in milliseconds, modulo 2^32, on GStreamer's system
+/// clock, which is CLOCK_MONOTONIC: a test reads the same clock with clock_gettime.
+public enum CaptureTimeStamp {
+    public static let cellCount = 2 + 32 + 4
+    /// The cells' side in pixels for a frame `width` wide: as big as fits, a multiple of 8 (JPEG's blocks).
+    public static func cellSize(forWidth width: Int) -> Int { max(8, width / cellCount / 8 * 8) }
+
+    /// The cells' values, left to right, for a time in milliseconds.
+    public static func cells(milliseconds: UInt32) -> [Bool] {
+        let check = (0..<8).reduce(0) { $0 + Int((milliseconds >> UInt32($1 * 4)) & 0xF) } & 0xF
+        return [true, false] + (0..<32).map { milliseconds & (1 << UInt32(31 - $0)) != 0 }
+            + (0..<4).map { check & (1 << (3 - $0)) != 0 }
     }
 }
 

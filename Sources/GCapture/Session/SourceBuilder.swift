@@ -31,8 +31,10 @@ enum SourceBuilder {
             throw .cannotAddInput("\(device) is a microphone, not a camera")
         }
         let bin = try makeBin(description, name: name, device: device)
-        if case .testCamera(let options) = device.backend, options.noiseLevel > 0 {
-            addSensorNoise(to: bin, options: options, caps: selection.caps)
+        if case .testCamera(let options) = device.backend {
+            if options.noiseLevel > 0 { addSensorNoise(to: bin, options: options, caps: selection.caps) }
+            // After the noise (probes run in the order added), so the stamp stays legible.
+            if options.stampsCaptureTime { addCaptureTimeStamp(to: bin, caps: selection.caps) }
         }
         return SourceUnit(device: device, selection: selection, bin: bin)
     }
@@ -92,6 +94,36 @@ enum SourceBuilder {
         let generator = NoiseGenerator(seed: options.noiseSeed, amplitude: options.noiseLevel, layout: layout)
         pad.addProbe(.buffer) { info in
             generator.apply(to: info)
+            return .ok
+        }
+    }
+}
+
+extension SourceBuilder {
+    /// Each frame's capture time written into its pixels (CaptureTimeStamp), before anyone sees the frame.
+    fileprivate static func addCaptureTimeStamp(to bin: Bin, caps: String) {
+        guard let filter = bin.element(named: "caps"), let pad = filter.staticPad("src"),
+              let layout = (try? Caps(caps)).flatMap(VideoInfo.init(caps:)) else { return }
+        let cell = CaptureTimeStamp.cellSize(forWidth: layout.width)
+        // Luma sample spacing in the first plane: 1 for planar NV12/I420, 2 for packed YUY2.
+        let step = max(1, layout.planeRowBytes[0] / layout.width)
+        let rows = min(cell, layout.planeHeights[0])
+        pad.addProbe(.buffer) { info in
+            guard let time = info.bufferClockTime else { return .ok }
+            let cells = CaptureTimeStamp.cells(milliseconds: UInt32(truncatingIfNeeded: time / 1_000_000))
+            info.withWritableBuffer { buffer in
+                _ = buffer.withMappedBytes { bytes in
+                    let last = layout.offsets[0] + layout.strides[0] * (rows - 1) + (cells.count * cell - 1) * step
+                    guard cells.count * cell <= layout.width, last < bytes.count else { return }
+                    for row in 0..<rows {
+                        let start = layout.offsets[0] + layout.strides[0] * row
+                        for (index, white) in cells.enumerated() {
+                            let value: UInt8 = white ? 235 : 16
+                            for x in index * cell..<(index + 1) * cell { bytes[start + x * step] = value }
+                        }
+                    }
+                }
+            }
             return .ok
         }
     }
