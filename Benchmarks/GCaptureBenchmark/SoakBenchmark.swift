@@ -37,6 +37,8 @@ struct SoakReport: Codable {
         var rssAtEndMiB: Double
         var growthMiB: Double
         var peakRSSMiB: Double
+        /// VmRSS at the end of each minute, MiB: a leak climbs, a cache levels off.
+        var rssByMinuteMiB: [Double]
         var meetsGoal: Bool
     }
 
@@ -53,6 +55,7 @@ struct SoakReport: Codable {
             lines.append(String(format: "  %-10@ %6d done, %d failed   RSS %.1f → %.1f MiB: %+.2f MiB (peak %.1f) %@",
                                 String(part.mode.dropFirst("soak-".count)), part.completed, part.failed, part.rssAfterWarmUpMiB, part.rssAtEndMiB,
                                 part.growthMiB, part.peakRSSMiB, part.meetsGoal ? "met" : "MISSED"))
+            lines.append("             by minute: " + part.rssByMinuteMiB.map { String(format: "%.1f", $0) }.joined(separator: " "))
             if let error = part.firstError { lines.append("             first failure: \(error)") }
         }
         return lines
@@ -110,6 +113,9 @@ enum SoakBenchmark {
         return SoakReport.Part(mode: report.mode, completed: report.completed, failed: report.failed,
                                firstError: report.firstError, rssAfterWarmUpMiB: afterWarmUp, rssAtEndMiB: atEnd,
                                growthMiB: growth, peakRSSMiB: Double(report.samples.map(\.rssKiB).max() ?? 0) / 1024,
+                               rssByMinuteMiB: stride(from: 60.0, through: report.seconds, by: 60).compactMap { minute in
+                                   report.samples.last { $0.seconds <= minute }.map { Double($0.rssKiB) / 1024 }
+                               },
                                meetsGoal: growth < goalMiB && report.failed == 0)
     }
 }
