@@ -120,10 +120,12 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
 
     override func didJoin(_ context: OutputContext, branch: Bin?) { locked { self.context = context } }
 
-    override func didDetach() {
+    override func didDetach() { didDetach(drained: true) }
+
+    override func didDetach(drained: Bool) {
         locked { context = nil }
-        // The graph drained the recording before it stopped: the file is complete.
-        complete(error: nil, drained: true)
+        // The graph tried to drain the recording before it stopped; only a complete drain finalized the file.
+        complete(error: nil, drained: drained)
     }
 
     override func didFail(_ error: GStreamerError) {
@@ -167,8 +169,10 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
                         defer { self.recording = nil }
                         return self.recording?.sidecarLock
                     }
-                    // The sidecar this attempt created and locked holds nothing.
+                    // A recording that did not start leaves nothing: the sidecar this attempt created and
+                    // locked holds nothing, and neither does a movie no frame reached.
                     if lock != nil { try? FileManager.default.removeItem(at: MovieRecovery.sidecarURL(for: url)) }
+                    MovieFiles.removeIfEmpty(url)
                     fail(error)
                 }
             }
@@ -237,6 +241,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         if encoding.videoBitRate == 0 {
             encoding.videoBitRate = MovieEncoding.defaultBitRate(width: selection?.format.width ?? 1280, height: selection?.format.height ?? 720)
         }
+        try MovieFiles.checkCreatable(url)
         let bin = try makeRecordingBin(&encoding, in: graph)
         var inputs: [MediaType: String] = [:]
         var pads: [Pad] = []
@@ -244,8 +249,12 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
             try bin.element(named: "file")?.set("location", url.path)
             if let sidecar = bin.element(named: "sidecar_file") {
                 let sidecarURL = MovieRecovery.sidecarURL(for: url)
-                guard let lock = SidecarLock(on: sidecarURL) else {
-                    throw CaptureError.recordingFailed(reason: "\(url.path) is being recorded already", underlying: nil)
+                let lock: SidecarLock
+                do throws(SidecarLock.Failure) { lock = try SidecarLock(on: sidecarURL) } catch {
+                    switch error {
+                    case .held: throw CaptureError.recordingFailed(reason: "\(url.path) is being recorded already", underlying: nil)
+                    case .cannotCreate(let code): throw MovieFiles.cannotWrite(url, code)
+                    }
                 }
                 locked { recording?.sidecarLock = lock }
                 try sidecar.set("location", sidecarURL.path)
@@ -263,7 +272,10 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         } catch {
             throw .configurationFailed(reason: "cannot set up the recording", underlying: error as? GStreamerError)
         }
-        let timeline = RecordingTimeline()
+        let limits = locked { settings }
+        let timeline = RecordingTimeline(
+            limits: .init(maxDuration: limits.maxDuration.map { UInt64(($0 * 1e9).rounded()) }, maxFileSize: limits.maxFileSize),
+            onLimit: { [weak self] reason in self?.stop(with: reason) })
         pads.first?.addProbe(.buffer) { info in
             guard let shift = timeline.admitVideo(info.bufferPTS, duration: info.bufferDuration) else { return .drop }
             info.shiftBufferTimestamps(earlierBy: shift)
@@ -271,10 +283,17 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         }
         if pads.count > 1 {
             pads[1].addProbe(.buffer) { info in
-                guard let shift = timeline.admitAudio(info.bufferPTS) else { return .drop }
+                guard let shift = timeline.admitAudio(info.bufferPTS, duration: info.bufferDuration) else { return .drop }
                 info.shiftBufferTimestamps(earlierBy: shift)
                 return .ok
             }
+        }
+        // Past the leaky input queue and the encoders: what is counted and sized here is what the files get.
+        bin.element(named: MovieEncoding.encodedVideo)?.staticPad("sink")?.addProbe(.buffer) { info in
+            timeline.muxVideo(info.bufferPTS, duration: info.bufferDuration, bytes: info.bufferSize ?? 0) ? .ok : .drop
+        }
+        bin.element(named: MovieEncoding.encodedAudio)?.staticPad("sink")?.addProbe(.buffer) { info in
+            timeline.muxAudio(bytes: info.bufferSize ?? 0) ? .ok : .drop
         }
         locked {
             recording?.encoding = encoding
@@ -295,16 +314,10 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
     }
 
     private func checkLimits(url: URL) {
+        // The duration and size limits are kept frame by frame by the recording's timeline.
         let (limits, encoding) = locked { (settings, recording?.encoding) }
         guard let encoding else { return }
-        if let maxDuration = limits.maxDuration, recordedDuration >= maxDuration {
-            return stop(with: .maximumDurationReached)
-        }
-        // A fragment is written at once: stop one fragment early so the file never passes the limit.
         let bytesPerFragment = Int64(Double(encoding.videoBitRate + (encoding.withAudio ? 128_000 : 0)) / 8 * encoding.fragmentInterval)
-        if let maxSize = limits.maxFileSize, recordedFileSize + bytesPerFragment * 2 >= maxSize {
-            return stop(with: .maximumFileSizeReached)
-        }
         if limits.minFreeDisk > 0 {
             var info = statvfs()
             if statvfs(url.deletingLastPathComponent().path, &info) == 0,
@@ -374,8 +387,20 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         } else if FileManager.default.fileExists(atPath: sidecar.path) {
             // Not finalized cleanly (a write failed, the microphone vanished, the drain timed out): the
             // sidecar holds every frame that was encoded, so the movie is rebuilt from it, without a track
-            // that never received data. If that fails now the sidecar stays for the next start.
-            try? MovieRecovery.recover(url, includeAudio: stats.audioBuffers > 0)
+            // that never received data.
+            do throws(CaptureError) {
+                try MovieRecovery.recover(url, includeAudio: stats.audioBuffers > 0)
+            } catch let recoveryError {
+                // No room to rebuild it (a full disk): the fragmented movie, cut after its last complete
+                // fragment, is what plays. The sidecar stays for a later start only where the movie has nothing.
+                if MovieFiles.trimToLastCompleteBox(url) {
+                    try? FileManager.default.removeItem(at: sidecar)
+                } else if !MovieFiles.holdsFrames(sidecar) {
+                    try? FileManager.default.removeItem(at: url)
+                    try? FileManager.default.removeItem(at: sidecar)
+                }
+                return error ?? recoveryError
+            }
         }
         return error
     }
