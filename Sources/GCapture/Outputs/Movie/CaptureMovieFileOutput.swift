@@ -43,6 +43,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         let delegate: any CaptureFileOutputRecordingDelegate
         var encoding: MovieEncoding
         var timeline: RecordingTimeline?
+        var bin: Bin?
         var monitor: DispatchSourceTimer?
         var sidecarLock: SidecarLock?
         var stopping = false
@@ -106,6 +107,9 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         Self.statistics(locked { recording?.timeline?.stats } ?? RecordingTimeline.Statistics())
     }
 
+    /// The current recording's branch (for tests that make it misbehave).
+    var recordingBin: Bin? { locked { recording?.bin } }
+
     /// The statistics of the last recording that finished.
     public var lastStatistics: Statistics { locked { finishedStatistics } }
     private var finishedStatistics = CaptureMovieFileOutput.statistics(RecordingTimeline.Statistics())
@@ -129,7 +133,13 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
     }
 
     override func didFail(_ error: GStreamerError) {
-        complete(error: .recordingFailed(reason: "writing the movie failed", underlying: error), drained: false)
+        let folder = locked { recording?.url.deletingLastPathComponent().path } ?? "the movie's folder"
+        let failure: CaptureError = switch error.resourceCode {
+        case .noSpaceLeft?: .recordingFailed(reason: "the disk of \(folder) is full", underlying: nil)
+        case .write?, .openWrite?: .recordingFailed(reason: "cannot write in \(folder): \(error.message)", underlying: nil)
+        default: .recordingFailed(reason: "writing the movie failed", underlying: error)
+        }
+        complete(error: failure, drained: false)
     }
 
     override func audioSourceDidFail(_ device: CaptureDevice, error: GStreamerError) {
@@ -298,6 +308,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         locked {
             recording?.encoding = encoding
             recording?.timeline = timeline
+            recording?.bin = bin
         }
         try graph.attachBranch(bin, of: self, inputs: inputs)
         startMonitoring(url: url)
