@@ -146,6 +146,37 @@ final class RecordingFailureTests: XCTestCase {
         XCTAssertEqual(stats.duration, probed.duration, accuracy: 1.0 / 30 + 0.001)
     }
 
+    /// Few, small frames: the MP4's own overhead (a fragment every 250 ms) weighs most, and the limit
+    /// still holds for the fragmented and the defragmented movie.
+    func testTheSizeLimitHoldsAtALowFrameRateAndBitRate() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        movie.videoBitRate = 100_000
+        movie.maxRecordedFileSize = 60_000
+        let session = CaptureSession()
+        session.beginConfiguration()
+        try session.addInput(CaptureDeviceInput(device: .makeTestCamera(options: .init(maxFrameRate: 5))))
+        try session.addOutput(movie)
+        session.sessionPreset = .vga640x480
+        try session.commitConfiguration()
+        try await session.start()
+        for defragments in [false, true] {
+            movie.defragmentsMovieOnStop = defragments
+            let url = folder.appendingPathComponent("slow-\(defragments).mp4")
+            let waiter = RecordingWaiter()
+            movie.startRecording(to: url, recordingDelegate: waiter)
+            let finished = await waiter.waitForFinish(timeout: 30)
+            XCTAssertEqual(finished?.error, .maximumFileSizeReached)
+            let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber).intValue
+            let probed = try probe(url)
+            XCTAssertLessThanOrEqual(size, 60_000, "defragmented: \(defragments)")
+            XCTAssertGreaterThanOrEqual(Double(size), 60_000 - min(6_000, Double(size) / probed.duration), "defragmented: \(defragments)")
+            XCTAssertGreaterThan(probed.duration, 1)
+            XCTAssertTrue(try ffmpegDecodes(url))
+        }
+        await session.stop()
+    }
+
     /// The size limit holds for the fragmented movie too (kept when defragmenting is off), and the
     /// duration limit to a frame, through the library.
     func testLimitsHoldForTheFragmentedMovie() async throws {

@@ -303,7 +303,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
             timeline.muxVideo(info.bufferPTS, duration: info.bufferDuration, bytes: info.bufferSize ?? 0) ? .ok : .drop
         }
         bin.element(named: MovieEncoding.encodedAudio)?.staticPad("sink")?.addProbe(.buffer) { info in
-            timeline.muxAudio(bytes: info.bufferSize ?? 0) ? .ok : .drop
+            timeline.muxAudio(duration: info.bufferDuration, bytes: info.bufferSize ?? 0) ? .ok : .drop
         }
         locked {
             recording?.encoding = encoding
