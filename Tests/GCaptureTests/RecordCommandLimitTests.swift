@@ -48,6 +48,13 @@ final class RecordCommandLimitTests: XCTestCase {
             XCTAssertEqual(try finishedEvent(result.stdout)["frames"] as? Int, probed.videoFrames)
             XCTAssertTrue(try ffmpegDecodes(movie))
         }
+        // A limit no frame fits in is not a finished recording (it printed "finished" beside a 72 KB file).
+        let tiny = folder.appendingPathComponent("tiny.mp4")
+        let refused = try runProduct("gcapture", ["record", "--microphone", "none", "--max-size", "2000", "--duration", "5",
+                                                  "--output", tiny.path])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("maximum file size is smaller than"), refused.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: tiny.path))
     }
 
     /// A microphone the audio server does not have, or no audio server: the command fails before recording,

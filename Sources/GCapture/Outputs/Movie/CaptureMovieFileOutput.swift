@@ -325,9 +325,14 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
     }
 
     private func checkLimits(url: URL) {
-        // The duration and size limits are kept frame by frame by the recording's timeline.
+        // The duration and size limits are kept frame by frame by the recording's timeline, which stops
+        // the recording at the first frame past them; this covers a camera that stops delivering frames
+        // right at the limit.
         let (limits, encoding) = locked { (settings, recording?.encoding) }
         guard let encoding else { return }
+        if let maxDuration = limits.maxDuration, recordedDuration >= maxDuration {
+            return stop(with: .maximumDurationReached)
+        }
         let bytesPerFragment = Int64(Double(encoding.videoBitRate + (encoding.withAudio ? 128_000 : 0)) / 8 * encoding.fragmentInterval)
         if limits.minFreeDisk > 0 {
             var info = statvfs()
@@ -382,10 +387,14 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
                                     error: CaptureError?, drained: Bool, defragment: Bool) -> CaptureError? {
         let sidecar = MovieRecovery.sidecarURL(for: url)
         if stats.frames == 0 {
-            // Without a frame there is no playable movie: leave nothing behind.
+            // Without a frame there is no playable movie: leave nothing behind, and do not call it a
+            // success (a size limit smaller than the first frame stops the recording before it).
             try? FileManager.default.removeItem(at: url)
             try? FileManager.default.removeItem(at: sidecar)
-            return error ?? .noFramesRecorded
+            if error == .maximumFileSizeReached {
+                return .invalidSettings("the maximum file size is smaller than the movie's header and first frame")
+            }
+            return error.flatMap { $0.recordingFinishedSuccessfully ? nil : $0 } ?? .noFramesRecorded
         }
         if drained, error == nil || error!.recordingFinishedSuccessfully {
             if defragment, encoding.container == .mp4 {

@@ -129,7 +129,7 @@ final class RecordingTimeline: @unchecked Sendable {
 
     /// For the audio input's probe: audio enters only while video is being recorded, and none that would
     /// play past the duration limit.
-    func admitAudio(_ pts: ClockTime?, duration: ClockTime? = nil) -> ClockTime? {
+    func admitAudio(_ pts: ClockTime?, duration: ClockTime?) -> ClockTime? {
         guard let pts else { return nil }
         return lock.withLock { () -> ClockTime? in
             guard let start, !pauseRequested, UInt64(pts) >= start + pausedTotal else { return nil }
