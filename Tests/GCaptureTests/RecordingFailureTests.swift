@@ -218,3 +218,34 @@ private final class FirstTime: @unchecked Sendable {
     private var taken = false
     func claim() -> Bool { lock.withLock { defer { taken = true }; return !taken } }
 }
+
+extension RecordingFailureTests {
+    /// A microphone that opened but sends nothing once recording (a stalled source): the movie must still
+    /// open in every player, without an empty audio track, fragmented or not.
+    func testAMicrophoneThatSendsNothingLeavesAMovieThatPlays() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        let session = try await startSession(microphone: .testMicrophone, outputs: [movie])
+        for defragments in [true, false] {
+            movie.defragmentsMovieOnStop = defragments
+            let url = folder.appendingPathComponent("silent-\(defragments).mp4")
+            let waiter = RecordingWaiter()
+            movie.startRecording(to: url, recordingDelegate: waiter)
+            // Nothing the microphone sends reaches the recording's audio input.
+            let deadline = Date().addingTimeInterval(5)
+            while movie.recordingBin == nil, waiter.finished == nil, Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            let audioInput = try XCTUnwrap(movie.recordingBin?.element(named: "audio_in")?.staticPad("sink"))
+            audioInput.addProbe(.buffer) { _ in .drop }
+            let started = await waiter.waitForStart()
+            XCTAssertTrue(started)
+            try await Task.sleep(for: .milliseconds(1500))
+            movie.stopRecording()
+            let finished = await waiter.waitForFinish()
+            XCTAssertNotNil(finished)
+            let probed = try probe(url)
+            XCTAssertEqual(probed.duration, 1.5, accuracy: 0.3, "defragmented: \(defragments)")
+            XCTAssertTrue(try ffmpegDecodes(url), "defragmented: \(defragments)")
+        }
+        await session.stop()
+    }
+}

@@ -396,7 +396,10 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
             }
             return error.flatMap { $0.recordingFinishedSuccessfully ? nil : $0 } ?? .noFramesRecorded
         }
-        if drained, error == nil || error!.recordingFinishedSuccessfully {
+        // mp4mux gives an audio track that never received a sample an empty sample description, which
+        // players (ffprobe, qtdemux) refuse: such a movie is rebuilt from the sidecar without that track.
+        let emptyAudioTrack = encoding.withAudio && stats.audioBuffers == 0 && encoding.container == .mp4
+        if drained, error == nil || error!.recordingFinishedSuccessfully, !emptyAudioTrack {
             if defragment, encoding.container == .mp4 {
                 // The fragmented file is complete and stays if this fails: it plays and seeks too.
                 // Its own recording: the tracks are known, no discoverer needed.
