@@ -87,6 +87,12 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             return duration == ClockTime.none ? nil : duration
         }
 
+        /// Bytes in the buffer passing, if any.
+        public var bufferSize: Int? {
+            guard isBuffer, let data = raw.pointee.data else { return nil }
+            return Int(gst_buffer_get_size(UnsafeMutablePointer<GstBuffer>(OpaquePointer(data))))
+        }
+
         /// Moves the passing buffer's timestamps earlier by `amount` (making it writable first): how a
         /// recording's timeline starts at zero and skips its pauses.
         public func shiftBufferTimestamps(earlierBy amount: ClockTime) {

@@ -58,7 +58,9 @@ public final class TeeBranch: @unchecked Sendable {
 
     /// Unlinks the branch when the tee pads are idle, optionally drains it (EOS through every input,
     /// waiting up to `timeout` for it to reach every sink, so muxers finalize their files), then stops and
-    /// removes it. Blocks; must not be called on a streaming thread. Returns whether the drain completed.
+    /// removes it. Blocks; must not be called on a streaming thread. Returns whether the drain completed:
+    /// false for a branch that failed (it cannot be drained, its files were not finalized) or whose sinks
+    /// did not see end-of-stream in time.
     @discardableResult
     public func detach(drain: Bool, timeout: Duration = .seconds(3)) -> Bool {
         let alreadyDetached = detached.withLock { value in
@@ -67,7 +69,8 @@ public final class TeeBranch: @unchecked Sendable {
         }
         guard !alreadyDetached else { return true }
 
-        let sinks = drain && !hasFailed ? bin.sinkElements : []
+        let failedBefore = hasFailed
+        let sinks = drain && !failedBefore ? bin.sinkElements : []
         let drained = DispatchGroup()
         var eosProbes: [(Pad, UInt)] = []
         for sink in sinks {
@@ -107,6 +110,6 @@ public final class TeeBranch: @unchecked Sendable {
         _ = try? bin.setState(.null)
         container.remove(bin)
         for link in links { link.tee.releaseRequestPad(link.teePad) }
-        return completed
+        return completed && !(drain && failedBefore)
     }
 }

@@ -104,7 +104,8 @@ final class TeeBranchTests: XCTestCase {
         XCTAssertTrue(main.waitFor(before + 25), "the main branch stopped after the other branch failed")
         XCTAssertEqual(pipeline.state().current, .playing)
         XCTAssertTrue(branch.hasFailed)
-        branch.detach(drain: false)
+        // A failed branch cannot be drained: its files were never finalized, and detach says so.
+        XCTAssertFalse(branch.detach(drain: true))
     }
 
     func testDeviceMonitorStartsAndLists() throws {

@@ -40,6 +40,8 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
     func didJoin(_ context: OutputContext, branch: Bin?) {}
     /// The output left the graph (the session stopped, or the output was removed or failed).
     func didDetach() {}
+    /// The same, saying whether the output's branch, if it had one to drain, drained completely.
+    func didDetach(drained: Bool) { didDetach() }
     /// The branch failed and was detached; the session keeps running.
     func didFail(_ error: GStreamerError) {}
     /// The session's microphone failed and was removed; video goes on.

@@ -38,6 +38,8 @@ final class SessionGraph: @unchecked Sendable {
         /// A source on trial (being swapped in): its errors fail the swap instead of the session.
         var trialPath: String?
         var trialError: GStreamerError?
+        /// The source the trial's error came from, if it came from one.
+        var trialDevice: CaptureDevice?
         var sources: [(path: String, device: CaptureDevice)] = []
     }
 
@@ -69,7 +71,10 @@ final class SessionGraph: @unchecked Sendable {
     private func attribute(_ error: GStreamerError, from message: Message) -> GraphEvent? {
         busState.withLock { state -> GraphEvent? in
             if let trial = state.trialPath, message.isFrom(inside: trial) {
-                if state.trialError == nil { state.trialError = error }
+                if state.trialError == nil {
+                    state.trialError = error
+                    state.trialDevice = state.sources.first { message.isFrom(inside: $0.path) }?.device
+                }
                 return nil
             }
             for attached in state.branches.values where message.isFrom(inside: attached.path) {
@@ -84,51 +89,58 @@ final class SessionGraph: @unchecked Sendable {
 
     // MARK: Running
 
-    /// Starts the graph and returns once the first buffer has left a source (the video one if there is
-    /// one). Any error posted meanwhile fails the start, with GStreamer's own words.
+    /// Starts the graph and returns once the first buffer has left every source: a microphone that cannot
+    /// be opened (a source the audio server does not have, or no server) fails the start as surely as a
+    /// camera, before anything is recorded. Errors name the device they came from.
     func play(timeout: Duration = .seconds(5)) throws(CaptureError) {
-        let firstSource = videoSource ?? audioSource
-        let failure = onTrial(pipeline.path, waitingForFirstBufferFrom: firstSource, timeout: timeout) {
+        let sources = [videoSource, audioSource].compactMap { $0 }
+        guard let (failure, device) = onTrial(pipeline.path, waitingForFirstBufferFrom: sources, timeout: timeout, {
             try pipeline.setState(.playing)
+        }) else { return }
+        if let device {
+            throw .startFailed(reason: SourceBuilder.openFailure(of: device, failure), underlying: nil)
         }
-        if let failure {
-            throw .startFailed(reason: failure.isResourceError ? "\(firstSource?.device.description ?? "a device") failed" : "the pipeline failed",
-                               underlying: failure)
-        }
+        throw .startFailed(reason: "the pipeline failed", underlying: failure)
     }
 
     /// Runs `action`, treating errors from inside `path` as its own failure rather than the session's,
-    /// until `source` delivers its first buffer (or `timeout` passes).
-    private func onTrial(_ path: String, waitingForFirstBufferFrom source: SourceUnit?, timeout: Duration,
-                         _ action: () throws -> Void) -> GStreamerError? {
-        busState.withLock { $0.trialPath = path; $0.trialError = nil }
-        defer { busState.withLock { $0.trialPath = nil; $0.trialError = nil } }
-        let firstBuffer = DispatchSemaphore(value: 0)
-        source?.bin.staticPad("src")?.addProbe(.buffer) { _ in firstBuffer.signal(); return .remove }
-        var failure: GStreamerError?
-        do { try action() } catch {
-            failure = busState.withLock { $0.trialError } ?? (error as? GStreamerError)
-                ?? GStreamerError(kind: .stateChange, message: "\(error)")
+    /// until each of `sources` delivers its first buffer (or `timeout` passes). Returns the failure and the
+    /// device it is due to, when known: the one whose element posted it, or the one that stayed silent.
+    private func onTrial(_ path: String, waitingForFirstBufferFrom sources: [SourceUnit], timeout: Duration,
+                         _ action: () throws -> Void) -> (GStreamerError, CaptureDevice?)? {
+        busState.withLock { $0.trialPath = path; $0.trialError = nil; $0.trialDevice = nil }
+        defer { busState.withLock { $0.trialPath = nil; $0.trialError = nil; $0.trialDevice = nil } }
+        let waiting = sources.map { source in
+            let firstBuffer = DispatchSemaphore(value: 0)
+            source.bin.staticPad("src")?.addProbe(.buffer) { _ in firstBuffer.signal(); return .remove }
+            return (source, firstBuffer)
         }
-        guard source != nil else { return failure }
+        let busFailure = { self.busState.withLock { state in state.trialError.map { ($0, state.trialDevice) } } }
+        do { try action() } catch {
+            return busFailure() ?? ((error as? GStreamerError) ?? GStreamerError(kind: .stateChange, message: "\(error)"), nil)
+        }
         let deadline = DispatchTime.now() + .milliseconds(Int(timeout.components.seconds * 1000))
-        while failure == nil {
-            if firstBuffer.wait(timeout: .now() + .milliseconds(10)) == .success { break }
-            failure = busState.withLock { $0.trialError }
-            if failure == nil, DispatchTime.now() > deadline {
-                failure = GStreamerError(kind: .timeout, message: "no frame within \(timeout)")
+        for (source, firstBuffer) in waiting {
+            while firstBuffer.wait(timeout: .now() + .milliseconds(10)) != .success {
+                if let failure = busFailure() { return failure }
+                if DispatchTime.now() > deadline {
+                    let what = source.device.mediaType == .audio ? "no audio" : "no frame"
+                    return (GStreamerError(kind: .timeout, message: "\(what) within \(timeout)"), source.device)
+                }
             }
         }
-        return failure
+        return busFailure()
     }
 
     func shutDown() {
         let (members, attached) = busState.withLock { (Array($0.members.values), Array($0.branches.values)) }
+        // Each drain's outcome goes to its output: one that timed out left a file that was never finalized.
+        var drained: [ObjectIdentifier: Bool] = [:]
         for item in attached where item.output.drainsOnDetach {
-            detachBranch(of: item.output)
+            drained[ObjectIdentifier(item.output)] = detachBranch(of: item.output)
         }
         pipeline.shutDown()
-        for output in members { output.didDetach() }
+        for output in members { output.didDetach(drained: drained[ObjectIdentifier(output)] ?? true) }
         busState.withLock { $0.branches.removeAll(); $0.members.removeAll() }
     }
 
@@ -168,10 +180,6 @@ final class SessionGraph: @unchecked Sendable {
 
     private func plug(_ unit: SourceUnit, into tee: Element, confirmWithin timeout: Duration?) throws(CaptureError) {
         do {
-            if timeout != nil {
-                // Opening the device before touching the graph: a busy or missing device fails here.
-                try unit.bin.setState(.ready)
-            }
             try pipeline.add(unit.bin)
             try unit.bin.link(to: tee)
         } catch {
@@ -187,14 +195,19 @@ final class SessionGraph: @unchecked Sendable {
             return
         }
         unit.bin.baseTime = pipeline.baseTime
-        let failure = onTrial(path, waitingForFirstBufferFrom: unit, timeout: timeout) {
+        let failure = onTrial(path, waitingForFirstBufferFrom: [unit], timeout: timeout) {
+            // Opening the device first (inside the graph, so its error message is heard): a busy or
+            // missing device fails here, with its own words.
+            try unit.bin.setState(.ready)
             try unit.bin.syncStateWithParent()
         }
-        if let failure {
+        if let (failure, _) = failure {
             unit.bin.unlink(from: tee)
             _ = try? unit.bin.setState(.null)
             pipeline.remove(unit.bin)
-            throw .deviceFailed(device: unit.device.description, underlying: failure)
+            let reason = SourceBuilder.explanation(of: failure, from: unit.device)
+            throw .deviceFailed(device: unit.device.description,
+                                underlying: reason.map { GStreamerError(kind: failure.kind, message: $0) } ?? failure)
         }
         busState.withLock { $0.sources.append((path, unit.device)) }
     }
@@ -278,8 +291,8 @@ final class SessionGraph: @unchecked Sendable {
 
     /// Takes the output out of the graph.
     func leave(_ output: CaptureOutput) {
-        detachBranch(of: output)
+        let drained = detachBranch(of: output)
         guard busState.withLock({ $0.members.removeValue(forKey: ObjectIdentifier(output)) }) != nil else { return }
-        output.didDetach()
+        output.didDetach(drained: drained)
     }
 }

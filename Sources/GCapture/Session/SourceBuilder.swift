@@ -1,3 +1,4 @@
+import Foundation
 import GStreamerKit
 import Synchronization
 
@@ -57,6 +58,32 @@ enum SourceBuilder {
         }
         let bin = try makeBin(description, name: name, device: device)
         return SourceUnit(device: device, selection: nil, bin: bin)
+    }
+
+    /// One sentence for a device that could not be opened: which device, and why in the user's terms
+    /// where the cause is known (the audio server's own words otherwise).
+    static func openFailure(of device: CaptureDevice, _ error: GStreamerError) -> String {
+        let kind = device.mediaType == .audio ? "the microphone" : "the camera"
+        return "\(kind) \(device.description) cannot be opened: " + (explanation(of: error, from: device) ?? "\(error)")
+    }
+
+    /// What a source's error means for the user, when it is one the source's element is known to give.
+    static func explanation(of error: GStreamerError, from device: CaptureDevice) -> String? {
+        guard case .pulse(let source) = device.backend else {
+            return error.kind == .timeout ? error.message : nil
+        }
+        // pulsesrc: "Failed to connect: ..." when the server cannot be reached (while opening), "Failed to
+        // connect stream: No such entity" when it has no such source (once playing).
+        let server = getenv("PULSE_SERVER").map { "the PulseAudio server at \(String(cString: $0))" } ?? "the PulseAudio server"
+        if error.message.hasPrefix("Failed to connect stream") {
+            return source == "default" ? "\(server) has no default source"
+                : "\(server) has no source named '\(source)' (see `pactl list short sources`)"
+        }
+        if error.message.hasPrefix("Failed to connect") {
+            return "\(server) does not answer; is it running? (\(error.message))"
+        }
+        if error.kind == .timeout { return "\(server) delivered no audio from '\(source)' (\(error.message))" }
+        return nil
     }
 
     /// Parses the source's elements into a bin named `name`; a provider's device (pulsesrc, pipewiresrc...)

@@ -26,6 +26,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         let delegate: any CaptureFileOutputRecordingDelegate
         var encoding: MovieEncoding
         var timeline: RecordingTimeline?
+        var bin: Bin?
         var monitor: DispatchSourceTimer?
         var sidecarLock: SidecarLock?
         var stopping = false
@@ -91,6 +92,9 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         Self.statistics(locked { recording?.timeline?.stats } ?? RecordingTimeline.Statistics())
     }
 
+    /// The current recording's branch (for tests that make it misbehave).
+    var recordingBin: Bin? { locked { recording?.bin } }
+
     /// The statistics of the last recording that finished.
     public var lastStatistics: Statistics { locked { finishedStatistics } }
     private var finishedStatistics = CaptureMovieFileOutput.statistics(RecordingTimeline.Statistics())
@@ -105,14 +109,22 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
 
     override func didJoin(_ context: OutputContext, branch: Bin?) { locked { self.context = context } }
 
-    override func didDetach() {
+    override func didDetach() { didDetach(drained: true) }
+
+    override func didDetach(drained: Bool) {
         locked { context = nil }
-        // The graph drained the recording before it stopped: the file is complete.
-        complete(error: nil, drained: true)
+        // The graph tried to drain the recording before it stopped; only a complete drain finalized the file.
+        complete(error: nil, drained: drained)
     }
 
     override func didFail(_ error: GStreamerError) {
-        complete(error: .recordingFailed(reason: "writing the movie failed", underlying: error), drained: false)
+        let folder = locked { recording?.url.deletingLastPathComponent().path } ?? "the movie's folder"
+        let failure: CaptureError = switch error.resourceCode {
+        case .noSpaceLeft?: .recordingFailed(reason: "the disk of \(folder) is full", underlying: nil)
+        case .write?, .openWrite?: .recordingFailed(reason: "cannot write in \(folder): \(error.message)", underlying: nil)
+        default: .recordingFailed(reason: "writing the movie failed", underlying: error)
+        }
+        complete(error: failure, drained: false)
     }
 
     override func audioSourceDidFail(_ device: CaptureDevice, error: GStreamerError) {
@@ -152,8 +164,10 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
                         defer { self.recording = nil }
                         return self.recording?.sidecarLock
                     }
-                    // The sidecar this attempt created and locked holds nothing.
+                    // A recording that did not start leaves nothing: the sidecar this attempt created and
+                    // locked holds nothing, and neither does a movie no frame reached.
                     if lock != nil { try? FileManager.default.removeItem(at: MovieRecovery.sidecarURL(for: url)) }
+                    MovieFiles.removeIfEmpty(url)
                     fail(error)
                 }
             }
@@ -222,6 +236,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         if encoding.videoBitRate == 0 {
             encoding.videoBitRate = MovieEncoding.defaultBitRate(width: selection?.format.width ?? 1280, height: selection?.format.height ?? 720)
         }
+        try MovieFiles.checkCreatable(url)
         let bin = try makeRecordingBin(&encoding, in: graph)
         var inputs: [MediaType: String] = [:]
         var pads: [Pad] = []
@@ -229,8 +244,12 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             try bin.element(named: "file")?.set("location", url.path)
             if let sidecar = bin.element(named: "sidecar_file") {
                 let sidecarURL = MovieRecovery.sidecarURL(for: url)
-                guard let lock = SidecarLock(on: sidecarURL) else {
-                    throw CaptureError.recordingFailed(reason: "\(url.path) is being recorded already", underlying: nil)
+                let lock: SidecarLock
+                do throws(SidecarLock.Failure) { lock = try SidecarLock(on: sidecarURL) } catch {
+                    switch error {
+                    case .held: throw CaptureError.recordingFailed(reason: "\(url.path) is being recorded already", underlying: nil)
+                    case .cannotCreate(let code): throw MovieFiles.cannotWrite(url, code)
+                    }
                 }
                 locked { recording?.sidecarLock = lock }
                 try sidecar.set("location", sidecarURL.path)
@@ -248,7 +267,10 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         } catch {
             throw .configurationFailed(reason: "cannot set up the recording", underlying: error as? GStreamerError)
         }
-        let timeline = RecordingTimeline()
+        let limits = locked { settings }
+        let timeline = RecordingTimeline(
+            limits: .init(maxDuration: limits.maxDuration.map { UInt64(($0 * 1e9).rounded()) }, maxFileSize: limits.maxFileSize),
+            onLimit: { [weak self] reason in self?.stop(with: reason) })
         pads.first?.addProbe(.buffer) { info in
             guard let shift = timeline.admitVideo(info.bufferPTS, duration: info.bufferDuration) else { return .drop }
             info.shiftBufferTimestamps(earlierBy: shift)
@@ -256,14 +278,22 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         }
         if pads.count > 1 {
             pads[1].addProbe(.buffer) { info in
-                guard let shift = timeline.admitAudio(info.bufferPTS) else { return .drop }
+                guard let shift = timeline.admitAudio(info.bufferPTS, duration: info.bufferDuration) else { return .drop }
                 info.shiftBufferTimestamps(earlierBy: shift)
                 return .ok
             }
         }
+        // Past the leaky input queue and the encoders: what is counted and sized here is what the files get.
+        bin.element(named: MovieEncoding.encodedVideo)?.staticPad("sink")?.addProbe(.buffer) { info in
+            timeline.muxVideo(info.bufferPTS, duration: info.bufferDuration, bytes: info.bufferSize ?? 0) ? .ok : .drop
+        }
+        bin.element(named: MovieEncoding.encodedAudio)?.staticPad("sink")?.addProbe(.buffer) { info in
+            timeline.muxAudio(duration: info.bufferDuration, bytes: info.bufferSize ?? 0) ? .ok : .drop
+        }
         locked {
             recording?.encoding = encoding
             recording?.timeline = timeline
+            recording?.bin = bin
         }
         try graph.attachBranch(bin, of: self, inputs: inputs)
         startMonitoring(url: url)
@@ -280,16 +310,15 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     }
 
     private func checkLimits(url: URL) {
+        // The duration and size limits are kept frame by frame by the recording's timeline, which stops
+        // the recording at the first frame past them; this covers a camera that stops delivering frames
+        // right at the limit.
         let (limits, encoding) = locked { (settings, recording?.encoding) }
         guard let encoding else { return }
         if let maxDuration = limits.maxDuration, recordedDuration >= maxDuration {
             return stop(with: .maximumDurationReached)
         }
-        // A fragment is written at once: stop one fragment early so the file never passes the limit.
         let bytesPerFragment = Int64(Double(encoding.videoBitRate + (encoding.withAudio ? 128_000 : 0)) / 8 * encoding.fragmentInterval)
-        if let maxSize = limits.maxFileSize, recordedFileSize + bytesPerFragment * 2 >= maxSize {
-            return stop(with: .maximumFileSizeReached)
-        }
         if limits.minFreeDisk > 0 {
             var info = statvfs()
             if statvfs(url.deletingLastPathComponent().path, &info) == 0,
@@ -343,12 +372,19 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
                                     error: CaptureError?, drained: Bool, defragment: Bool) -> CaptureError? {
         let sidecar = MovieRecovery.sidecarURL(for: url)
         if stats.frames == 0 {
-            // Without a frame there is no playable movie: leave nothing behind.
+            // Without a frame there is no playable movie: leave nothing behind, and do not call it a
+            // success (a size limit smaller than the first frame stops the recording before it).
             try? FileManager.default.removeItem(at: url)
             try? FileManager.default.removeItem(at: sidecar)
-            return error ?? .noFramesRecorded
+            if error == .maximumFileSizeReached {
+                return .invalidSettings("the maximum file size is smaller than the movie's header and first frame")
+            }
+            return error.flatMap { $0.recordingFinishedSuccessfully ? nil : $0 } ?? .noFramesRecorded
         }
-        if drained, error == nil || error!.recordingFinishedSuccessfully {
+        // mp4mux gives an audio track that never received a sample an empty sample description, which
+        // players (ffprobe, qtdemux) refuse: such a movie is rebuilt from the sidecar without that track.
+        let emptyAudioTrack = encoding.withAudio && stats.audioBuffers == 0 && encoding.container == .mp4
+        if drained, error == nil || error!.recordingFinishedSuccessfully, !emptyAudioTrack {
             if defragment, encoding.container == .mp4 {
                 // The fragmented file is complete and stays if this fails: it plays and seeks too.
                 // Its own recording: the tracks are known, no discoverer needed.
@@ -359,8 +395,20 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         } else if FileManager.default.fileExists(atPath: sidecar.path) {
             // Not finalized cleanly (a write failed, the microphone vanished, the drain timed out): the
             // sidecar holds every frame that was encoded, so the movie is rebuilt from it, without a track
-            // that never received data. If that fails now the sidecar stays for the next start.
-            try? MovieRecovery.recover(url, includeAudio: stats.audioBuffers > 0)
+            // that never received data.
+            do throws(CaptureError) {
+                try MovieRecovery.recover(url, includeAudio: stats.audioBuffers > 0)
+            } catch let recoveryError {
+                // No room to rebuild it (a full disk): the fragmented movie, cut after its last complete
+                // fragment, is what plays. The sidecar stays for a later start only where the movie has nothing.
+                if MovieFiles.trimToLastCompleteBox(url) {
+                    try? FileManager.default.removeItem(at: sidecar)
+                } else if !MovieFiles.holdsFrames(sidecar) {
+                    try? FileManager.default.removeItem(at: url)
+                    try? FileManager.default.removeItem(at: sidecar)
+                }
+                return error ?? recoveryError
+            }
         }
         return error
     }

@@ -35,8 +35,13 @@ struct MovieEncoding: Sendable {
     }
 
     /// The bin: video (and audio) inputs → encoders → the movie's muxer and a crash-recovery sidecar.
+    /// Every encoded buffer passes the sink pad of the tee named `encodedVideo` or `encodedAudio` on its way
+    /// to both files: where the recording counts what it writes and enforces its size limit.
     /// A key frame a second: each fragment can start with one, and a cut loses at most a second's frames.
     var keyInterval: Int { max(1, frameRate) }
+
+    static let encodedVideo = "vt"
+    static let encodedAudio = "at"
 
     func description() throws(CaptureError) -> String {
         let encoder = videoEncoder.description(name: "video_encoder", bitRate: videoBitRate, keyInterval: keyInterval)

@@ -45,13 +45,20 @@ enum MovieRecovery {
 final class SidecarLock: Sendable {
     private let descriptor: Int32
 
-    /// Creates the sidecar if needed and locks it; nil if it cannot be opened or is locked already.
-    init?(on sidecar: URL) {
+    enum Failure: Error, Equatable {
+        /// Another live recording holds it.
+        case held
+        /// It cannot be created there (errno).
+        case cannotCreate(Int32)
+    }
+
+    /// Creates the sidecar if needed and locks it.
+    init(on sidecar: URL) throws(Failure) {
         let descriptor = open(sidecar.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { return nil }
+        guard descriptor >= 0 else { throw .cannotCreate(errno) }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             close(descriptor)
-            return nil
+            throw .held
         }
         self.descriptor = descriptor
     }

@@ -4,6 +4,11 @@ import GStreamerKit
 /// Where a recording is in time: decides which buffers enter the file and by how much their timestamps move
 /// so the file starts at zero and pauses leave no gap. Video leads: the recording starts at the first video
 /// frame and resumes at the first frame after resume; audio follows it, so the tracks stay in sync.
+///
+/// It also enforces the limits where they can be exact: the duration on the raw frames entering the branch
+/// (no frame that would end past the limit is admitted), the file size on the encoded buffers entering the
+/// muxer (no buffer that would take the finished file past the limit is admitted). Statistics are counted
+/// there too, after the leaky input queue and the encoder, so they describe what is in the file.
 final class RecordingTimeline: @unchecked Sendable {
     struct Statistics: Sendable {
         var frames = 0
@@ -17,17 +22,59 @@ final class RecordingTimeline: @unchecked Sendable {
         var firstAudioTime: UInt64?
     }
 
+    struct Limits: Sendable {
+        var maxDuration: UInt64?
+        var maxFileSize: Int64?
+    }
+
+    /// What the MP4 adds to its samples, measured on GStreamer 1.22's mp4mux with this recording's streams.
+    /// The fragmented file: a ~0.9-1.5 KB header, then per track a fragment each time 250 ms of samples
+    /// (mp4mux's interleave time) have gathered, ~130 bytes each (moof, mdat header, index entry) with the
+    /// samples' own entries; the defragmented one: ~1.9-2.5 KB (moov, XMP) and a few bytes a sample. Each
+    /// term is the larger of the two forms, with a margin, so neither passes the limit, and small enough
+    /// that a stop one frame early stays within 10% of it.
+    static let fixedBytes: Int64 = 2560
+    static let bytesPerSample: Int64 = 12
+    static let bytesPerFragment: Int64 = 140
+    static let fragmentSpan: UInt64 = 250_000_000
+
+    /// A track's samples at the muxer, and how many fragments they make.
+    private struct TrackCount {
+        var samples: Int64 = 0
+        var interval: UInt64 = 0
+        var fragments: Int64 {
+            guard samples > 0 else { return 0 }
+            let perFragment = interval > 0 ? Int64((RecordingTimeline.fragmentSpan + interval - 1) / interval) : 1
+            return (samples + perFragment - 1) / perFragment
+        }
+    }
+
     private let lock = NSLock()
+    private let limits: Limits
+    private let onLimit: @Sendable (CaptureError) -> Void
     private var start: UInt64?
     private var pausedTotal: UInt64 = 0
     private var pausedAt: UInt64?
     private var pauseRequested = false
     private var resumeRequested = false
-    private var lastVideoTime: UInt64?
     private var frameInterval: UInt64?
+    /// Set when a limit is reached: no more frames enter the branch.
+    private var closed = false
+    /// Set when the size limit is reached: nothing more enters the muxer either.
+    private var full = false
+    private var limitReported = false
+    private var sampleBytes: Int64 = 0
+    private var videoTrack = TrackCount()
+    private var audioTrack = TrackCount()
+    private var lastMuxedVideo: UInt64?
+    /// The first encoded frame's timestamp: encoders may offset theirs (x264enc by 1000 hours).
+    private var firstMuxedVideo: UInt64?
     private var statistics = Statistics()
 
-    init() {}
+    init(limits: Limits = Limits(), onLimit: @escaping @Sendable (CaptureError) -> Void = { _ in }) {
+        self.limits = limits
+        self.onLimit = onLimit
+    }
 
     var stats: Statistics { lock.withLock { statistics } }
     var isPaused: Bool { lock.withLock { pauseRequested } }
@@ -35,13 +82,28 @@ final class RecordingTimeline: @unchecked Sendable {
     func pause() { lock.withLock { pauseRequested = true; resumeRequested = false } }
     func resume() { lock.withLock { if pauseRequested { resumeRequested = true } } }
 
+    /// Under the lock: closes the timeline; true the first time a limit is reached, so the output hears
+    /// it once (outside the lock).
+    private func reachLimit() -> Bool {
+        closed = true
+        defer { limitReported = true }
+        return !limitReported
+    }
+
+    private func report(_ reason: CaptureError, if first: Bool) {
+        if first { onLimit(reason) }
+    }
+
     /// For the video input's probe: nil when the frame stays out of the file, else how much earlier its
     /// timestamps must move.
     func admitVideo(_ pts: ClockTime?, duration: ClockTime?) -> ClockTime? {
         guard let pts else { return nil }
         let time = UInt64(pts)
+        var reached = false
+        defer { report(.maximumDurationReached, if: reached) }
         return lock.withLock { () -> ClockTime? in
             if let duration, duration > 0 { frameInterval = UInt64(duration) }
+            guard !closed else { return nil }
             if pauseRequested, !resumeRequested {
                 if pausedAt == nil { pausedAt = time }
                 return nil
@@ -52,29 +114,92 @@ final class RecordingTimeline: @unchecked Sendable {
                 self.pausedAt = nil
                 pauseRequested = false
                 resumeRequested = false
-                lastVideoTime = nil
             }
             if start == nil { start = time }
-            if let last = lastVideoTime, let interval = frameInterval, time > last + interval * 3 / 2 {
-                statistics.droppedFrames += Int((time - last) / interval) - 1
-            }
-            lastVideoTime = time
-            statistics.frames += 1
             let fileTime = time - (start ?? time) - pausedTotal
-            if statistics.firstVideoTime == nil { statistics.firstVideoTime = fileTime }
-            statistics.duration = fileTime + (frameInterval ?? 0)
+            // The frame would end past the limit (by more than timestamp jitter): the movie ends before it.
+            let interval = frameInterval ?? 0
+            if let maxDuration = limits.maxDuration, fileTime + interval > maxDuration + interval / 2 {
+                reached = reachLimit()
+                return nil
+            }
             return ClockTime((start ?? time) + pausedTotal)
         }
     }
 
-    /// For the audio input's probe: audio enters only while video is being recorded.
-    func admitAudio(_ pts: ClockTime?) -> ClockTime? {
+    /// For the audio input's probe: audio enters only while video is being recorded, and none that would
+    /// play past the duration limit.
+    func admitAudio(_ pts: ClockTime?, duration: ClockTime?) -> ClockTime? {
         guard let pts else { return nil }
         return lock.withLock { () -> ClockTime? in
             guard let start, !pauseRequested, UInt64(pts) >= start + pausedTotal else { return nil }
-            statistics.audioBuffers += 1
-            if statistics.firstAudioTime == nil { statistics.firstAudioTime = UInt64(pts) - start - pausedTotal }
+            let fileTime = UInt64(pts) - start - pausedTotal
+            if full { return nil }
+            if let maxDuration = limits.maxDuration, fileTime + UInt64(duration ?? 0) > maxDuration { return nil }
+            if statistics.firstAudioTime == nil { statistics.firstAudioTime = fileTime }
             return ClockTime(start + pausedTotal)
         }
+    }
+
+    /// For the muxer's video input (encoded frames, file timestamps): whether the frame enters the file.
+    func muxVideo(_ pts: ClockTime?, duration: ClockTime?, bytes: Int) -> Bool {
+        var reached = false
+        defer { report(.maximumFileSizeReached, if: reached) }
+        return lock.withLock { () -> Bool in
+            if let duration, duration > 0 { videoTrack.interval = UInt64(duration) }
+            guard fits(bytes, in: \.videoTrack) else {
+                full = true
+                reached = reachLimit()
+                return false
+            }
+            statistics.frames += 1
+            guard let pts else { return true }
+            let time = UInt64(pts)
+            let interval = duration.map(UInt64.init) ?? frameInterval ?? 0
+            if let last = lastMuxedVideo, interval > 0, time > last + interval * 3 / 2 {
+                statistics.droppedFrames += Int((time - last) / interval) - 1
+            }
+            lastMuxedVideo = time
+            if firstMuxedVideo == nil {
+                firstMuxedVideo = time
+                statistics.firstVideoTime = 0
+            }
+            statistics.duration = max(statistics.duration, time - min(time, firstMuxedVideo ?? time) + interval)
+            return true
+        }
+    }
+
+    /// For the muxer's audio input: whether the buffer enters the file.
+    func muxAudio(duration: ClockTime?, bytes: Int) -> Bool {
+        var reached = false
+        defer { report(.maximumFileSizeReached, if: reached) }
+        return lock.withLock { () -> Bool in
+            if let duration, duration > 0 { audioTrack.interval = UInt64(duration) }
+            guard fits(bytes, in: \.audioTrack) else {
+                full = true
+                reached = reachLimit()
+                return false
+            }
+            statistics.audioBuffers += 1
+            return true
+        }
+    }
+
+    /// Under the lock: whether a sample of `bytes` keeps the finished file within the size limit, and if
+    /// so counts it.
+    private func fits(_ bytes: Int, in track: ReferenceWritableKeyPath<RecordingTimeline, TrackCount>) -> Bool {
+        var counted = self[keyPath: track]
+        counted.samples += 1
+        if let maxSize = limits.maxFileSize {
+            var video = videoTrack, audio = audioTrack
+            if track == \.videoTrack { video = counted } else { audio = counted }
+            let projected = Self.fixedBytes + sampleBytes + Int64(bytes)
+                + (video.samples + audio.samples) * Self.bytesPerSample
+                + (video.fragments + audio.fragments) * Self.bytesPerFragment
+            if full || projected > maxSize { return false }
+        }
+        sampleBytes += Int64(bytes)
+        self[keyPath: track] = counted
+        return true
     }
 }
