@@ -10,11 +10,11 @@ final class RecordingFailureTests: XCTestCase {
                               outputs: [CaptureOutput]) async throws -> CaptureSession {
         let session = CaptureSession()
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: .makeTestCamera(options: .init(maxFrameRate: 30))))
-        if let microphone { try session.addInput(CaptureDeviceInput(device: microphone)) }
-        for output in outputs { try session.addOutput(output) }
+        try session.add(CaptureDeviceInput(device: .makeTestCamera(options: .init(maxFrameRate: 30))))
+        if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
+        for output in outputs { try session.add(output) }
         session.sessionPreset = preset
-        try session.commitConfiguration()
+        try session.commitAndWait()
         try await session.start()
         return session
     }
@@ -36,7 +36,7 @@ final class RecordingFailureTests: XCTestCase {
         }
 
         let session = try await startSession(microphone: nil, outputs: [CaptureMovieFileOutput()])
-        XCTAssertThrowsError(try session.addInput(CaptureDeviceInput(device: missing))) { error in
+        XCTAssertThrowsError(try session.add(CaptureDeviceInput(device: missing))) { error in
             let text = "\(error)"
             XCTAssertTrue(text.contains("pulse:gcapture_nosuch") && text.contains("no source named"), text)
         }
@@ -155,10 +155,10 @@ final class RecordingFailureTests: XCTestCase {
         movie.maxRecordedFileSize = 60_000
         let session = CaptureSession()
         session.beginConfiguration()
-        try session.addInput(CaptureDeviceInput(device: .makeTestCamera(options: .init(maxFrameRate: 5))))
-        try session.addOutput(movie)
+        try session.add(CaptureDeviceInput(device: .makeTestCamera(options: .init(maxFrameRate: 5))))
+        try session.add(movie)
         session.sessionPreset = .vga640x480
-        try session.commitConfiguration()
+        try session.commitAndWait()
         try await session.start()
         for defragments in [false, true] {
             movie.defragmentsMovieOnStop = defragments
