@@ -48,7 +48,7 @@ final class RecordingFailureTests: XCTestCase {
     /// No audio server at all: a stale socket nobody listens on. The error names the microphone and the
     /// server, not the camera.
     func testNoAudioServerFailsTheStartNamingTheServer() async throws {
-        guard GStreamer.hasElement("pulsesrc") else { throw XCTSkip("pulsesrc is not installed") }
+        guard GStreamer.hasElement("pulsesrc") else { throw TestEnvironment.missing("pulsesrc (gstreamer1.0-pulseaudio) is not installed") }
         let folder = try temporaryFolder()
         let socketPath = folder.appendingPathComponent("dead-server").path
         // A socket file whose server has gone: bound, never listened on, closed.
