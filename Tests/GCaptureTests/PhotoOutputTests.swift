@@ -22,7 +22,9 @@ final class PhotoOutputTests: XCTestCase {
         let session = try await startedSession(photos)
         var lags: [Double] = []
         for attempt in 0..<12 {
-            try await Task.sleep(for: .milliseconds(17 + attempt * 7)) // requests at every phase of the frame clock
+            // Requests at every phase of the frame clock, each more than a frame after the previous one
+            // (closer presses are a frame each, the next one: see testEachCaptureIsItsOwnFrame).
+            try await Task.sleep(for: .milliseconds(Int(frameInterval) + 1 + attempt * 7))
             lags.append(try await photos.capturePhoto().shutterLagMilliseconds)
         }
         photos.isZeroShutterLagEnabled = false
@@ -57,11 +59,12 @@ final class PhotoOutputTests: XCTestCase {
         let coordinator = CapturePhotoOutputReadinessCoordinator(photoOutput: photos)
         coordinator.delegate = states
         let start = log.count
-        // 20 presses 20 ms apart, none waiting for the previous one.
+        // 20 presses a little more than a frame apart (closer ones cannot all have zero shutter lag: each
+        // photo is its own frame), none waiting for the previous one.
         var captures: [Task<CapturePhoto, Error>] = []
         for _ in 0..<20 {
             captures.append(Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality)) })
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: .milliseconds(Int(frameInterval) + 2))
         }
         var results: [CapturePhoto] = []
         for capture in captures { results.append(try await capture.value) }
@@ -76,6 +79,35 @@ final class PhotoOutputTests: XCTestCase {
         XCTAssertEqual(photos.zeroShutterLagMemoryBytes, 0, "the ring is freed when the session stops")
         XCTAssertLessThan(FrameLog.longestGap(during), 0.07, "the frame output lost frames during the burst")
         XCTAssertFalse(states.states.isEmpty)
+    }
+
+    /// Each photo is its own frame: presses closer than a frame apart (back to back, or at once) each get a
+    /// frame no earlier capture returned, the next new one when the frame at the press was taken.
+    func testEachCaptureIsItsOwnFrame() async throws {
+        let photos = CapturePhotoOutput()
+        let session = try await startedSession(photos)
+        for prioritization in [CapturePhotoOutput.QualityPrioritization.speed, .balanced, .quality] {
+            var backToBack: [CapturePhoto] = []
+            for _ in 0..<5 {
+                backToBack.append(try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: prioritization)))
+            }
+            let times = backToBack.map(\.timestamp)
+            XCTAssertEqual(Set(times).count, times.count, "\(prioritization) back to back: \(times)")
+            XCTAssertEqual(times, times.sorted())
+            // A taken frame gives way to the next one, not a later one.
+            XCTAssertTrue(backToBack.allSatisfy { $0.shutterLagMilliseconds <= frameInterval + 5 },
+                          "\(backToBack.map(\.shutterLagMilliseconds))")
+        }
+        let atOnce = try await withThrowingTaskGroup(of: Double.self) { group in
+            for _ in 0..<4 { group.addTask { try await photos.capturePhoto().timestamp } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        XCTAssertEqual(Set(atOnce).count, 4, "at once: \(atOnce)")
+        // Far enough apart, a press still gets the frame exposed at it.
+        try await Task.sleep(for: .milliseconds(100))
+        let apart = try await photos.capturePhoto()
+        XCTAssertLessThanOrEqual(apart.shutterLagMilliseconds, 0)
+        await session.stop()
     }
 
     func testTheRingHoldsItsDepthOfFrames() async throws {

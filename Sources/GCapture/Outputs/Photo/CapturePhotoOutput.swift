@@ -280,14 +280,20 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                job.requestTime > newest.presentationTime + Self.staleFrameIntervals * interval {
                 frames = []
             }
+            // Each photo is its own frame: when an earlier capture took the frame at this request (presses
+            // less than a frame apart), this one is the next new frame.
+            if let nearest = frames.first, !ring.take(nearest) {
+                frames = []
+                exposedAfter = nearest.presentationTime
+            }
             // The frame at the request comes first whatever else is averaged in.
             if frames.count == count { return frames }
         }
-        // Frames still missing (no frame yet, zero shutter lag off, too few to average, or a stalled camera)
-        // are the next ones.
+        // Frames still missing (no frame yet, zero shutter lag off, too few to average, a stalled camera, or
+        // the frame at the request taken already) are the next ones.
         let timeout = frames.isEmpty ? Self.frameTimeout : 0.5
         locked { momentary -= 1; waitingForCapture += 1; readinessChanged() }
-        frames += ring.frames(after: exposedAfter, limit: count - frames.count, timeout: timeout)
+        frames += ring.frames(after: exposedAfter, limit: count - frames.count, timeout: timeout, takingFirst: frames.isEmpty)
         locked { waitingForCapture -= 1; momentary += 1; readinessChanged() }
         guard !frames.isEmpty else {
             throw .timedOut("waiting \(Int(timeout)) s for a frame from the camera")

@@ -39,6 +39,10 @@ final class FrameRing: @unchecked Sendable {
     let depth: Int
     private var slots: [Slot?]
     private var next = 0
+    /// Presentation times of the frames captures have taken as their own: no two photos are the same
+    /// frame (a burst used to save one frame several times). Only frames still in the ring can be handed
+    /// out again, so older times are forgotten.
+    private var taken: [UInt64] = []
     private let layoutCache = VideoInfoCache()
 
     init(depth: Int) {
@@ -84,7 +88,7 @@ final class FrameRing: @unchecked Sendable {
     /// buffers go.
     func reset() {
         let dropped = condition.withLock {
-            defer { slots = Array(repeating: nil, count: depth) }
+            defer { slots = Array(repeating: nil, count: depth); taken = [] }
             return slots
         }
         withExtendedLifetime(dropped) {}
@@ -101,18 +105,36 @@ final class FrameRing: @unchecked Sendable {
         condition.withLock { ordered().first }?.handedOut()
     }
 
+    /// Takes `frame` as a photo's own; false when an earlier capture took it already.
+    func take(_ frame: CapturedFrame) -> Bool {
+        condition.withLock {
+            guard !taken.contains(frame.presentationTime) else { return false }
+            markTaken(frame.presentationTime)
+            return true
+        }
+    }
+
     /// Waits for up to `limit` frames exposed after `time`, or any frames when it is nil (oldest first),
-    /// returning what arrived in time.
-    func frames(after time: UInt64?, limit: Int, timeout: TimeInterval) -> [CapturedFrame] {
+    /// returning what arrived in time. With `takingFirst` the first is one no capture has taken, and it
+    /// is taken (atomically with choosing it, since captures run at once).
+    func frames(after time: UInt64?, limit: Int, timeout: TimeInterval, takingFirst: Bool = false) -> [CapturedFrame] {
         let deadline = Date().addingTimeInterval(timeout)
         condition.lock()
         var later: [Slot]
         while true {
-            later = ordered().filter { slot in time.map { slot.frame.presentationTime > $0 } ?? true }
+            later = ordered().reversed().filter { slot in time.map { slot.frame.presentationTime > $0 } ?? true }
+            if takingFirst { later = Array(later.drop(while: { taken.contains($0.frame.presentationTime) })) }
             if later.count >= limit || !condition.wait(until: deadline) { break }
         }
+        if takingFirst, let first = later.first { markTaken(first.frame.presentationTime) }
         condition.unlock()
-        return later.reversed().prefix(limit).compactMap { $0.handedOut() }
+        return later.prefix(limit).compactMap { $0.handedOut() }
+    }
+
+    /// Call with the lock held.
+    private func markTaken(_ time: UInt64) {
+        if let oldest = ordered().last?.frame.presentationTime { taken.removeAll { $0 < oldest } }
+        taken.append(time)
     }
 
     /// Filled slots, newest first. Call with the lock held.
