@@ -10,7 +10,6 @@ struct RecordCommand: AsyncParsableCommand {
         discussion: """
         The movie is written in fragments of one second, so a crash or power cut costs at most that and the
         file plays as it is; the next recording in the same folder recovers it to within milliseconds.
-        Ctrl-C (or SIGTERM, SIGHUP, SIGQUIT) stops the recording and finalizes the file.
 
         \(StopSignals.helpText)
 
