@@ -97,6 +97,7 @@ final class PhotoOutputTests: XCTestCase {
             // A taken frame gives way to the next one, not a later one.
             XCTAssertTrue(backToBack.allSatisfy { $0.shutterLagMilliseconds <= frameInterval + 5 },
                           "\(backToBack.map(\.shutterLagMilliseconds))")
+            XCTAssertTrue(backToBack.allSatisfy { $0.resolvedSettings.frameCount == prioritization.frameCount })
         }
         let atOnce = try await withThrowingTaskGroup(of: Double.self) { group in
             for _ in 0..<4 { group.addTask { try await photos.capturePhoto().timestamp } }
@@ -198,6 +199,8 @@ final class PhotoOutputTests: XCTestCase {
             var latencies: [Double] = []
             let url = folder.appendingPathComponent(name)
             for _ in 0..<5 {
+                // A frame apart: closer presses would wait for a new frame each, and time that wait.
+                try await Task.sleep(for: .milliseconds(Int(frameInterval) + 1))
                 let photo = try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: prioritization, fileURL: url))
                 latencies.append(photo.latencyMilliseconds)
             }

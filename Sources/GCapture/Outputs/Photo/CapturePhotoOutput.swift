@@ -260,6 +260,8 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         var frames: [CapturedFrame] = []
         // What frames still missing are waited for: exposed after the request, or any (nil).
         var exposedAfter: UInt64? = job.requestTime
+        // The next new frame stands in for one an earlier capture took: only it is waited for.
+        var averagesEarlier = false
         if job.zeroShutterLag {
             frames = job.prioritization == .speed ? ring.newest().map { [$0] } ?? [] : ring.frames(atOrBefore: job.requestTime, limit: count)
             // None exposed by the request yet (right after start): the first frame to reach the ring may
@@ -281,10 +283,11 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                 frames = []
             }
             // Each photo is its own frame: when an earlier capture took the frame at this request (presses
-            // less than a frame apart), this one is the next new frame.
+            // less than a frame apart), this one is the next new frame, averaged with the ones before it.
             if let nearest = frames.first, !ring.take(nearest) {
                 frames = []
                 exposedAfter = nearest.presentationTime
+                averagesEarlier = true
             }
             // The frame at the request comes first whatever else is averaged in.
             if frames.count == count { return frames }
@@ -293,11 +296,13 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         // the frame at the request taken already) are the next ones.
         let timeout = frames.isEmpty ? Self.frameTimeout : 0.5
         locked { momentary -= 1; waitingForCapture += 1; readinessChanged() }
-        frames += ring.frames(after: exposedAfter, limit: count - frames.count, timeout: timeout, takingFirst: frames.isEmpty)
+        frames += ring.frames(after: exposedAfter, limit: averagesEarlier ? 1 : count - frames.count, timeout: timeout,
+                              takingFirst: frames.isEmpty)
         locked { waitingForCapture -= 1; momentary += 1; readinessChanged() }
-        guard !frames.isEmpty else {
+        guard let first = frames.first else {
             throw .timedOut("waiting \(Int(timeout)) s for a frame from the camera")
         }
+        if averagesEarlier { frames += ring.frames(atOrBefore: first.presentationTime - 1, limit: count - 1) }
         return frames
     }
 
