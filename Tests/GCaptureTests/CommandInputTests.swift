@@ -28,7 +28,7 @@ final class CommandInputTests: XCTestCase {
         ]
         for (arguments, option, range) in cases {
             let line = "gcapture " + arguments.joined(separator: " ")
-            let result = try runProduct("gcapture", arguments, timeout: 15)
+            let result = try runGCapture(arguments, timeout: 15)
             XCTAssertNotEqual(result.status, 0, line)
             XCTAssertFalse(result.stderr.contains("crashed"), "\(line): \(result.stderr)")
             let error = result.stderr.split(separator: "\n").first.map(String.init) ?? ""
@@ -40,7 +40,7 @@ final class CommandInputTests: XCTestCase {
 
     /// The value given is the value used: `frames --duration` is honoured to about a frame and reported as run.
     func testFramesRunsForItsDuration() throws {
-        let result = try runProduct("gcapture", ["frames", "--duration", "0.5", "--preset", "vga640x480", "--json"], timeout: 20)
+        let result = try runGCapture(["frames", "--duration", "0.5", "--preset", "vga640x480", "--json"], timeout: 20)
         XCTAssertEqual(result.status, 0, result.stderr)
         let finished = try XCTUnwrap(jsonLines(result.stdout).last)
         XCTAssertEqual(finished["seconds"] as? Double ?? 0, 0.5, accuracy: 1.0 / 30)
@@ -60,7 +60,7 @@ final class CommandInputTests: XCTestCase {
         ]
         for (arguments, message) in cases {
             let started = Date()
-            let result = try runProduct("gcapture", arguments, timeout: 15)
+            let result = try runGCapture(arguments, timeout: 15)
             XCTAssertNotEqual(result.status, 0, arguments.joined(separator: " "))
             XCTAssertLessThan(Date().timeIntervalSince(started), 1.5, "\(arguments): waited for a device that cannot deliver")
             let lines = result.stderr.split(separator: "\n").filter { !$0.hasPrefix("gcapture: no ") }
@@ -73,15 +73,15 @@ final class CommandInputTests: XCTestCase {
     /// `photo --quality` lists and takes the names; its help used to say "values: 1, 2, 3; default: 2",
     /// which it rejected.
     func testPhotoQualityIsNamedInHelpAndErrors() throws {
-        let help = try runProduct("gcapture", ["photo", "--help"], timeout: 15)
+        let help = try runGCapture(["photo", "--help"], timeout: 15)
         XCTAssertEqual(help.status, 0)
         let flattened = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         XCTAssertTrue(flattened.contains("(values: speed, balanced, quality; default: balanced)"), help.stdout)
-        let number = try runProduct("gcapture", ["photo", "--quality", "2"], timeout: 15)
+        let number = try runGCapture(["photo", "--quality", "2"], timeout: 15)
         XCTAssertNotEqual(number.status, 0)
         XCTAssertTrue(number.stderr.contains("Please provide one of 'speed', 'balanced' or 'quality'"), number.stderr)
         let folder = try temporaryFolder()
-        let speed = try runProduct("gcapture", ["photo", "--quality", "speed", "--preset", "vga640x480", "--json",
+        let speed = try runGCapture(["photo", "--quality", "speed", "--preset", "vga640x480", "--json",
                                                 "--output", folder.appendingPathComponent("fast.jpg").path], timeout: 20)
         XCTAssertEqual(speed.status, 0, speed.stderr)
         XCTAssertEqual(jsonLines(speed.stdout).first { $0["event"] as? String == "photo" }?["quality"] as? String, "speed")
@@ -90,7 +90,7 @@ final class CommandInputTests: XCTestCase {
     /// Without a real camera (or microphone) the CLI uses the built-in test device, and says so on stderr
     /// and in its started events; a device the user named is used without a word.
     func testTheTestDevicesAreAnnouncedWhenTheyStandIn() throws {
-        let devices = try runProduct("gcapture", ["devices", "--json"], timeout: 15)
+        let devices = try runGCapture(["devices", "--json"], timeout: 15)
         let listed = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(devices.stdout.utf8)) as? [[String: Any]])
         func hasReal(_ type: String) -> Bool {
             listed.contains { $0["mediaType"] as? String == type && !["testCamera", "testMicrophone"].contains($0["type"] as? String) }
@@ -98,7 +98,7 @@ final class CommandInputTests: XCTestCase {
         let cameraNotice = "no camera found: using the built-in test camera `test`"
         let microphoneNotice = "no microphone found: using the built-in test microphone `test-microphone`"
 
-        let frames = try runProduct("gcapture", ["frames", "--duration", "0.3", "--preset", "vga640x480", "--json"], timeout: 20)
+        let frames = try runGCapture(["frames", "--duration", "0.3", "--preset", "vga640x480", "--json"], timeout: 20)
         XCTAssertEqual(frames.status, 0, frames.stderr)
         let started = try XCTUnwrap(jsonLines(frames.stdout).first)
         if hasReal("video") {
@@ -110,14 +110,14 @@ final class CommandInputTests: XCTestCase {
             XCTAssertEqual(started["notice"] as? String, cameraNotice)
         }
 
-        let named = try runProduct("gcapture", ["frames", "--camera", "test", "--duration", "0.3", "--preset", "vga640x480", "--json"], timeout: 20)
+        let named = try runGCapture(["frames", "--camera", "test", "--duration", "0.3", "--preset", "vga640x480", "--json"], timeout: 20)
         XCTAssertEqual(named.status, 0, named.stderr)
         XCTAssertFalse(named.stderr.contains("no camera found"), named.stderr)
         XCTAssertEqual(jsonLines(named.stdout).first?["testDevice"] as? Bool, false)
         XCTAssertNil(jsonLines(named.stdout).first?["notice"])
 
         let movie = try temporaryFolder().appendingPathComponent("announced.mp4")
-        let record = try runProduct("gcapture", ["record", "--camera", "test", "--duration", "0.5", "--preset", "vga640x480",
+        let record = try runGCapture(["record", "--camera", "test", "--duration", "0.5", "--preset", "vga640x480",
                                                  "--output", movie.path, "--json"], timeout: 30)
         XCTAssertEqual(record.status, 0, record.stderr)
         let recordingStarted = try XCTUnwrap(jsonLines(record.stdout).first { $0["event"] as? String == "recordingStarted" })

@@ -91,10 +91,10 @@ extension XCTestCase {
         return command
     }
 
-    /// Runs a program to its end within `timeout` seconds (killed after it): a command that ignores a
+    /// Runs gcapture to its end within `timeout` seconds (killed after it): a command that ignores a
     /// limit must fail the test, not hang it.
-    func runProduct(_ name: String, _ arguments: [String], timeout: TimeInterval) throws -> (status: Int32, stdout: String, stderr: String) {
-        let command = try launch(name, arguments)
+    func runGCapture(_ arguments: [String], timeout: TimeInterval) throws -> (status: Int32, stdout: String, stderr: String) {
+        let command = try launch("gcapture", arguments)
         let exited = command.waitForExit(timeout: timeout)
         XCTAssertTrue(exited, "gcapture \(arguments.joined(separator: " ")) still ran after \(timeout) s")
         command.kill()
