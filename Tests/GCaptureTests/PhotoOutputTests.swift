@@ -99,11 +99,13 @@ final class PhotoOutputTests: XCTestCase {
                           "\(backToBack.map(\.shutterLagMilliseconds))")
             XCTAssertTrue(backToBack.allSatisfy { $0.resolvedSettings.frameCount == prioritization.frameCount })
         }
-        let atOnce = try await withThrowingTaskGroup(of: Double.self) { group in
-            for _ in 0..<4 { group.addTask { try await photos.capturePhoto().timestamp } }
+        let atOnce = try await withThrowingTaskGroup(of: CapturePhoto.self) { group in
+            for _ in 0..<6 { group.addTask { try await photos.capturePhoto() } }
             return try await group.reduce(into: []) { $0.append($1) }
-        }
-        XCTAssertEqual(Set(atOnce).count, 4, "at once: \(atOnce)")
+        }.sorted { $0.requestTimestamp < $1.requestTimestamp }
+        let atOnceTimes = atOnce.map(\.timestamp)
+        XCTAssertEqual(Set(atOnceTimes).count, 6, "at once: \(atOnceTimes)")
+        XCTAssertEqual(atOnceTimes, atOnceTimes.sorted(), "a later press took an earlier one's frame")
         // Far enough apart, a press still gets the frame exposed at it.
         try await Task.sleep(for: .milliseconds(100))
         let apart = try await photos.capturePhoto()

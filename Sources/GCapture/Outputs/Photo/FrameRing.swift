@@ -105,7 +105,8 @@ final class FrameRing: @unchecked Sendable {
         condition.withLock { ordered().first }?.handedOut()
     }
 
-    /// Takes `frame` as a photo's own; false when an earlier capture took it already.
+    /// Takes `frame` as a photo's own; false when an earlier capture took it already. Checking and
+    /// marking are one step, so of captures running at once only one gets a frame.
     func take(_ frame: CapturedFrame) -> Bool {
         condition.withLock {
             guard !taken.contains(frame.presentationTime) else { return false }
@@ -115,20 +116,17 @@ final class FrameRing: @unchecked Sendable {
     }
 
     /// Waits for up to `limit` frames exposed after `time`, or any frames when it is nil (oldest first),
-    /// returning what arrived in time. With `takingFirst` the first is one no capture has taken, and it
-    /// is taken (atomically with choosing it, since captures run at once).
-    func frames(after time: UInt64?, limit: Int, timeout: TimeInterval, takingFirst: Bool = false) -> [CapturedFrame] {
+    /// returning what arrived in time.
+    func frames(after time: UInt64?, limit: Int, timeout: TimeInterval) -> [CapturedFrame] {
         let deadline = Date().addingTimeInterval(timeout)
         condition.lock()
         var later: [Slot]
         while true {
-            later = ordered().reversed().filter { slot in time.map { slot.frame.presentationTime > $0 } ?? true }
-            if takingFirst { later = Array(later.drop(while: { taken.contains($0.frame.presentationTime) })) }
+            later = ordered().filter { slot in time.map { slot.frame.presentationTime > $0 } ?? true }
             if later.count >= limit || !condition.wait(until: deadline) { break }
         }
-        if takingFirst, let first = later.first { markTaken(first.frame.presentationTime) }
         condition.unlock()
-        return later.prefix(limit).compactMap { $0.handedOut() }
+        return later.reversed().prefix(limit).compactMap { $0.handedOut() }
     }
 
     /// Call with the lock held.
