@@ -5,7 +5,10 @@ import GCapture
 struct FramesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "frames",
-        abstract: "Capture frames for a while and report what arrived (count, rate, size, format, latency).")
+        abstract: "Capture frames for a while and report what arrived (count, rate, size, format, latency).",
+        discussion: StopSignals.helpText)
+
+    static let durationRange = NumberRange(0.1...3600.0, "seconds")
 
     @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
     var camera: String?
@@ -13,35 +16,36 @@ struct FramesCommand: AsyncParsableCommand {
     @Option(help: "Session preset: \(CaptureSession.Preset.allCases.map(\.rawValue).joined(separator: ", ")).")
     var preset: CaptureSession.Preset = .high
 
-    @Option(help: "Seconds to capture.")
+    @Option(parsing: .unconditional, help: "Seconds to capture, \(durationRange.accepted) (default: 2).", transform: durationRange.parser)
     var duration: Double = 2
 
-    @Option(help: "Sensor noise of the test camera, ± 8-bit steps.")
+    @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
     var noise: Int = 0
 
     @Flag(help: "Print one JSON object per line (started, finished).")
     var json = false
 
-    func validate() throws {
-        guard duration > 0, duration <= 3600 else { throw ValidationError("--duration must be between 0 and 3600 seconds") }
-    }
-
     func run() async throws {
+        StopSignals.shared.install()
         let report = try await FrameCapture(camera: camera, preset: preset, duration: duration, noise: noise).run { started in
             if json {
                 JSONLine.print(["event": "started", "camera": started.camera, "preset": preset.rawValue,
-                                "startToFirstFrameMs": started.startMilliseconds])
+                                "startToFirstFrameMs": started.startMilliseconds].merging(started.deviceFields) { $1 })
             } else {
-                print("capturing from \(started.camera) for \(duration) s (first frame after \(String(format: "%.1f", started.startMilliseconds)) ms)")
+                Console.write("capturing from \(started.camera) for \(duration) s (first frame after \(String(format: "%.1f", started.startMilliseconds)) ms)")
             }
         }
+        let stopped = StopSignals.shared.receivedName
         if json {
-            JSONLine.print(["event": "finished", "frames": report.frames, "dropped": report.dropped,
-                            "fps": report.framesPerSecond, "width": report.width, "height": report.height,
-                            "pixelFormat": report.pixelFormat, "seconds": report.seconds])
+            var finished: [String: Any] = ["event": "finished", "frames": report.frames, "dropped": report.dropped,
+                                           "fps": report.framesPerSecond, "width": report.width, "height": report.height,
+                                           "pixelFormat": report.pixelFormat, "seconds": report.seconds]
+            if let stopped { finished["stoppedBy"] = stopped }
+            JSONLine.print(finished)
         } else {
-            print("\(report.frames) frames in \(String(format: "%.2f", report.seconds)) s (\(String(format: "%.1f", report.framesPerSecond)) fps), "
-                  + "\(report.width)x\(report.height) \(report.pixelFormat), \(report.dropped) dropped")
+            Console.write("\(report.frames) frames in \(String(format: "%.2f", report.seconds)) s (\(String(format: "%.1f", report.framesPerSecond)) fps), "
+                          + "\(report.width)x\(report.height) \(report.pixelFormat), \(report.dropped) dropped"
+                          + (stopped.map { " (stopped by \($0))" } ?? ""))
         }
         CaptureRuntime.shutDownForLeakReport()
     }
@@ -51,7 +55,7 @@ extension CaptureSession.Preset: ExpressibleByArgument {}
 
 /// Runs a session with one frame output for a fixed time.
 struct FrameCapture {
-    struct Started { var camera: String; var startMilliseconds: Double }
+    struct Started { var camera: String; var startMilliseconds: Double; var deviceFields: [String: Any] }
     struct Report { var frames: Int; var dropped: Int; var seconds: Double; var framesPerSecond: Double
                     var width: Int; var height: Int; var pixelFormat: String }
 
@@ -61,7 +65,8 @@ struct FrameCapture {
     var noise: Int
 
     func run(onStart: (Started) -> Void) async throws -> Report {
-        let chosen = try CameraChoice.device(camera, noise: noise)
+        let choice = try DeviceChoice.camera(camera, noise: noise)
+        let chosen = choice.device
         let session = CaptureSession(name: "gcapture-frames")
         let output = CaptureVideoDataOutput()
         session.beginConfiguration()
@@ -74,7 +79,9 @@ struct FrameCapture {
         let clock = ContinuousClock()
         let startedAt = clock.now
         try await session.start()
-        onStart(Started(camera: chosen.description, startMilliseconds: milliseconds(clock.now - startedAt)))
+        let running = clock.now
+        onStart(Started(camera: chosen.description, startMilliseconds: milliseconds(running - startedAt),
+                        deviceFields: DeviceChoice.startedFields([choice])))
 
         let counting = Task { () -> (Int, SampleBuffer?, Double?, Double?) in
             var count = 0, last: SampleBuffer?
@@ -87,27 +94,19 @@ struct FrameCapture {
             }
             return (count, last, first, final)
         }
-        try await Task.sleep(for: .milliseconds(Int(duration * 1000)))
+        // A signal ends the capture early; the report then says what arrived until then.
+        await StopSignals.shared.sleep(seconds: duration)
+        let seconds = milliseconds(clock.now - running) / 1000
         await session.stop()
         counting.cancel()
         let (count, last, first, final) = await counting.value
         let span = (final ?? 0) - (first ?? 0)
-        return Report(frames: count, dropped: output.droppedFrameCount, seconds: duration,
+        return Report(frames: count, dropped: output.droppedFrameCount, seconds: seconds,
                       framesPerSecond: count > 1 && span > 0 ? Double(count - 1) / span : 0,
                       width: last?.width ?? 0, height: last?.height ?? 0, pixelFormat: last?.pixelFormat ?? "none")
     }
 
     private func milliseconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
-    }
-}
-
-/// One JSON object per line, flushed at once: a program reading our stdout through a pipe must see each
-/// event when it happens, not when a buffer fills or we exit.
-enum JSONLine {
-    static func print(_ object: [String: Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
-        Swift.print(String(decoding: data, as: UTF8.self))
-        fflush(nil)
     }
 }

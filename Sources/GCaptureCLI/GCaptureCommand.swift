@@ -17,6 +17,9 @@ struct GCaptureCommand: AsyncParsableCommand {
           gcapture frames --camera /dev/video0 --preset vga640x480 --json
           gcapture photo --output shot.jpg      a photo with zero shutter lag, EXIF included
           gcapture record --output clip.mp4 --duration 10    a movie with audio, crash-safe
+
+        Exit status: 0 when done, or stopped cleanly by a first signal (INT, TERM, HUP, QUIT); 1 on an \
+        error; 64 for a mistake on the command line; 128 + N after a second signal N.
         """,
         version: "gcapture \(CaptureRuntime.version) (GStreamer \(CaptureRuntime.gstreamerVersion))",
         subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self, RecordCommand.self]

@@ -10,7 +10,8 @@ struct RecordCommand: AsyncParsableCommand {
         discussion: """
         The movie is written in fragments of one second, so a crash or power cut costs at most that and the
         file plays as it is; the next recording in the same folder recovers it to within milliseconds.
-        Ctrl-C or SIGTERM stops the recording and finalizes the file.
+
+        \(StopSignals.helpText)
 
         Examples:
           gcapture record --output clip.mp4 --duration 10
@@ -26,39 +27,37 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: "Where to write the movie (.mp4, or .mkv for Matroska with Opus).")
     var output: String
 
-    @Option(help: "Seconds to record; without it, until Ctrl-C or SIGTERM.")
+    static let durationRange = NumberRange(0.1...86_400.0, "seconds")
+    static let sizeRange = NumberRange(Int64(10_000)...1_000_000_000_000, "bytes")
+
+    @Option(parsing: .unconditional, help: "Seconds to record, \(durationRange.accepted); without it, until Ctrl-C or another signal.",
+            transform: durationRange.parser)
     var duration: Double?
 
-    @Option(help: "Stop before the file grows past this many bytes.")
+    @Option(parsing: .unconditional, help: "Stop before the file grows past this many bytes, \(sizeRange.accepted).", transform: sizeRange.parser)
     var maxSize: Int64?
 
     @Option(help: "Session preset.")
     var preset: CaptureSession.Preset = .high
 
-    @Option(help: "Degrees clockwise players turn the picture to show it upright: 0, 90, 180, 270 (the MP4's display matrix; pixels are turned for .mkv).")
+    @Option(parsing: .unconditional, help: "Degrees clockwise players turn the picture to show it upright: \(NumberRanges.rotation.accepted) (the MP4's display matrix; pixels are turned for .mkv; default: 0).",
+            transform: NumberRanges.rotation.parser)
     var rotation: Int = 0
 
-    @Option(help: "Sensor noise of the test camera, ± 8-bit steps.")
+    @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
     var noise: Int = 0
 
     @Flag(help: "Print one JSON object per line: recordingStarted, progress, recordingFinished.")
     var json = false
 
-    func validate() throws {
-        if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
-        try RotationChoice.validate(rotation)
-    }
-
     func run() async throws {
         // A file size limit of the process (ulimit -f) must end the recording with an error, not kill us.
         signal(SIGXFSZ, SIG_IGN)
+        StopSignals.shared.install()
         let url = URL(fileURLWithPath: output).standardizedFileURL
-        let camera = try CameraChoice.device(camera, noise: noise)
-        let microphone: CaptureDevice? = switch self.microphone {
-        case "none": nil
-        case let id?: try CaptureDevice.requireDevice(withUniqueID: id)
-        case nil: CaptureDevice.default(for: .audio)
-        }
+        let cameraChoice = try DeviceChoice.camera(camera, noise: noise)
+        let microphoneChoice = try DeviceChoice.microphone(microphone)
+        let camera = cameraChoice.device, microphone = microphoneChoice?.device
         let movie = CaptureMovieFileOutput()
         movie.maxRecordedFileSize = maxSize
         movie.maxRecordedDuration = duration
@@ -77,14 +76,7 @@ struct RecordCommand: AsyncParsableCommand {
         let events = EventPrinter(json: json)
         let recorder = RecordingObserver()
         movie.startRecording(to: url, recordingDelegate: recorder)
-        let stopSignals = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-            source.setEventHandler { movie.stopRecording() }
-            source.resume()
-            return source
-        }
-        defer { stopSignals.forEach { $0.cancel() } }
+        StopSignals.shared.onStop { _ in movie.stopRecording() }
 
         var finished: (URL, CaptureError?)?
         var announced = false
@@ -93,7 +85,8 @@ struct RecordCommand: AsyncParsableCommand {
             if !announced, recorder.started != nil {
                 announced = true
                 events.emit(["event": "recordingStarted", "path": url.path, "camera": camera.description,
-                             "microphone": microphone?.description ?? "none", "videoEncoder": movie.activeVideoEncoder ?? NSNull()],
+                             "microphone": microphone?.description ?? "none", "videoEncoder": movie.activeVideoEncoder ?? NSNull()]
+                                .merging(DeviceChoice.startedFields([cameraChoice, microphoneChoice])) { $1 },
                             text: "recording \(url.path) from \(camera.localizedName)" + (microphone.map { " and \($0.localizedName)" } ?? ""))
             }
             finished = recorder.finished
@@ -104,10 +97,15 @@ struct RecordCommand: AsyncParsableCommand {
         let stats = movie.lastStatistics
         let error = finished?.1
         let succeeded = error == nil || error!.recordingFinishedSuccessfully
-        events.emit(["event": "recordingFinished", "path": url.path, "duration": stats.duration, "frames": stats.frames,
-                     "dropped": stats.droppedFrames, "error": error.map { "\($0)" } ?? NSNull()],
+        let signal = StopSignals.shared.receivedName
+        var finishedEvent: [String: Any] = ["event": "recordingFinished", "path": url.path, "duration": stats.duration,
+                                            "frames": stats.frames, "dropped": stats.droppedFrames,
+                                            "error": error.map { "\($0)" } ?? NSNull()]
+        if let signal { finishedEvent["stoppedBy"] = signal }
+        events.emit(finishedEvent,
                     text: "\n" + (succeeded ? "finished" : "stopped") + " \(url.path): \(String(format: "%.2f", stats.duration)) s, "
-                        + "\(stats.frames) frames, \(stats.droppedFrames) dropped" + (error.map { " (\($0))" } ?? ""))
+                        + "\(stats.frames) frames, \(stats.droppedFrames) dropped" + (error.map { " (\($0))" } ?? "")
+                        + (signal.map { " (stopped by \($0))" } ?? ""))
         if let error, !succeeded { throw error }
     }
 }
@@ -140,9 +138,8 @@ extension EventPrinter {
             emit(["event": "progress", "elapsed": elapsed, "frames": stats.frames, "fps": fps,
                   "dropped": stats.droppedFrames, "bytes": size], text: "")
         } else {
-            print(String(format: "\r%6.1f s  %5.1f fps  %d dropped  %.1f MB", elapsed, fps, stats.droppedFrames,
-                         Double(size) / 1e6), terminator: "")
-            fflush(nil)
+            Console.write(String(format: "\r%6.1f s  %5.1f fps  %d dropped  %.1f MB", elapsed, fps, stats.droppedFrames,
+                                 Double(size) / 1e6), terminator: "")
         }
     }
 }

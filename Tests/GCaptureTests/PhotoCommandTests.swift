@@ -25,11 +25,28 @@ final class PhotoCommandTests: XCTestCase {
         XCTAssertTrue(events.contains { $0["event"] as? String == "readiness" && $0["state"] as? String == "ready" })
     }
 
+    /// A burst as fast as the output takes it: each photo is its own frame (it used to save one frame
+    /// several times, byte for byte).
+    func testEachPhotoOfAFastBurstIsItsOwnFrame() throws {
+        let folder = try temporaryFolder()
+        let result = try runProduct("gcapture", ["photo", "--count", "5", "--preset", "vga640x480",
+                                                 "--output", folder.appendingPathComponent("shot-%d.jpg").path, "--json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let photos = jsonLines(result.stdout).filter { $0["event"] as? String == "photo" }
+        XCTAssertEqual(photos.count, 5)
+        let timestamps = photos.compactMap { $0["frameTimestamp"] as? Double }
+        XCTAssertEqual(Set(timestamps).count, 5, "frames \(timestamps)")
+        let files = try (1...5).map { try Data(contentsOf: folder.appendingPathComponent("shot-\($0).jpg")) }
+        XCTAssertEqual(Set(files).count, 5, "identical photos in the burst")
+    }
+
     func testBadInputIsOneSentenceAndLeavesNothing() throws {
         // Run in an empty folder of its own: the default output (photo.jpg) and every file named below go
-        // there, so whatever a failed run leaves behind is seen.
+        // there, so whatever a failed run leaves behind is seen. The camera is named: without a real one the
+        // default would add its notice on stderr.
         let folder = try temporaryFolder()
-        let missing = try runProduct("gcapture", ["photo", "--output", "/nonexistent-gcapture/x.jpg"], currentDirectory: folder)
+        let missing = try runProduct("gcapture", ["photo", "--camera", "test", "--output", "/nonexistent-gcapture/x.jpg"],
+                                     currentDirectory: folder)
         XCTAssertNotEqual(missing.status, 0)
         XCTAssertTrue(missing.stderr.hasPrefix("Error: invalid settings: cannot write /nonexistent-gcapture/x.jpg"), missing.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: "/nonexistent-gcapture"), "the missing folder was made")

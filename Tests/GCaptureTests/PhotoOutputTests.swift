@@ -22,7 +22,9 @@ final class PhotoOutputTests: XCTestCase {
         let session = try await startedSession(photos)
         var lags: [Double] = []
         for attempt in 0..<12 {
-            try await Task.sleep(for: .milliseconds(17 + attempt * 7)) // requests at every phase of the frame clock
+            // Requests at every phase of the frame clock, each more than a frame after the previous one
+            // (closer presses are a frame each, the next one: see testEachCaptureIsItsOwnFrame).
+            try await Task.sleep(for: .milliseconds(Int(frameInterval) + 1 + attempt * 7))
             lags.append(try await photos.capturePhoto().shutterLagMilliseconds)
         }
         photos.isZeroShutterLagEnabled = false
@@ -82,7 +84,9 @@ final class PhotoOutputTests: XCTestCase {
         let photos = CapturePhotoOutput()
         let camera = CaptureDevice.makeTestCamera(uniqueID: "test-stamped", options: .init(maxFrameRate: 30, stampsCaptureTime: true))
         let session = try await startedSession(photos, camera: camera)
-        // 10 presses 25 ms apart, none waiting for the previous one; each notes the clock as it presses.
+        // 10 presses a little more than a frame apart (each photo is its own frame, so presses closer than
+        // that cannot all be exposed at their press), none waiting for the previous one; each notes the clock
+        // as it presses.
         var captures: [Task<(pressed: Double, url: URL), Error>] = []
         for index in 0..<10 {
             let url = folder.appendingPathComponent("burst-\(index).jpg")
@@ -91,16 +95,19 @@ final class PhotoOutputTests: XCTestCase {
                 _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: url))
                 return (pressed, url)
             })
-            try await Task.sleep(for: .milliseconds(25))
+            try await Task.sleep(for: .milliseconds(Int(frameInterval) + 2))
         }
-        var lags: [Double] = []
+        var lags: [Double] = [], exposures: [UInt32] = []
         for capture in captures {
             let (pressed, url) = try await within(10, "a photo of the burst") { try await capture.value }
-            lags.append(millisecondsFrom(pressed, to: try captureTimeStamp(url, width: 640)))
+            let exposed = try captureTimeStamp(url, width: 640)
+            exposures.append(exposed)
+            lags.append(millisecondsFrom(pressed, to: exposed))
         }
         await session.stop()
         print("burst, press → exposure from the pixels (ms): \(lags.map { Int($0.rounded()) })")
         XCTAssertTrue(lags.allSatisfy { $0 <= 0 && $0 > -2 * frameInterval }, "\(lags)")
+        XCTAssertEqual(Set(exposures).count, exposures.count, "two photos of the burst are one frame: \(exposures)")
     }
 
     /// Right after start the first frame may still be on its way to the ring when the press comes: it is
@@ -141,11 +148,12 @@ final class PhotoOutputTests: XCTestCase {
             }
         }
         sampler.start()
-        // 20 presses 20 ms apart, none waiting for the previous one.
+        // 20 presses a little more than a frame apart (closer ones cannot all have zero shutter lag: each
+        // photo is its own frame), none waiting for the previous one.
         var captures: [Task<CapturePhoto, Error>] = []
         for _ in 0..<20 {
             captures.append(Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality)) })
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: .milliseconds(Int(frameInterval) + 2))
         }
         var results: [CapturePhoto] = []
         for capture in captures { results.append(try await within(10, "a photo of the burst") { try await capture.value }) }
@@ -167,6 +175,38 @@ final class PhotoOutputTests: XCTestCase {
         print("burst of 20 .quality photos: the ring held \(ringBytes.max() ?? 0) bytes at most, the process grew by \(growth / 1_048_576) MiB at most")
         XCTAssertLessThan(FrameLog.longestGap(during), 0.07, "the frame output lost frames during the burst")
         XCTAssertFalse(states.states.isEmpty)
+    }
+
+    /// Each photo is its own frame: presses closer than a frame apart (back to back, or at once) each get a
+    /// frame no earlier capture returned, the next new one when the frame at the press was taken.
+    func testEachCaptureIsItsOwnFrame() async throws {
+        let photos = CapturePhotoOutput()
+        let session = try await startedSession(photos)
+        for prioritization in [CapturePhotoOutput.QualityPrioritization.speed, .balanced, .quality] {
+            var backToBack: [CapturePhoto] = []
+            for _ in 0..<5 {
+                backToBack.append(try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: prioritization)))
+            }
+            let times = backToBack.map(\.timestamp)
+            XCTAssertEqual(Set(times).count, times.count, "\(prioritization) back to back: \(times)")
+            XCTAssertEqual(times, times.sorted())
+            // A taken frame gives way to the next one, not a later one.
+            XCTAssertTrue(backToBack.allSatisfy { $0.shutterLagMilliseconds <= frameInterval + 5 },
+                          "\(backToBack.map(\.shutterLagMilliseconds))")
+            XCTAssertTrue(backToBack.allSatisfy { $0.resolvedSettings.frameCount == prioritization.frameCount })
+        }
+        let atOnce = try await withThrowingTaskGroup(of: CapturePhoto.self) { group in
+            for _ in 0..<6 { group.addTask { try await photos.capturePhoto() } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }.sorted { $0.requestTimestamp < $1.requestTimestamp }
+        let atOnceTimes = atOnce.map(\.timestamp)
+        XCTAssertEqual(Set(atOnceTimes).count, 6, "at once: \(atOnceTimes)")
+        XCTAssertEqual(atOnceTimes, atOnceTimes.sorted(), "a later press took an earlier one's frame")
+        // Far enough apart, a press still gets the frame exposed at it.
+        try await Task.sleep(for: .milliseconds(100))
+        let apart = try await photos.capturePhoto()
+        XCTAssertLessThanOrEqual(apart.shutterLagMilliseconds, 0)
+        await session.stop()
     }
 
     func testTheRingHoldsItsDepthOfFrames() async throws {
@@ -260,6 +300,8 @@ final class PhotoOutputTests: XCTestCase {
             var latencies: [Double] = [], urls: [URL] = []
             for index in 0..<5 {
                 let url = folder.appendingPathComponent("\(name)-\(index).jpg")
+                // A frame apart: closer presses would wait for a new frame each, and time that wait.
+                try await Task.sleep(for: .milliseconds(Int(frameInterval) + 1))
                 let photo = try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: prioritization, fileURL: url))
                 latencies.append(photo.latencyMilliseconds)
                 urls.append(url)

@@ -87,6 +87,12 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     private var observers: [WeakCoordinator] = []
     private var lastRequest = Date.distantPast
     private var deferredScheduled = false
+    /// Captures choose their frames one at a time, in the order they were requested, since each photo is
+    /// its own frame: a later press running first would take the frame an earlier one was about to take,
+    /// and the earlier photo would be of the later moment.
+    private var nextSelectionTurn: UInt64 = 0
+    private var selectionTurn: UInt64 = 0
+    private var selectionWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
 
     private struct WeakCoordinator { weak var coordinator: CapturePhotoOutputReadinessCoordinator? }
 
@@ -205,7 +211,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         let file = settings.fileURL.map(PhotoProcessor.FilePath.init)
         if let file { try PhotoProcessor.checkWritable(file) }
         // The request instant, and the frames exposed by then, are taken before anything else can wait.
-        let accepted: (ring: FrameRing, context: OutputContext, requestTime: UInt64, job: PhotoJob, deferred: Bool)
+        let accepted: (ring: FrameRing, context: OutputContext, requestTime: UInt64, job: PhotoJob, deferred: Bool, turn: UInt64)
         accepted = try locked { () throws(CaptureError) in
             // Attached is enough: right after start the first frame may still be on its way to the ring.
             guard let ring, let context, let requestTime = context.runningTime() else { throw .sessionNotRunning }
@@ -228,13 +234,17 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                                make: device.map { $0.manufacturer.isEmpty ? "gcapture" : $0.manufacturer } ?? "gcapture",
                                model: device?.localizedName ?? "unknown")
             let isDeferred = deferred && prioritization == .quality && settings.fileURL != nil
-            return (ring, context, requestTime, job, isDeferred)
+            nextSelectionTurn += 1
+            return (ring, context, requestTime, job, isDeferred, nextSelectionTurn - 1)
         }
         let job = accepted.job
         let frames: [CapturedFrame]
+        await waitForSelectionTurn(accepted.turn)
         do throws(CaptureError) {
             frames = try selectFrames(from: accepted.ring, job: job)
+            passSelectionTurn()
         } catch {
+            passSelectionTurn()
             locked { momentary -= 1; readinessChanged() }
             throw error
         }
@@ -289,6 +299,8 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         var frames: [CapturedFrame] = []
         // What frames still missing are waited for: exposed after the request, or any (nil).
         var exposedAfter: UInt64? = job.requestTime
+        // The next new frame stands in for one an earlier capture took: only it is waited for.
+        var averagesEarlier = false
         if job.zeroShutterLag {
             frames = job.prioritization == .speed ? ring.newest().map { [$0] } ?? [] : ring.frames(atOrBefore: job.requestTime, limit: count)
             // None exposed by the request yet (right after start): the first frame to reach the ring may
@@ -309,19 +321,63 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                job.requestTime > newest.presentationTime + Self.staleFrameIntervals * interval {
                 frames = []
             }
+            // Each photo is its own frame: when an earlier capture took the frame at this request (presses
+            // less than a frame apart), this one is the next new frame, averaged with the ones before it.
+            if let nearest = frames.first, !ring.take(nearest) {
+                frames = []
+                exposedAfter = nearest.presentationTime
+                averagesEarlier = true
+            }
             // The frame at the request comes first whatever else is averaged in.
             if frames.count == count { return frames }
         }
-        // Frames still missing (no frame yet, zero shutter lag off, too few to average, or a stalled camera)
-        // are the next ones.
+        // Frames still missing (no frame yet, zero shutter lag off, too few to average, a stalled camera, or
+        // the frame at the request taken already) are the next ones.
         let timeout = frames.isEmpty ? Self.frameTimeout : 0.5
         locked { momentary -= 1; waitingForCapture += 1; readinessChanged() }
-        frames += ring.frames(after: exposedAfter, limit: count - frames.count, timeout: timeout)
+        let limit = averagesEarlier ? 1 : count - frames.count
+        frames += frames.isEmpty ? nextNewFrames(from: ring, after: exposedAfter, limit: limit, timeout: timeout)
+                                 : ring.frames(after: exposedAfter, limit: limit, timeout: timeout)
         locked { waitingForCapture -= 1; momentary += 1; readinessChanged() }
-        guard !frames.isEmpty else {
+        guard let first = frames.first else {
             throw .timedOut("waiting \(Int(timeout)) s for a frame from the camera")
         }
+        if averagesEarlier { frames += ring.frames(atOrBefore: first.presentationTime - 1, limit: count - 1) }
         return frames
+    }
+
+    /// Up to `limit` frames after `time` (any when nil), the first one no capture took before; it is
+    /// taken. One a capture running at once takes between the look and the take gives way to the next.
+    private func nextNewFrames(from ring: FrameRing, after time: UInt64?, limit: Int, timeout: TimeInterval) -> [CapturedFrame] {
+        let deadline = Date().addingTimeInterval(timeout)
+        var after = time
+        while true {
+            let next = ring.frames(after: after, limit: limit, timeout: max(0, deadline.timeIntervalSinceNow))
+            guard let first = next.first else { return [] }
+            if ring.take(first) { return next }
+            after = first.presentationTime
+        }
+    }
+
+    private func waitForSelectionTurn(_ turn: UInt64) async {
+        // The usual case, no capture choosing before this one, does not suspend.
+        if locked({ selectionTurn == turn }) { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now: Bool = locked {
+                if selectionTurn == turn { return true }
+                selectionWaiters[turn] = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    private func passSelectionTurn() {
+        let next: CheckedContinuation<Void, Never>? = locked {
+            selectionTurn += 1
+            return selectionWaiters.removeValue(forKey: selectionTurn)
+        }
+        next?.resume()
     }
 
     private func waitForProcessingSlot(settingsID: Int64) async {

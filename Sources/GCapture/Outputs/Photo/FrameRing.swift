@@ -39,6 +39,10 @@ final class FrameRing: @unchecked Sendable {
     let depth: Int
     private var slots: [Slot?]
     private var next = 0
+    /// Presentation times of the frames captures have taken as their own: no two photos are the same
+    /// frame (a burst used to save one frame several times). Only frames still in the ring can be handed
+    /// out again, so older times are forgotten.
+    private var taken: [UInt64] = []
     private let layoutCache = VideoInfoCache()
 
     init(depth: Int) {
@@ -84,7 +88,7 @@ final class FrameRing: @unchecked Sendable {
     /// buffers go.
     func reset() {
         let dropped = condition.withLock {
-            defer { slots = Array(repeating: nil, count: depth) }
+            defer { slots = Array(repeating: nil, count: depth); taken = [] }
             return slots
         }
         withExtendedLifetime(dropped) {}
@@ -101,6 +105,16 @@ final class FrameRing: @unchecked Sendable {
         condition.withLock { ordered().first }?.handedOut()
     }
 
+    /// Takes `frame` as a photo's own; false when an earlier capture took it already. Checking and
+    /// marking are one step, so of captures running at once only one gets a frame.
+    func take(_ frame: CapturedFrame) -> Bool {
+        condition.withLock {
+            guard !taken.contains(frame.presentationTime) else { return false }
+            markTaken(frame.presentationTime)
+            return true
+        }
+    }
+
     /// Waits for up to `limit` frames exposed after `time`, or any frames when it is nil (oldest first),
     /// returning what arrived in time.
     func frames(after time: UInt64?, limit: Int, timeout: TimeInterval) -> [CapturedFrame] {
@@ -113,6 +127,12 @@ final class FrameRing: @unchecked Sendable {
         }
         condition.unlock()
         return later.reversed().prefix(limit).compactMap { $0.handedOut() }
+    }
+
+    /// Call with the lock held.
+    private func markTaken(_ time: UInt64) {
+        if let oldest = ordered().last?.frame.presentationTime { taken.removeAll { $0 < oldest } }
+        taken.append(time)
     }
 
     /// Filled slots, newest first. Call with the lock held.

@@ -1,0 +1,144 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// How every command ends early: the first terminating signal (INT, TERM, HUP, QUIT) or a closed stdout
+/// asks the command to stop, and it finishes what it started (the movie is finalized, the photos already
+/// requested are written, the report is printed) before it exits; a second signal exits at once.
+/// Without this SIGQUIT printed a crash report while the recording went on, SIGHUP killed a recording
+/// without finalizing it, and an interrupted `frames` printed nothing.
+final class StopSignals: Sendable {
+    static let shared = StopSignals()
+
+    /// The signals that end a command; SIGPIPE is ignored instead, so that a closed stdout shows up as a
+    /// failed write (see `outputClosed`) rather than killing the process in the middle of a write.
+    static let terminating: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+
+    private struct State {
+        var sources: [any DispatchSourceSignal] = []
+        var received: Int32?
+        var handlers: [@Sendable (Int32) -> Void] = []
+        var sleepers: [UInt64: Task<Void, Never>] = [:]
+        var nextSleeper: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+    /// Not the main queue: a command may block its main thread while it waits, and the second signal
+    /// must still end the process at once.
+    private let queue = DispatchQueue(label: "gcapture.signals")
+
+    /// Takes the terminating signals over from their default actions (and from the runtime's crash
+    /// reporter, which handles SIGQUIT). Call first thing in a command's run.
+    func install() {
+        state.withLock { state in
+            guard state.sources.isEmpty else { return }
+            signal(SIGPIPE, SIG_IGN)
+            state.sources = Self.terminating.map { number in
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+                source.setEventHandler { [weak self] in self?.received(number, forcing: true) }
+                source.resume()
+                return source
+            }
+        }
+    }
+
+    /// The first signal's number, once one came.
+    var received: Int32? { state.withLock { $0.received } }
+
+    /// The name of the signal that stopped the command ("SIGINT"), for its report.
+    var receivedName: String? { received.map(Self.name) }
+
+    /// Runs `handler` (on the signal queue) when the first signal comes, or now when it already came.
+    func onStop(_ handler: @escaping @Sendable (Int32) -> Void) {
+        let already: Int32? = state.withLock { state in
+            if state.received == nil { state.handlers.append(handler) }
+            return state.received
+        }
+        if let already { handler(already) }
+    }
+
+    /// Sleeps for `seconds` unless a signal comes first; returns whether the whole time passed.
+    @discardableResult
+    func sleep(seconds: Double) async -> Bool {
+        let sleeper = Task { _ = try? await Task.sleep(for: .seconds(seconds)) }
+        let id: UInt64? = state.withLock { state in
+            guard state.received == nil else { return nil }
+            state.nextSleeper += 1
+            state.sleepers[state.nextSleeper] = sleeper
+            return state.nextSleeper
+        }
+        if id == nil { sleeper.cancel() }
+        await sleeper.value
+        if let id { _ = state.withLock { $0.sleepers.removeValue(forKey: id) } }
+        return received == nil
+    }
+
+    /// Stdout's reader went away (a write failed): the command stops as it does for a signal, since no
+    /// one is left to read what it reports, but it is not a second signal however often it happens.
+    func outputClosed() {
+        received(SIGPIPE, forcing: false)
+    }
+
+    private func received(_ number: Int32, forcing: Bool) {
+        let first: (handlers: [@Sendable (Int32) -> Void], sleepers: [Task<Void, Never>])? = state.withLock { state in
+            guard state.received == nil else { return nil }
+            state.received = number
+            defer { state.handlers = []; state.sleepers = [:] }
+            return (state.handlers, Array(state.sleepers.values))
+        }
+        guard let first else {
+            if forcing { Self.exitNow(number) }
+            return
+        }
+        first.handlers.forEach { $0(number) }
+        first.sleepers.forEach { $0.cancel() }
+    }
+
+    /// The second signal: out without finishing anything (a recording stays as its crash-safe fragments,
+    /// which the next recording in the folder recovers).
+    private static func exitNow(_ number: Int32) -> Never {
+        let message = "gcapture: a second signal (\(name(number))): exiting without finishing\n"
+        _ = message.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+        _exit(128 + number)
+    }
+
+    static func name(_ number: Int32) -> String {
+        switch number {
+        case SIGINT: "SIGINT"
+        case SIGTERM: "SIGTERM"
+        case SIGHUP: "SIGHUP"
+        case SIGQUIT: "SIGQUIT"
+        case SIGPIPE: "SIGPIPE"
+        default: "signal \(number)"
+        }
+    }
+
+    /// For the commands' --help.
+    static let helpText = """
+        Stopping: the first INT, TERM, HUP or QUIT signal (or the reader of stdout going away) stops the \
+        command early but cleanly: a recording is finalized, photos already requested are written, the \
+        report is printed, and the exit status is 0 when that went well. A second signal exits at once \
+        with status 128 + its number (130 for SIGINT), leaving a recording as its crash-safe fragments.
+        """
+}
+
+/// Everything a command prints on stdout goes through here: flushed at once, so a program reading through
+/// a pipe sees each line when it happens (not when a buffer fills or we exit), and a failed write (the
+/// reader is gone; SIGPIPE is ignored) stops the command as a signal would.
+enum Console {
+    static func write(_ text: String, terminator: String = "\n") {
+        print(text, terminator: terminator)
+        // nil: every stream, since Swift 6 does not let us name the C global `stdout`; stdout is the only
+        // buffered one we write to.
+        if fflush(nil) != 0, errno == EPIPE { StopSignals.shared.outputClosed() }
+    }
+}
+
+/// One JSON object per line (see Console).
+enum JSONLine {
+    static func print(_ object: [String: Any]) {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        Console.write(String(decoding: data, as: UTF8.self))
+    }
+}
