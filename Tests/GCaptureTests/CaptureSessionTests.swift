@@ -148,6 +148,34 @@ final class CaptureSessionTests: XCTestCase {
         XCTAssertEqual((session.inputs.first as? CaptureDeviceInput)?.device.uniqueID, "test-ball")
     }
 
+    func testASwapToACameraThatCannotOpenLeavesThePreviousCameraRunning() async throws {
+        let output = CaptureVideoDataOutput()
+        let log = FrameLog(output)
+        let session = try makeSession(preset: .vga640x480, outputs: [output])
+        try await session.start()
+        let started = await log.waitFor(3)
+        XCTAssertTrue(started)
+        // A real node that v4l2src opens and rejects: the character device /dev/null is no camera.
+        let broken = CaptureDevice(uniqueID: "/dev/null", localizedName: "Not A Camera", modelID: "", manufacturer: "",
+                                   deviceType: .external, position: .unspecified, mediaType: .video, nodePath: "/dev/null",
+                                   formats: TestCameraOptions().formats, backend: .v4l2(path: "/dev/null"))
+        session.beginConfiguration()
+        session.removeInput(session.inputs[0])
+        try session.addInput(CaptureDeviceInput(device: broken))
+        XCTAssertThrowsError(try session.commitConfiguration()) { error in
+            XCTAssertTrue("\(error)".contains("Not A Camera"), "\(error)")
+        }
+        XCTAssertEqual((session.inputs.first as? CaptureDeviceInput)?.device, .testCamera)
+        let before = log.count
+        let resumed = await log.waitFor(before + 10, timeout: 3)
+        XCTAssertTrue(resumed, "the previous camera delivered \(log.count - before) frames after the failed swap")
+        let frames = await log.collect(for: 0.3)
+        XCTAssertGreaterThanOrEqual(frames.count, 5, "frames stopped after the failed swap")
+        XCTAssertTrue(frames.allSatisfy { $0.width == 640 })
+        XCTAssertTrue(session.isRunning)
+        await session.stop()
+    }
+
     func testUnknownDeviceIsAClearError() {
         XCTAssertThrowsError(try CaptureDeviceInput(deviceWithUniqueID: "/dev/video42")) { error in
             XCTAssertTrue("\(error)".hasPrefix("no device with id '/dev/video42'; devices present: "), "\(error)")

@@ -263,6 +263,10 @@ public final class CaptureSession: @unchecked Sendable {
             for output in attachedNow { graph.leave(output) }
             if audioChanged, graph.audioSource?.key != oldAudio?.key { try? graph.setSource(oldAudio, for: .audio) }
             if videoChanged, graph.videoSource?.key != oldVideo?.key { try? graph.setSource(oldVideo, for: .video) }
+            // "The previous one keeps running" only when it really does.
+            if graph.videoSource?.key != oldVideo?.key || graph.audioSource?.key != oldAudio?.key {
+                throw error
+            }
             throw .configurationFailed(reason: error.description, underlying: nil)
         }
         for output in removed { graph.leave(output) }

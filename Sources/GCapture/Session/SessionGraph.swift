@@ -160,7 +160,17 @@ final class SessionGraph: @unchecked Sendable {
         do {
             if let unit { try plug(unit, into: tee, confirmWithin: playing ? timeout : nil) }
         } catch {
-            if let previous { try? plug(previous, into: tee, confirmWithin: nil) }
+            guard let previous else { throw error }
+            // The previous source was stopped (NULL) when it was unplugged: on a playing graph it must be
+            // brought back to PLAYING and deliver again, or the session would sit there without frames.
+            do {
+                try plug(previous, into: tee, confirmWithin: playing ? timeout : nil)
+            } catch let restartError {
+                if slot == .video { videoSource = nil } else { audioSource = nil }
+                throw .deviceFailed(device: unit?.device.description ?? previous.device.description,
+                                    underlying: GStreamerError(kind: .stateChange, message: "\(error); and "
+                                        + "\(previous.device) could not be restarted: \(restartError)"))
+            }
             throw error
         }
         if slot == .video { videoSource = unit } else { audioSource = unit }
