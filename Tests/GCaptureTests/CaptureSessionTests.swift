@@ -176,6 +176,23 @@ final class CaptureSessionTests: XCTestCase {
         await session.stop()
     }
 
+    func testQoSMessagesOfTheGraphAreCounted() async throws {
+        let main = CaptureVideoDataOutput()
+        let session = try makeSession(outputs: [main])
+        try await session.start()
+        XCTAssertEqual(session.qualityFigures?.messages, 0)
+        // A sink synchronised to the clock behind an element that holds each frame 60 ms, allowing 5 ms of
+        // lateness: it drops late frames, and posts a QoS message for each.
+        let slow = FailingOutput(fragment: "identity sleep-time=60000 ! fakesink sync=true qos=true max-lateness=5000000")
+        try session.addOutput(slow)
+        let deadline = Date().addingTimeInterval(5)
+        while (session.qualityFigures?.messages ?? 0) < 3, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let figures = try XCTUnwrap(session.qualityFigures)
+        XCTAssertGreaterThanOrEqual(figures.messages, 3, "QoS messages of a late sink")
+        XCTAssertGreaterThan(figures.droppedBuffers, 0)
+        await session.stop()
+    }
+
     func testUnknownDeviceIsAClearError() {
         XCTAssertThrowsError(try CaptureDeviceInput(deviceWithUniqueID: "/dev/video42")) { error in
             XCTAssertTrue("\(error)".hasPrefix("no device with id '/dev/video42'; devices present: "), "\(error)")

@@ -412,3 +412,8 @@ public final class CaptureSession: @unchecked Sendable {
         }
     }
 }
+
+extension CaptureSession {
+    /// QoS figures of the running graph: how often elements reported late or dropped buffers.
+    var qualityFigures: SessionGraph.QualityFigures? { state.withLock { $0.graph }?.quality }
+}

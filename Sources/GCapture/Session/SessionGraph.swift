@@ -39,6 +39,8 @@ final class SessionGraph: @unchecked Sendable {
         var trialPath: String?
         var trialError: GStreamerError?
         var sources: [(path: String, device: CaptureDevice)] = []
+        var qosMessages = 0
+        var qosDropped: [String: UInt64] = [:]
     }
 
     private let busState = Mutex(BusState())
@@ -60,9 +62,45 @@ final class SessionGraph: @unchecked Sendable {
         // One clock for every source, outliving any device (pulsesrc's clock dies with its server).
         pipeline.useClock(.system)
         pipeline.bus.setHandler { [weak self] message in
-            guard let self, case .error(let error) = message.kind else { return }
-            if let event = self.attribute(error, from: message) { onEvent(self, event) }
+            guard let self else { return }
+            switch message.kind {
+            case .error(let error):
+                Log.session.error("\(name): \(error.message)", metadata: error.logMetadata)
+                if let event = self.attribute(error, from: message) { onEvent(self, event) }
+            case .warning(let warning):
+                Log.session.warning("\(name): \(warning.message)", metadata: warning.logMetadata)
+            case .qos(let qos):
+                self.count(qos, from: message.sourcePath ?? "?")
+            default:
+                break
+            }
         }
+    }
+
+    /// QoS messages so far, and the buffers the elements that posted them say they dropped.
+    struct QualityFigures: Sendable, Equatable {
+        var messages = 0
+        var droppedBuffers: UInt64 = 0
+    }
+
+    var quality: QualityFigures {
+        busState.withLock { state in
+            QualityFigures(messages: state.qosMessages, droppedBuffers: state.qosDropped.values.reduce(0, +))
+        }
+    }
+
+    /// Runs on a streaming thread: a counter, and a debug line (an element behind the clock posts one per
+    /// late buffer, so anything louder would flood the log).
+    private func count(_ qos: QualityOfService, from element: String) {
+        busState.withLock { state in
+            state.qosMessages += 1
+            // Each element's counter is cumulative: keep its latest.
+            state.qosDropped[element] = max(state.qosDropped[element] ?? 0, qos.dropped)
+        }
+        Log.session.debug("QoS: a buffer \(qos.jitter / 1_000_000) ms late", metadata: [
+            "element": .string(element), "processed": .stringConvertible(qos.processed),
+            "dropped": .stringConvertible(qos.dropped),
+        ])
     }
 
     /// Runs on the posting (streaming) thread: only flags and bookkeeping here.
@@ -90,6 +128,9 @@ final class SessionGraph: @unchecked Sendable {
         let firstSource = videoSource ?? audioSource
         let failure = onTrial(pipeline.path, waitingForFirstBufferFrom: firstSource, timeout: timeout) {
             try pipeline.setState(.playing)
+        }
+        if failure == nil {
+            Log.session.debug("\(pipeline.name) playing: first buffer from \(firstSource?.device.description ?? "no source")")
         }
         if let failure {
             throw .startFailed(reason: failure.isResourceError ? "\(firstSource?.device.description ?? "a device") failed" : "the pipeline failed",
@@ -123,6 +164,10 @@ final class SessionGraph: @unchecked Sendable {
     }
 
     func shutDown() {
+        let quality = quality
+        if quality.messages > 0 {
+            Log.session.notice("\(pipeline.name) stopped after \(quality.messages) QoS messages; elements dropped \(quality.droppedBuffers) buffers")
+        }
         let (members, attached) = busState.withLock { (Array($0.members.values), Array($0.branches.values)) }
         for item in attached where item.output.drainsOnDetach {
             detachBranch(of: item.output)
@@ -161,6 +206,7 @@ final class SessionGraph: @unchecked Sendable {
             if let unit { try plug(unit, into: tee, confirmWithin: playing ? timeout : nil) }
         } catch {
             guard let previous else { throw error }
+            Log.session.notice("\(pipeline.name): \(error); restarting \(previous.device)")
             // The previous source was stopped (NULL) when it was unplugged: on a playing graph it must be
             // brought back to PLAYING and deliver again, or the session would sit there without frames.
             do {
@@ -174,6 +220,10 @@ final class SessionGraph: @unchecked Sendable {
             throw error
         }
         if slot == .video { videoSource = unit } else { audioSource = unit }
+        Log.session.debug("""
+            \(pipeline.name): \(slot == .video ? "camera" : "microphone") \(unit?.device.description ?? "none")\
+            \(playing ? ", swapped in while running" : "")
+            """)
     }
 
     private func plug(_ unit: SourceUnit, into tee: Element, confirmWithin timeout: Duration?) throws(CaptureError) {
