@@ -7,6 +7,8 @@ struct FramesCommand: AsyncParsableCommand {
         commandName: "frames",
         abstract: "Capture frames for a while and report what arrived (count, rate, size, format, latency).")
 
+    @OptionGroup var logging: LoggingOptions
+
     @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
     var camera: String?
 

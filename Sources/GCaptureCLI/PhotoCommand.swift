@@ -17,6 +17,8 @@ struct PhotoCommand: AsyncParsableCommand {
           gcapture photo --quality quality --count 5 --interval 0.2 --output 'burst-%d.jpg' --json
         """)
 
+    @OptionGroup var logging: LoggingOptions
+
     @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
     var camera: String?
 
