@@ -59,7 +59,7 @@ struct RecordCommand: AsyncParsableCommand {
         let microphone: CaptureDevice? = switch self.microphone {
         case "none": nil
         case let id?: try CaptureDevice.requireDevice(withUniqueID: id)
-        case nil: CaptureDevice.default(for: .audio)
+        case nil: CaptureDevice.default(for: .audio) ?? .testMicrophone
         }
         let movie = CaptureMovieFileOutput()
         movie.maxRecordedFileSize = maxSize
