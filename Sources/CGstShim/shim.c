@@ -49,7 +49,7 @@ static void log_bridge(GstDebugCategory *category, GstDebugLevel level, const gc
                        const gchar *function, gint line, GObject *object, GstDebugMessage *message,
                        gpointer user_data) {
     (void)function; (void)object; (void)user_data;
-    CGstShim_log_sink sink = log_sink;
+    CGstShim_log_sink sink = __atomic_load_n(&log_sink, __ATOMIC_ACQUIRE);
     if (sink == NULL || level > gst_debug_category_get_threshold(category)) return;
     const gchar *text = gst_debug_message_get(message);
     if (text == NULL) return;
@@ -57,7 +57,7 @@ static void log_bridge(GstDebugCategory *category, GstDebugLevel level, const gc
 }
 
 void CGstShim_log_bridge_install(CGstShim_log_sink sink) {
-    log_sink = sink;
+    __atomic_store_n(&log_sink, sink, __ATOMIC_RELEASE);
     gst_debug_add_log_function(log_bridge, NULL, NULL);
     gst_debug_remove_log_function(gst_debug_log_default);
 }

@@ -78,6 +78,8 @@ final class DeviceRegistry: Sendable {
             switch message.kind {
             case .deviceAdded(let device): self?.added(device)
             case .deviceRemoved(let device): self?.removed(device)
+            case .error(let error): Log.devices.error("device monitor: \(error.message)", metadata: error.logMetadata)
+            case .warning(let warning): Log.devices.warning("device monitor: \(warning.message)", metadata: warning.logMetadata)
             default: break
             }
         }
