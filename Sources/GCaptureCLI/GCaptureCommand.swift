@@ -17,6 +17,10 @@ struct GCaptureCommand: AsyncParsableCommand {
           gcapture frames --camera /dev/video0 --preset vga640x480 --json
           gcapture photo --output shot.jpg      a photo with zero shutter lag, EXIF included
           gcapture record --output clip.mp4 --duration 10    a movie with audio, crash-safe
+
+        Every subcommand takes --log-level (trace, debug, info, notice, warning, error, critical; default
+        warning): the engine's log and GStreamer's own, on stderr. GST_DEBUG, when set, keeps GStreamer's log
+        in GStreamer's hands.
         """,
         version: "gcapture \(CaptureRuntime.version) (GStreamer \(CaptureRuntime.gstreamerVersion))",
         subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self, RecordCommand.self]

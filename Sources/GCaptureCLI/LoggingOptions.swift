@@ -8,7 +8,7 @@ extension Logger.Level: @retroactive ExpressibleByArgument {}
 /// `--log-level`, shared by every subcommand: the engine's and GStreamer's log lines go to stderr from this
 /// level on. Parsing it sets logging up, before the command runs and before any logger is made.
 struct LoggingOptions: ParsableArguments {
-    @Option(help: "Log to stderr from this level on: trace, debug, info, notice, warning, error, critical (GStreamer's own log included).")
+    @Option(help: "Log to stderr from this level on, GStreamer's own log included.")
     var logLevel: Logger.Level = .warning
 
     func validate() throws { Self.bootstrap(logLevel) }

@@ -35,6 +35,18 @@ final class DeviceDiscoveryTests: XCTestCase {
         XCTAssertEqual(CaptureDevice.default(.builtInWideAngleCamera, for: .video, position: .unspecified), announced ? .testCamera : nil)
     }
 
+    /// The example program, as a user runs it on a machine without a camera: it says how to get the test
+    /// camera, and with GCAPTURE_TEST_DEVICES=1 counts its frames.
+    func testTheExampleRunsOnTheTestCameraOnlyWhenAnnounced() throws {
+        try XCTSkipUnless(realDevices(.video).isEmpty, "this machine has a camera: the fallback is not used")
+        let refused = try runProduct("frame-counter", [], environment: ["GCAPTURE_TEST_DEVICES": "0"])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("no camera found; run with GCAPTURE_TEST_DEVICES=1"), refused.stderr)
+        let demo = try runProduct("frame-counter", [], environment: ["GCAPTURE_TEST_DEVICES": "1"])
+        XCTAssertEqual(demo.status, 0, demo.stderr)
+        XCTAssertTrue(demo.stdout.contains("frames from Test Camera"), demo.stdout)
+    }
+
     func testTheTestDevicesAreAlwaysThereByName() {
         XCTAssertEqual(CaptureDevice.device(withUniqueID: "test"), .testCamera)
         XCTAssertEqual(CaptureDevice.device(withUniqueID: "test-microphone"), .testMicrophone)
