@@ -38,6 +38,6 @@ let package = Package(
                           path: "Benchmarks/GCaptureBenchmark"),
         .executableTarget(name: "FrameCounter", dependencies: ["GCapture"], path: "Examples/FrameCounter"),
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit"]),
-        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GStreamerKit"]),
+        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GStreamerKit", .product(name: "Logging", package: "swift-log")]),
     ]
 )

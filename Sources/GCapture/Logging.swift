@@ -2,12 +2,13 @@ import GStreamerKit
 import Logging
 
 /// The engine's loggers, one per subsystem, through swift-log: a program chooses where they go and at which
-/// level with LoggingSystem.bootstrap (the gcapture CLI: `--log-level`).
+/// level with LoggingSystem.bootstrap (the gcapture CLI: `--log-level`). Made at each use, not kept: the
+/// engine logs seldom, and a logger made before the program's bootstrap would ignore it for good.
 enum Log {
-    static let session = Logger(label: "gcapture.session")
-    static let devices = Logger(label: "gcapture.devices")
-    static let photo = Logger(label: "gcapture.photo")
-    static let movie = Logger(label: "gcapture.movie")
+    static var session: Logger { Logger(label: "gcapture.session") }
+    static var devices: Logger { Logger(label: "gcapture.devices") }
+    static var photo: Logger { Logger(label: "gcapture.photo") }
+    static var movie: Logger { Logger(label: "gcapture.movie") }
 }
 
 extension CaptureRuntime {

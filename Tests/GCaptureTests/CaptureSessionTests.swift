@@ -193,6 +193,28 @@ final class CaptureSessionTests: XCTestCase {
         await session.stop()
     }
 
+    func testBusWarningsAreLogged() async throws {
+        let log = LogCapture.shared
+        let main = CaptureVideoDataOutput()
+        let session = try makeSession(outputs: [main])
+        try await session.start()
+        // A sink that has rendered nothing for over a second of late buffers posts a bus WARNING
+        // ("A lot of buffers are being dropped").
+        let slow = FailingOutput(fragment: "identity sleep-time=60000 ! fakesink name=late-sink sync=true qos=true max-lateness=5000000")
+        try session.addOutput(slow)
+        let deadline = Date().addingTimeInterval(6)
+        var warnings: [LogCapture.Line] = []
+        while warnings.isEmpty, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            warnings = log.lines(label: "gcapture.session").filter { $0.level == .warning && $0.message.contains(session.name) }
+        }
+        await session.stop()
+        let warning = try XCTUnwrap(warnings.first, "the sink's bus warning was not logged")
+        XCTAssertTrue(warning.message.contains("dropped"), warning.message)
+        XCTAssertTrue(log.lines(label: "gcapture.session").contains { $0.level == .debug && $0.message.hasPrefix("QoS:") },
+                      "QoS messages are logged at debug")
+    }
+
     func testUnknownDeviceIsAClearError() {
         XCTAssertThrowsError(try CaptureDeviceInput(deviceWithUniqueID: "/dev/video42")) { error in
             XCTAssertTrue("\(error)".hasPrefix("no device with id '/dev/video42'; devices present: "), "\(error)")

@@ -59,12 +59,15 @@ final class DeviceDiscoveryTests: XCTestCase {
     func testADeviceMonitorThatCannotStartIsReportedNotHidden() throws {
         // A filter no provider serves: GStreamer's monitor refuses to start, as it does on a machine
         // without any device provider plugin.
+        let log = LogCapture.shared
         let registry = DeviceRegistry(classes: ["Gcapture/NoSuchClass"])
         defer { registry.shutDown() }
         let error = try XCTUnwrap(registry.discoveryError, "the monitor's start failure was dropped")
         guard case .deviceDiscoveryFailed(let classes, _) = error else { return XCTFail("\(error)") }
         XCTAssertEqual(classes, ["Gcapture/NoSuchClass"])
         XCTAssertTrue("\(error)".contains("device monitor did not start"), "\(error)")
+        XCTAssertTrue(log.lines(label: "gcapture.devices").contains { $0.level == .error && $0.message == "\(error)" },
+                      "the failure is logged as an error")
         XCTAssertEqual(registry.devices.filter { $0.deviceType.isTest }.count, 2, "the test devices are still listed")
         // The process's own discovery works on this machine.
         XCTAssertNil(CaptureDevice.discoveryError)
