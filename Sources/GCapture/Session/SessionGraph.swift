@@ -65,7 +65,9 @@ final class SessionGraph: @unchecked Sendable {
             guard let self else { return }
             switch message.kind {
             case .error(let error):
-                Log.session.error("\(name): \(error.message)", metadata: error.logMetadata)
+                // Every error reaches the caller (thrown, or as a runtime error): the log line is the detail
+                // behind it, so it stays below the default warning level (the CLI's error is one sentence).
+                Log.session.notice("\(name): \(error.message)", metadata: error.logMetadata)
                 if let event = self.attribute(error, from: message) { onEvent(self, event) }
             case .warning(let warning):
                 Log.session.warning("\(name): \(warning.message)", metadata: warning.logMetadata)

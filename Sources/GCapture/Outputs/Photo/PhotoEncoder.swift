@@ -42,7 +42,8 @@ final class PhotoEncoder: @unchecked Sendable {
             pipeline.bus.setHandler { [reported] message in
                 switch message.kind {
                 case .error(let error):
-                    Log.photo.error("photo encoder: \(error.reason)", metadata: error.logMetadata)
+                    // The capture fails with it: the log line is the detail.
+                    Log.photo.notice("photo encoder: \(error.reason)", metadata: error.logMetadata)
                     reported.first.withLock { if $0 == nil { $0 = error } }
                 case .warning(let warning):
                     Log.photo.warning("photo encoder: \(warning.reason)", metadata: warning.logMetadata)
