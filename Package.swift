@@ -17,6 +17,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(
@@ -25,18 +26,19 @@ let package = Package(
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
         ),
         .target(name: "CGstShim", dependencies: ["CGst"]),
-        .target(name: "GStreamerKit", dependencies: ["CGst", "CGstShim"]),
+        .target(name: "GStreamerKit", dependencies: ["CGst", "CGstShim", .product(name: "Logging", package: "swift-log")]),
         .target(name: "CImaging", linkerSettings: [.linkedLibrary("jpeg")]),
-        .target(name: "GCapture", dependencies: ["GStreamerKit", "CImaging"]),
+        .target(name: "GCapture", dependencies: ["GStreamerKit", "CImaging", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "GCaptureCLI",
-            dependencies: ["GCapture", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["GCapture", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(name: "GCaptureBenchmark", dependencies: ["GCapture", "GStreamerKit"],
                           path: "Benchmarks/GCaptureBenchmark"),
         .executableTarget(name: "FrameCounter", dependencies: ["GCapture"], path: "Examples/FrameCounter"),
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit"]),
-        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GStreamerKit"]),
+        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GStreamerKit", .product(name: "Logging", package: "swift-log")]),
         // The seed documents' AVFoundation code ported by renaming; GCapture alone, in the seeds' Swift 5.
         .testTarget(name: "SeedPortTests", dependencies: ["GCapture"], swiftSettings: [.swiftLanguageMode(.v5)]),
     ]

@@ -1,6 +1,9 @@
-// A minimal program on the GCapture library: the default camera (or the test camera), 720p, frames to a
-// delegate for two seconds, then a count. Run: swift run frame-counter
+// A minimal program on the GCapture library: the default camera, 720p, frames to a delegate for two
+// seconds, then a count. Run: swift run frame-counter
+// On a machine without a camera: GCAPTURE_TEST_DEVICES=1 swift run frame-counter (the built-in test camera
+// is the default only when announced so; a program that meant to use it names it: CaptureDevice.testCamera).
 import Dispatch
+import Foundation
 import GCapture
 import Synchronization
 
@@ -16,7 +19,12 @@ final class FrameCounter: CaptureVideoDataOutputSampleBufferDelegate {
     }
 }
 
-let camera = CaptureDevice.default(for: .video) ?? .testCamera
+guard let camera = CaptureDevice.default(.builtInWideAngleCamera, for: .video, position: .unspecified)
+    ?? CaptureDevice.default(for: .video) else {
+    let reason = CaptureDevice.discoveryError.map { "\($0)" } ?? "no camera found"
+    FileHandle.standardError.write(Data("\(reason); run with GCAPTURE_TEST_DEVICES=1 for the built-in test camera\n".utf8))
+    exit(1)
+}
 let session = CaptureSession()
 let output = CaptureVideoDataOutput()
 let counter = FrameCounter()

@@ -40,3 +40,24 @@ void CGstShim_add_noise(uint8_t *plane, size_t width, size_t height, size_t stri
     }
     *state = x;
 }
+
+static CGstShim_log_sink log_sink;
+
+/* Runs on any GStreamer thread, often inside the element's own locks: nothing here takes a lock or an
+ * object's name under its lock; the message text is formatted once by GStreamer itself. */
+static void log_bridge(GstDebugCategory *category, GstDebugLevel level, const gchar *file,
+                       const gchar *function, gint line, GObject *object, GstDebugMessage *message,
+                       gpointer user_data) {
+    (void)function; (void)object; (void)user_data;
+    CGstShim_log_sink sink = __atomic_load_n(&log_sink, __ATOMIC_ACQUIRE);
+    if (sink == NULL || level > gst_debug_category_get_threshold(category)) return;
+    const gchar *text = gst_debug_message_get(message);
+    if (text == NULL) return;
+    sink((int)level, gst_debug_category_get_name(category), file, line, gst_debug_message_get_id(message), text);
+}
+
+void CGstShim_log_bridge_install(CGstShim_log_sink sink) {
+    __atomic_store_n(&log_sink, sink, __ATOMIC_RELEASE);
+    gst_debug_add_log_function(log_bridge, NULL, NULL);
+    gst_debug_remove_log_function(gst_debug_log_default);
+}

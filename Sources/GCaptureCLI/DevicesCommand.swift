@@ -7,6 +7,8 @@ struct DevicesCommand: ParsableCommand {
         commandName: "devices",
         abstract: "List cameras and microphones, with their formats and whether this user may open them.")
 
+    @OptionGroup var logging: LoggingOptions
+
     @Flag(help: "Print one JSON document (an array of devices) instead of a table.")
     var json = false
 

@@ -10,6 +10,8 @@ struct FramesCommand: AsyncParsableCommand {
 
     static let durationRange = NumberRange(0.1...3600.0, "seconds")
 
+    @OptionGroup var logging: LoggingOptions
+
     @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
     var camera: String?
 

@@ -20,6 +20,10 @@ struct GCaptureCommand: AsyncParsableCommand {
 
         Exit status: 0 when done, or stopped cleanly by a first signal (INT, TERM, HUP, QUIT); 1 on an \
         error; 64 for a mistake on the command line; 128 + N after a second signal N.
+
+        Every subcommand takes --log-level (trace, debug, info, notice, warning, error, critical; default
+        warning): the engine's log and GStreamer's own, on stderr. GST_DEBUG, when set, keeps GStreamer's log
+        in GStreamer's hands.
         """,
         version: "gcapture \(CaptureRuntime.version) (GStreamer \(CaptureRuntime.gstreamerVersion))",
         subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self, RecordCommand.self]

@@ -23,6 +23,7 @@ struct PhotoCommand: AsyncParsableCommand {
 
     static let countRange = NumberRange(1...100_000)
     static let secondsRange = NumberRange(0.0...3600.0, "seconds")
+    @OptionGroup var logging: LoggingOptions
 
     @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
     var camera: String?

@@ -18,6 +18,8 @@ struct RecordCommand: AsyncParsableCommand {
           gcapture record --camera /dev/video0 --microphone none --output clip.mp4 --max-size 50000000 --json
         """)
 
+    @OptionGroup var logging: LoggingOptions
+
     @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
     var camera: String?
 

@@ -67,12 +67,46 @@ public class Element: @unchecked Sendable, Hashable, CustomStringConvertible {
 
     // MARK: Properties
 
-    /// Sets a property from its textual form, whatever its type (int, enum nick, caps, boolean...).
+    /// Sets a property from its textual form, whatever its type (int, enum nick, caps, boolean...). A value
+    /// that does not parse as the property's type, or lies outside its range, is an error naming element,
+    /// property and value: gst_util_set_object_arg would skip it silently and leave the old value in place.
     public func set(_ property: String, _ value: some CustomStringConvertible) throws {
-        guard hasProperty(property) else {
+        guard let spec = propertySpec(property) else {
             throw GStreamerError(kind: .property, message: "\(self) has no property '\(property)'")
         }
-        gst_util_set_object_arg(asGObject(pointer), property, value.description)
+        let text = value.description
+        let typeName = String(cString: g_type_name(spec.pointee.value_type))
+        guard spec.pointee.flags.rawValue & G_PARAM_WRITABLE.rawValue != 0 else {
+            throw GStreamerError(kind: .property, message: "property '\(property)' of \(self) is read-only")
+        }
+        var gvalue = GValue()
+        g_value_init(&gvalue, spec.pointee.value_type)
+        defer { g_value_unset(&gvalue) }
+        if spec.pointee.value_type == CGstShim_type_string() {
+            // Taken literally: deserializing would unquote it and read "NULL" as no string at all.
+            g_value_set_string(&gvalue, text)
+        } else if gst_value_deserialize_with_pspec(&gvalue, text, spec) == 0 {
+            throw GStreamerError(kind: .property, message: "\(self) cannot take '\(text)' for its property "
+                                 + "'\(property)' (a \(typeName)\(Self.allowedValues(of: spec)))")
+        }
+        // g_param_value_validate clamps the value into range and says whether it had to.
+        if g_param_value_validate(spec, &gvalue) != 0 {
+            throw GStreamerError(kind: .property, message: "\(self) cannot take '\(text)' for its property "
+                                 + "'\(property)': out of range\(Self.allowedValues(of: spec))")
+        }
+        g_object_set_property(asGObject(pointer), property, &gvalue)
+    }
+
+    /// ", one of: a, b, c" for enum properties; empty otherwise.
+    private static func allowedValues(of spec: UnsafeMutablePointer<GParamSpec>) -> String {
+        guard g_type_is_a(spec.pointee.value_type, CGstShim_type_enum()) != 0,
+              let klass = g_type_class_ref(spec.pointee.value_type) else { return "" }
+        defer { g_type_class_unref(klass) }
+        let enumClass = klass.assumingMemoryBound(to: GEnumClass.self)
+        let nicks = (0..<Int(enumClass.pointee.n_values)).compactMap { index in
+            enumClass.pointee.values[index].value_nick.map { String(cString: $0) }
+        }
+        return nicks.isEmpty ? "" : ", one of: " + nicks.joined(separator: ", ")
     }
 
     public func set(_ property: String, caps: Caps) throws {
@@ -105,6 +139,14 @@ public class Element: @unchecked Sendable, Hashable, CustomStringConvertible {
             defer { g_value_unset(&asInt64) }
             guard g_value_transform(value, &asInt64) != 0 else { return nil }
             return Int(g_value_get_int64(&asInt64))
+        } ?? nil
+    }
+
+    /// A string property's own text (property() gives GStreamer's quoted, escaped form).
+    public func stringProperty(_ property: String) -> String? {
+        withPropertyValue(property) { value -> String? in
+            guard CGstShim_value_type(value) == CGstShim_type_string() else { return nil }
+            return g_value_get_string(value).map { String(cString: $0) }
         } ?? nil
     }
 

@@ -11,6 +11,8 @@ public struct Message: Sendable {
         case streamStart
         case latency
         case clockLost
+        /// An element dropped or was late with buffers (a sink behind the clock, a leaky queue...).
+        case qos(QualityOfService)
         /// An application/element message, by structure name.
         case element(CapsStructure?)
         case deviceAdded(Device)
@@ -55,6 +57,7 @@ public struct Message: Sendable {
         case GST_MESSAGE_STREAM_START: kind = .streamStart
         case GST_MESSAGE_LATENCY: kind = .latency
         case GST_MESSAGE_CLOCK_LOST: kind = .clockLost
+        case GST_MESSAGE_QOS: kind = .qos(QualityOfService(message))
         case GST_MESSAGE_ELEMENT, GST_MESSAGE_APPLICATION:
             kind = .element(gst_message_get_structure(message).map { CapsStructure($0, features: nil) })
         case GST_MESSAGE_DEVICE_ADDED, GST_MESSAGE_DEVICE_REMOVED:
@@ -70,6 +73,36 @@ public struct Message: Sendable {
         default:
             kind = .other(String(cString: gst_message_type_get_name(message.pointee.type)))
         }
+    }
+}
+
+/// What a QoS message says: how late the element is and what it has processed and dropped so far.
+public struct QualityOfService: Sendable {
+    public var isLive: Bool
+    /// Running time of the buffer concerned, in nanoseconds.
+    public var runningTime: ClockTime
+    /// How late (positive) or early the buffer was, in nanoseconds.
+    public var jitter: Int64
+    /// Buffers (or samples, per `format`) the element has processed and dropped since it started.
+    public var processed: UInt64
+    public var dropped: UInt64
+
+    init(_ message: UnsafeMutablePointer<GstMessage>) {
+        var live: gboolean = 0
+        var runningTime: guint64 = 0, streamTime: guint64 = 0, timestamp: guint64 = 0, duration: guint64 = 0
+        gst_message_parse_qos(message, &live, &runningTime, &streamTime, &timestamp, &duration)
+        var jitter: gint64 = 0, proportion: Double = 0
+        var quality: Int32 = 0
+        gst_message_parse_qos_values(message, &jitter, &proportion, &quality)
+        var format = GST_FORMAT_UNDEFINED
+        var processed: guint64 = 0, dropped: guint64 = 0
+        gst_message_parse_qos_stats(message, &format, &processed, &dropped)
+        isLive = live != 0
+        self.runningTime = ClockTime(runningTime)
+        self.jitter = Int64(jitter)
+        // -1 means "unknown" in GStreamer's counters.
+        self.processed = processed == .max ? 0 : UInt64(processed)
+        self.dropped = dropped == .max ? 0 : UInt64(dropped)
     }
 }
 

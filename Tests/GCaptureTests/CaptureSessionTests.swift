@@ -154,6 +154,73 @@ final class CaptureSessionTests: XCTestCase {
         XCTAssertEqual((session.inputs.first as? CaptureDeviceInput)?.device.uniqueID, "test-ball")
     }
 
+    func testASwapToACameraThatCannotOpenLeavesThePreviousCameraRunning() async throws {
+        let output = CaptureVideoDataOutput()
+        let log = FrameLog(output)
+        let session = try makeSession(preset: .vga640x480, outputs: [output])
+        try await session.start()
+        let started = await log.waitFor(3)
+        XCTAssertTrue(started)
+        // A real node that v4l2src opens and rejects: the character device /dev/null is no camera.
+        let broken = CaptureDevice(uniqueID: "/dev/null", localizedName: "Not A Camera", modelID: "", manufacturer: "",
+                                   deviceType: .external, position: .unspecified, mediaType: .video, nodePath: "/dev/null",
+                                   formats: TestCameraOptions().formats, backend: .v4l2(path: "/dev/null"))
+        session.beginConfiguration()
+        session.removeInput(session.inputs[0])
+        try session.add(CaptureDeviceInput(device: broken))
+        XCTAssertThrowsError(try session.commitAndWait()) { error in
+            XCTAssertTrue("\(error)".contains("Not A Camera"), "\(error)")
+        }
+        XCTAssertEqual((session.inputs.first as? CaptureDeviceInput)?.device, .testCamera)
+        let before = log.count
+        let resumed = await log.waitFor(before + 10, timeout: 3)
+        XCTAssertTrue(resumed, "the previous camera delivered \(log.count - before) frames after the failed swap")
+        let frames = await log.collect(for: 0.3)
+        XCTAssertGreaterThanOrEqual(frames.count, 5, "frames stopped after the failed swap")
+        XCTAssertTrue(frames.allSatisfy { $0.width == 640 })
+        XCTAssertTrue(session.isRunning)
+        await session.stop()
+    }
+
+    func testQoSMessagesOfTheGraphAreCounted() async throws {
+        let main = CaptureVideoDataOutput()
+        let session = try makeSession(outputs: [main])
+        try await session.start()
+        XCTAssertEqual(session.qualityFigures?.messages, 0)
+        // A sink synchronised to the clock behind an element that holds each frame 60 ms, allowing 5 ms of
+        // lateness: it drops late frames, and posts a QoS message for each.
+        let slow = FailingOutput(fragment: "identity sleep-time=60000 ! fakesink sync=true qos=true max-lateness=5000000")
+        try session.add(slow)
+        let deadline = Date().addingTimeInterval(5)
+        while (session.qualityFigures?.messages ?? 0) < 3, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let figures = try XCTUnwrap(session.qualityFigures)
+        XCTAssertGreaterThanOrEqual(figures.messages, 3, "QoS messages of a late sink")
+        XCTAssertGreaterThan(figures.droppedBuffers, 0)
+        await session.stop()
+    }
+
+    func testBusWarningsAreLogged() async throws {
+        let log = LogCapture.shared
+        let main = CaptureVideoDataOutput()
+        let session = try makeSession(outputs: [main])
+        try await session.start()
+        // A sink that has rendered nothing for over a second of late buffers posts a bus WARNING
+        // ("A lot of buffers are being dropped").
+        let slow = FailingOutput(fragment: "identity sleep-time=60000 ! fakesink name=late-sink sync=true qos=true max-lateness=5000000")
+        try session.add(slow)
+        let deadline = Date().addingTimeInterval(6)
+        var warnings: [LogCapture.Line] = []
+        while warnings.isEmpty, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            warnings = log.lines(label: "gcapture.session").filter { $0.level == .warning && $0.message.contains(session.name) }
+        }
+        await session.stop()
+        let warning = try XCTUnwrap(warnings.first, "the sink's bus warning was not logged")
+        XCTAssertTrue(warning.message.contains("dropped"), warning.message)
+        XCTAssertTrue(log.lines(label: "gcapture.session").contains { $0.level == .debug && $0.message.hasPrefix("QoS:") },
+                      "QoS messages are logged at debug")
+    }
+
     func testUnknownDeviceIsAClearError() {
         XCTAssertThrowsError(try CaptureDeviceInput(deviceWithUniqueID: "/dev/video42")) { error in
             XCTAssertTrue("\(error)".hasPrefix("no device with id '/dev/video42'; devices present: "), "\(error)")

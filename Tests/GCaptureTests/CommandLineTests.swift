@@ -47,6 +47,24 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(preset.stderr.contains("huge"), preset.stderr)
     }
 
+    func testLogLevelDebugLogsTheEngineAndGStreamerAndTheDefaultLogsNothingOnACleanRun() throws {
+        let arguments = ["frames", "--camera", "test", "--duration", "0.5", "--preset", "vga640x480"]
+        let quiet = try runProduct("gcapture", arguments)
+        XCTAssertEqual(quiet.status, 0, quiet.stderr)
+        XCTAssertEqual(quiet.stderr, "", "the default level (warning) logs nothing on a clean run")
+        let verbose = try runProduct("gcapture", arguments + ["--log-level", "debug"])
+        XCTAssertEqual(verbose.status, 0, verbose.stderr)
+        let lines = verbose.stderr.split(separator: "\n")
+        XCTAssertTrue(lines.contains { $0.contains(" debug gcapture.session:") && $0.contains("first buffer from Test Camera") },
+                      "no engine line: \(verbose.stderr.prefix(2000))")
+        XCTAssertTrue(lines.contains { $0.contains(" debug gstreamer:") && $0.contains("category=GST_") },
+                      "no GStreamer line: \(verbose.stderr.prefix(2000))")
+        XCTAssertFalse(lines.contains { $0.contains(" trace ") }, "trace lines at level debug")
+        let rejected = try runProduct("gcapture", arguments + ["--log-level", "loud"])
+        XCTAssertNotEqual(rejected.status, 0)
+        XCTAssertTrue(rejected.stderr.contains("loud"), rejected.stderr)
+    }
+
     /// GStreamer's leak tracer lists every GstObject still alive at gst_deinit: after a real capture and a
     /// device listing there must be none.
     func testLeakTracerFindsNothingAlive() throws {

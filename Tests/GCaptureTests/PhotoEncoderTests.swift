@@ -41,6 +41,24 @@ final class PhotoEncoderTests: XCTestCase {
                              minimumPSNR)
     }
 
+    func testAFrameTheEncoderPipelineRejectsFailsWithItsReasonAndTheNextPhotoWorks() throws {
+        let encoder = try PhotoEncoder()
+        // A YUY2 frame (converted by the pipeline, not read in place) whose buffer is far too small.
+        let caps = try Caps("video/x-raw,format=YUY2,width=320,height=240,framerate=30/1")
+        let sample = try XCTUnwrap(Sample(caps: caps, presentationTime: 0, byteCount: 100) { $0.initializeMemory(as: UInt8.self, repeating: 0) })
+        let broken = CapturedFrame(sample: sample, presentationTime: 0, caps: caps, info: try XCTUnwrap(VideoInfo(caps: caps)))
+        XCTAssertThrowsError(try encoder.encode(broken, quality: 90, transform: .identity, rotatePixels: true, tags: TagList())) { error in
+            guard case .configurationFailed(let reason, let underlying) = error as? CaptureError else {
+                return XCTFail("\(error)")
+            }
+            XCTAssertNotNil(underlying, "the pipeline's own report is the cause: \(reason)")
+            XCTAssertTrue(reason.contains("320x240 YUY2 frame: "), reason)
+        }
+        let frame = try testFrame(format: "YUY2", width: 320, height: 240)
+        let jpeg = try encoder.encode(frame, quality: 90, transform: .identity, rotatePixels: true, tags: TagList())
+        XCTAssertEqual(Array(jpeg.prefix(2)), [0xFF, 0xD8])
+    }
+
     func testTheEXIFSegmentFollowsStartOfImage() throws {
         let frame = try testFrame(format: "NV12", width: 320, height: 240)
         var tags = TagList()

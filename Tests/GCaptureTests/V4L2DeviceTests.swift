@@ -30,7 +30,10 @@ final class V4L2DeviceTests: XCTestCase {
 
     func testTheCameraIsListedWithItsRealFormats() throws {
         let camera = try vivid()
-        XCTAssertEqual(camera.deviceType, .external)
+        // vivid registers on the platform bus ("platform:vivid-000"), as a board's own camera does.
+        XCTAssertEqual(camera.deviceType, .builtInWideAngleCamera)
+        XCTAssertEqual(CaptureDevice.default(.builtInWideAngleCamera, for: .video, position: .unspecified), camera)
+        XCTAssertNil(CaptureDevice.default(.external, for: .video, position: .unspecified))
         XCTAssertEqual(camera.mediaType, .video)
         XCTAssertEqual(camera.authorizationStatus, .authorized)
         let vga = try XCTUnwrap(camera.formats.first { $0.pixelFormat == "YUY2" && $0.width == 640 && $0.height == 480 })

@@ -75,6 +75,37 @@ final class PipelineTests: XCTestCase {
         XCTAssertEqual(queue.factoryName, "queue")
     }
 
+    func testPropertyValuesThatDoNotParseAreErrorsNamingElementPropertyAndValue() throws {
+        let encoder = try Element.make("x264enc", name: "enc")
+        XCTAssertThrowsError(try encoder.set("speed-preset", "nonsense")) { error in
+            XCTAssertEqual((error as? GStreamerError)?.kind, .property)
+            let text = "\(error)"
+            for part in ["x264enc 'enc'", "speed-preset", "'nonsense'", "ultrafast"] {
+                XCTAssertTrue(text.contains(part), "\(part) missing from: \(text)")
+            }
+        }
+        XCTAssertThrowsError(try encoder.set("bitrate", "abc")) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("bitrate") && text.contains("'abc'") && text.contains("x264enc"), text)
+        }
+        XCTAssertThrowsError(try encoder.set("bitrate", 0), "below the property's range (1 - 2048000)") { error in
+            XCTAssertTrue("\(error)".contains("out of range"), "\(error)")
+        }
+        XCTAssertThrowsError(try encoder.set("no-such-property", 1)) { error in
+            XCTAssertTrue("\(error)".contains("x264enc 'enc' has no property 'no-such-property'"), "\(error)")
+        }
+        // Nothing was changed by the failed calls; valid values set and read back.
+        XCTAssertEqual(encoder.property("speed-preset"), "medium")
+        XCTAssertEqual(encoder.intProperty("bitrate"), 2048)
+        try encoder.set("speed-preset", "ultrafast")
+        try encoder.set("bitrate", 4000)
+        XCTAssertEqual(encoder.property("speed-preset"), "ultrafast")
+        XCTAssertEqual(encoder.intProperty("bitrate"), 4000)
+        let sink = try Element.make("filesink")
+        try sink.set("location", "/tmp/a \"quoted\" NULL")
+        XCTAssertEqual(sink.stringProperty("location"), "/tmp/a \"quoted\" NULL", "a string is taken literally")
+    }
+
     func testSamplesAreMappedWithoutCopying() throws {
         let pipeline = try Pipeline.launch("videotestsrc num-buffers=3 ! video/x-raw,format=NV12,width=320,height=240 ! appsink name=sink")
         let sink = try XCTUnwrap(pipeline.element(named: "sink").flatMap(AppSink.init))

@@ -34,4 +34,13 @@ GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info);
 void CGstShim_add_noise(uint8_t *plane, size_t width, size_t height, size_t stride, int amplitude,
                         uint32_t *state);
 
+/// Where bridged GStreamer debug lines go: level (GstDebugLevel), category name, source file and line,
+/// the emitting object's name (or NULL) and the formatted message. Called on whatever thread logged.
+typedef void (*CGstShim_log_sink)(int level, const char *category, const char *file, int line,
+                                  const char *object, const char *message);
+
+/// Sends GStreamer's debug log to `sink` instead of stderr: adds a log function that honours each
+/// category's threshold (as the default one does) and removes the default stderr writer. Once per process.
+void CGstShim_log_bridge_install(CGstShim_log_sink sink);
+
 #endif

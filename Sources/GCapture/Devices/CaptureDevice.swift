@@ -8,8 +8,16 @@ public final class CaptureDevice: @unchecked Sendable, Hashable, Identifiable, C
         case unspecified, back, front
     }
 
+    /// AVCaptureDevice.DeviceType's names for what Linux has: a camera built into the machine (a laptop's
+    /// lid camera, a board's CSI/platform camera) is `.builtInWideAngleCamera`, a USB or other pluggable one
+    /// `.external`, every audio source `.microphone`. Linux cannot tell ultra-wide or telephoto lenses apart,
+    /// so those types find nothing here.
     public enum DeviceType: String, Sendable, Codable, CaseIterable {
-        /// A camera on a bus (USB, platform) found through V4L2 or another provider.
+        /// A camera that is part of the machine: on a platform bus, or named "Integrated"/"Built-in".
+        case builtInWideAngleCamera
+        case builtInUltraWideCamera
+        case builtInTelephotoCamera
+        /// A camera on a bus (USB...) found through V4L2 or another provider.
         case external
         /// A microphone found through the audio server.
         case microphone
@@ -90,12 +98,42 @@ public final class CaptureDevice: @unchecked Sendable, Hashable, Identifiable, C
         throw .unknownDevice(id: uniqueID, known: DeviceRegistry.shared.devices.map(\.uniqueID))
     }
 
-    /// The system's default device for a media type: the first real one at the position asked for, else the
-    /// built-in test device, so code written against a camera runs on machines that have none.
+    /// The system's default device for a media type: the first real one at the position asked for, or nil.
+    /// The built-in test device stands in only where that is announced: when no real device of the media type
+    /// exists and the environment has GCAPTURE_TEST_DEVICES=1 (demos, CI). Otherwise a machine whose camera
+    /// stack failed would quietly capture test bars; see `discoveryError` for why a list may be empty.
     public static func `default`(for mediaType: MediaType, position: Position = .unspecified) -> CaptureDevice? {
-        let session = DiscoverySession(mediaType: mediaType, position: position)
-        return session.devices.first { !$0.deviceType.isTest } ?? session.devices.first
+        defaultDevice(types: DeviceType.allCases.filter { !$0.isTest }, mediaType: mediaType, position: position,
+                      environment: ProcessInfo.processInfo.environment)
     }
+
+    /// The default device of a type (AVCaptureDevice.default(_:for:position:)): the first one present of
+    /// `deviceType`, for `mediaType` (any when nil), at `position` (any when unspecified). The test device
+    /// types always find their device; real types fall back to it as `default(for:)` does.
+    public static func `default`(_ deviceType: DeviceType, for mediaType: MediaType?, position: Position) -> CaptureDevice? {
+        defaultDevice(types: [deviceType], mediaType: mediaType, position: position,
+                      environment: ProcessInfo.processInfo.environment)
+    }
+
+    static let testDevicesVariable = "GCAPTURE_TEST_DEVICES"
+
+    static func defaultDevice(types: [DeviceType], mediaType: MediaType?, position: Position,
+                              environment: [String: String]) -> CaptureDevice? {
+        if let found = DiscoverySession(deviceTypes: types, mediaType: mediaType, position: position).devices.first {
+            return found
+        }
+        guard environment[testDevicesVariable] == "1", let fallbackType = mediaType ?? types.first?.mediaType else { return nil }
+        // Only where there is nothing real of the kind at all: a camera at another position is an answer.
+        let real = DeviceRegistry.shared.devices.contains { !$0.deviceType.isTest && $0.mediaType == fallbackType }
+        guard !real, types.contains(where: { $0.mediaType == fallbackType }) else { return nil }
+        let device = fallbackType == .video ? testCamera : testMicrophone
+        Log.devices.notice("no \(fallbackType == .video ? "camera" : "microphone") found; \(testDevicesVariable)=1: using \(device)")
+        return device
+    }
+
+    /// Why the system's devices could not be listed (the device monitor did not start), or nil when
+    /// discovery works. Only the built-in test devices are listed then.
+    public static var discoveryError: CaptureError? { DeviceRegistry.shared.discoveryError }
 
     /// Every device present now.
     public static var allDevices: [CaptureDevice] { DeviceRegistry.shared.devices }
@@ -122,6 +160,13 @@ public final class CaptureDevice: @unchecked Sendable, Hashable, Identifiable, C
 
 extension CaptureDevice.DeviceType {
     public var isTest: Bool { self == .testCamera || self == .testMicrophone }
+
+    /// What devices of this type capture.
+    public var mediaType: MediaType { self == .microphone || self == .testMicrophone ? .audio : .video }
+
+    /// AVFoundation's former name for `.microphone`.
+    @available(*, deprecated, renamed: "microphone")
+    public static var builtInMicrophone: Self { .microphone }
 }
 
 extension CaptureDevice {

@@ -54,7 +54,7 @@ enum DeviceFactory {
             modelID: [properties["device.vendor.id"], properties["device.product.id"]].compactMap { $0 }.joined(separator: ":")
                 .nonEmpty ?? (properties["v4l2.device.driver"] ?? name),
             manufacturer: properties["device.vendor.name"] ?? properties["v4l2.device.driver"] ?? "",
-            deviceType: .external,
+            deviceType: isBuiltIn(busInfo: properties["v4l2.device.bus_info"], name: name) ? .builtInWideAngleCamera : .external,
             position: position(for: nodePath, name: name),
             mediaType: .video, nodePath: nodePath, formats: formats, backend: backend)
     }
@@ -86,10 +86,18 @@ enum DeviceFactory {
             let card = (try? String(contentsOfFile: "\(sysfs)/\(name)/name", encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? name
             return CaptureDevice(uniqueID: stableID(nodePath: node, busInfo: nil, fallback: node), localizedName: card,
-                                 modelID: card, manufacturer: "", deviceType: .external,
+                                 modelID: card, manufacturer: "", deviceType: isBuiltIn(busInfo: nil, name: card) ? .builtInWideAngleCamera : .external,
                                  position: position(for: node, name: card), mediaType: .video, nodePath: node,
                                  formats: [], backend: .v4l2(path: node))
         }
+    }
+
+    /// A camera that is part of the machine: a platform (SoC, CSI) device, or a laptop's lid camera, which
+    /// sits on USB but names itself so.
+    static func isBuiltIn(busInfo: String?, name: String) -> Bool {
+        if busInfo?.hasPrefix("platform:") == true { return true }
+        let lower = name.lowercased()
+        return lower.contains("integrated") || lower.contains("built-in") || lower.contains("builtin")
     }
 
     /// /dev/v4l/by-id names survive re-plugging into another port; by-path survives a different camera in

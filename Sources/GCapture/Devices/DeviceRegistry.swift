@@ -30,9 +30,22 @@ final class DeviceRegistry: Sendable {
     private struct State {
         var monitor: DeviceMonitor?
         var realDevices: [CaptureDevice] = []
+        var discoveryError: CaptureError?
     }
 
     private let state = Mutex(State())
+    private let classes: [String]
+
+    /// `classes`: the device monitor's filters (tests use one that no provider serves).
+    init(classes: [String] = ["Video/Source", "Audio/Source"]) {
+        self.classes = classes
+    }
+
+    /// Why the device monitor did not start, if it did not.
+    var discoveryError: CaptureError? {
+        startIfNeeded()
+        return state.withLock { $0.discoveryError }
+    }
     private let events = Broadcast<DeviceConnectionEvent>()
     let testCamera = CaptureDevice.makeTestCamera(options: TestCameraOptions())
     let testMicrophone = CaptureDevice.makeTestMicrophone()
@@ -56,7 +69,7 @@ final class DeviceRegistry: Sendable {
     private func startIfNeeded() {
         let monitor: DeviceMonitor? = state.withLock { state in
             guard state.monitor == nil else { return nil }
-            let monitor = DeviceMonitor(classes: ["Video/Source", "Audio/Source"])
+            let monitor = DeviceMonitor(classes: classes)
             state.monitor = monitor
             return monitor
         }
@@ -65,11 +78,23 @@ final class DeviceRegistry: Sendable {
             switch message.kind {
             case .deviceAdded(let device): self?.added(device)
             case .deviceRemoved(let device): self?.removed(device)
+            case .error(let error): Log.devices.error("device monitor: \(error.message)", metadata: error.logMetadata)
+            case .warning(let warning): Log.devices.warning("device monitor: \(warning.message)", metadata: warning.logMetadata)
             default: break
             }
         }
-        // A machine without providers still has the test devices.
-        guard (try? monitor.start()) != nil else { return }
+        do {
+            try monitor.start()
+        } catch {
+            // No camera will be found: say so, rather than leave a program to think the machine has none.
+            let failure = CaptureError.deviceDiscoveryFailed(
+                classes: classes, underlying: error as? GStreamerError ?? GStreamerError(kind: .stateChange, message: "\(error)"))
+            state.withLock { $0.discoveryError = failure }
+            Log.devices.error("\(failure)")
+            return
+        }
+        state.withLock { $0.discoveryError = nil }
+        Log.devices.debug("device monitor started for \(classes.joined(separator: ", "))")
         for device in monitor.devices { added(device, announce: false) }
     }
 
@@ -102,7 +127,7 @@ extension DeviceRegistry {
     /// Stops the device monitor and forgets the devices it found (the next query starts it again).
     func shutDown() {
         let monitor = state.withLock { state -> DeviceMonitor? in
-            defer { state.monitor = nil; state.realDevices.removeAll() }
+            defer { state.monitor = nil; state.realDevices.removeAll(); state.discoveryError = nil }
             return state.monitor
         }
         monitor?.bus.removeHandler()

@@ -28,6 +28,8 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
     case recordingFailed(reason: String, underlying: GStreamerError?)
     /// Stopped before any frame reached the file; no file is left.
     case noFramesRecorded
+    /// The system's device discovery (GStreamer's device monitor) could not start: no real device is listed.
+    case deviceDiscoveryFailed(classes: [String], underlying: GStreamerError)
 
     /// A recording that stopped for this reason is complete and plays to its end (AVFoundation's
     /// "recording successfully finished" flag).
@@ -65,6 +67,9 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
         case .noFramesRecorded: "the recording stopped before any frame reached the file"
         case .tooManyPendingCaptures(let limit):
             "\(limit) photos are already waiting to be processed; wait for readiness before capturing more"
+        case .deviceDiscoveryFailed(let classes, _):
+            "no \(classes.joined(separator: " or ")) device can be listed: GStreamer's device monitor did not start; "
+                + "is a device provider plugin (gstreamer1.0-plugins-good for V4L2) installed?"
         case .missingPlugin(let element):
             "GStreamer element '\(element)' is not installed (apt install gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)"
         }

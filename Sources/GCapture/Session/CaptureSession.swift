@@ -290,6 +290,10 @@ public final class CaptureSession: @unchecked Sendable {
             for output in attachedNow { graph.leave(output) }
             if audioChanged, graph.audioSource?.key != oldAudio?.key { try? graph.setSource(oldAudio, for: .audio) }
             if videoChanged, graph.videoSource?.key != oldVideo?.key { try? graph.setSource(oldVideo, for: .video) }
+            // "The previous one keeps running" only when it really does.
+            if graph.videoSource?.key != oldVideo?.key || graph.audioSource?.key != oldAudio?.key {
+                throw error
+            }
             throw .configurationFailed(reason: error.description, underlying: nil)
         }
         for output in removed { graph.leave(output) }
@@ -434,4 +438,9 @@ public final class CaptureSession: @unchecked Sendable {
             queue.async { body(); continuation.resume() }
         }
     }
+}
+
+extension CaptureSession {
+    /// QoS figures of the running graph: how often elements reported late or dropped buffers.
+    var qualityFigures: SessionGraph.QualityFigures? { state.withLock { $0.graph }?.quality }
 }

@@ -41,6 +41,8 @@ final class SessionGraph: @unchecked Sendable {
         /// The source the trial's error came from, if it came from one.
         var trialDevice: CaptureDevice?
         var sources: [(path: String, device: CaptureDevice)] = []
+        var qosMessages = 0
+        var qosDropped: [String: UInt64] = [:]
     }
 
     private let busState = Mutex(BusState())
@@ -62,9 +64,47 @@ final class SessionGraph: @unchecked Sendable {
         // One clock for every source, outliving any device (pulsesrc's clock dies with its server).
         pipeline.useClock(.system)
         pipeline.bus.setHandler { [weak self] message in
-            guard let self, case .error(let error) = message.kind else { return }
-            if let event = self.attribute(error, from: message) { onEvent(self, event) }
+            guard let self else { return }
+            switch message.kind {
+            case .error(let error):
+                // Every error reaches the caller (thrown, or as a runtime error): the log line is the detail
+                // behind it, so it stays below the default warning level (the CLI's error is one sentence).
+                Log.session.notice("\(name): \(error.message)", metadata: error.logMetadata)
+                if let event = self.attribute(error, from: message) { onEvent(self, event) }
+            case .warning(let warning):
+                Log.session.warning("\(name): \(warning.message)", metadata: warning.logMetadata)
+            case .qos(let qos):
+                self.count(qos, from: message.sourcePath ?? "?")
+            default:
+                break
+            }
         }
+    }
+
+    /// QoS messages so far, and the buffers the elements that posted them say they dropped.
+    struct QualityFigures: Sendable, Equatable {
+        var messages = 0
+        var droppedBuffers: UInt64 = 0
+    }
+
+    var quality: QualityFigures {
+        busState.withLock { state in
+            QualityFigures(messages: state.qosMessages, droppedBuffers: state.qosDropped.values.reduce(0, +))
+        }
+    }
+
+    /// Runs on a streaming thread: a counter, and a debug line (an element behind the clock posts one per
+    /// late buffer, so anything louder would flood the log).
+    private func count(_ qos: QualityOfService, from element: String) {
+        busState.withLock { state in
+            state.qosMessages += 1
+            // Each element's counter is cumulative: keep its latest.
+            state.qosDropped[element] = max(state.qosDropped[element] ?? 0, qos.dropped)
+        }
+        Log.session.debug("QoS: a buffer \(qos.jitter / 1_000_000) ms late", metadata: [
+            "element": .string(element), "processed": .stringConvertible(qos.processed),
+            "dropped": .stringConvertible(qos.dropped),
+        ])
     }
 
     /// Runs on the posting (streaming) thread: only flags and bookkeeping here.
@@ -96,7 +136,10 @@ final class SessionGraph: @unchecked Sendable {
         let sources = [videoSource, audioSource].compactMap { $0 }
         guard let (failure, device) = onTrial(pipeline.path, waitingForFirstBufferFrom: sources, timeout: timeout, {
             try pipeline.setState(.playing)
-        }) else { return }
+        }) else {
+            Log.session.debug("\(pipeline.name) playing: first buffer from \(sources.map(\.device.description).joined(separator: ", "))")
+            return
+        }
         if let device {
             throw .startFailed(reason: SourceBuilder.openFailure(of: device, failure), underlying: nil)
         }
@@ -133,6 +176,10 @@ final class SessionGraph: @unchecked Sendable {
     }
 
     func shutDown() {
+        let quality = quality
+        if quality.messages > 0 {
+            Log.session.notice("\(pipeline.name) stopped after \(quality.messages) QoS messages; elements dropped \(quality.droppedBuffers) buffers")
+        }
         let (members, attached) = busState.withLock { (Array($0.members.values), Array($0.branches.values)) }
         // Each drain's outcome goes to its output: one that timed out left a file that was never finalized.
         var drained: [ObjectIdentifier: Bool] = [:]
@@ -172,10 +219,25 @@ final class SessionGraph: @unchecked Sendable {
         do {
             if let unit { try plug(unit, into: tee, confirmWithin: playing ? timeout : nil) }
         } catch {
-            if let previous { try? plug(previous, into: tee, confirmWithin: nil) }
+            guard let previous else { throw error }
+            Log.session.notice("\(pipeline.name): \(error); restarting \(previous.device)")
+            // The previous source was stopped (NULL) when it was unplugged: on a playing graph it must be
+            // brought back to PLAYING and deliver again, or the session would sit there without frames.
+            do {
+                try plug(previous, into: tee, confirmWithin: playing ? timeout : nil)
+            } catch let restartError {
+                if slot == .video { videoSource = nil } else { audioSource = nil }
+                throw .deviceFailed(device: unit?.device.description ?? previous.device.description,
+                                    underlying: GStreamerError(kind: .stateChange, message: "\(error); and "
+                                        + "\(previous.device) could not be restarted: \(restartError)"))
+            }
             throw error
         }
         if slot == .video { videoSource = unit } else { audioSource = unit }
+        Log.session.debug("""
+            \(pipeline.name): \(slot == .video ? "camera" : "microphone") \(unit?.device.description ?? "none")\
+            \(playing ? ", swapped in while running" : "")
+            """)
     }
 
     private func plug(_ unit: SourceUnit, into tee: Element, confirmWithin timeout: Duration?) throws(CaptureError) {

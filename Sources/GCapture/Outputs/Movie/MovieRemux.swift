@@ -73,6 +73,8 @@ enum MovieRemux {
             switch message.kind {
             case .endOfStream: break waiting
             case .error(let error): throw error
+            case .warning(let warning):
+                Log.movie.warning("remuxing \(source.lastPathComponent): \(warning.message)", metadata: warning.logMetadata)
             default: continue
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import GStreamerKit
+import Synchronization
 
 /// Turns a frame into a JPEG with EXIF. libjpeg encodes the frame's YUV planes where they lie
 /// (YUVJPEGEncoder), with the EXIF segment built from the photo's tags. GStreamer is needed only to turn
@@ -16,6 +17,8 @@ final class PhotoEncoder: @unchecked Sendable {
     /// The pipeline takes one frame at a time; encoding itself runs in parallel.
     private let lock = NSLock()
     private var direction = ""
+    /// What the pipeline's bus reported since the last frame went in: the reason a frame did not come out.
+    private let reported = BusReport()
 
     init() throws(CaptureError) {
         do {
@@ -34,6 +37,20 @@ final class PhotoEncoder: @unchecked Sendable {
             try flip.set("video-direction", "90r")
             try flip.set("video-direction", "identity")
             direction = "identity"
+            // Read on the pushing thread: pushes run the elements synchronously, so whatever they post about
+            // a frame is here before the push returns.
+            pipeline.bus.setHandler { [reported] message in
+                switch message.kind {
+                case .error(let error):
+                    // The capture fails with it: the log line is the detail.
+                    Log.photo.notice("photo encoder: \(error.reason)", metadata: error.logMetadata)
+                    reported.first.withLock { if $0 == nil { $0 = error } }
+                case .warning(let warning):
+                    Log.photo.warning("photo encoder: \(warning.reason)", metadata: warning.logMetadata)
+                    reported.first.withLock { if $0 == nil { $0 = warning } }
+                default: break
+                }
+            }
             try pipeline.setState(.playing)
             source = try SourcePad(feeding: flip)
         } catch let error as GStreamerError {
@@ -44,6 +61,17 @@ final class PhotoEncoder: @unchecked Sendable {
     }
 
     deinit { pipeline.shutDown() }
+
+    /// An element that posted an error has stopped: back to NULL and PLAYING, so the next photo is not
+    /// refused for this frame's fault.
+    private func restart() {
+        do {
+            try pipeline.setState(.null)
+            try pipeline.setState(.playing)
+        } catch {
+            Log.photo.error("photo encoder could not restart: \(error)")
+        }
+    }
 
     /// Encodes one frame, on this thread (milliseconds): call off the caller's thread.
     func encode(_ frame: CapturedFrame, quality: Int, transform: FrameTransform, rotatePixels: Bool,
@@ -71,9 +99,29 @@ final class PhotoEncoder: @unchecked Sendable {
             }
             self.direction = direction.rawValue
         }
-        guard source.push(frame.sample), let sample = sink.pullSample(timeout: 0), let info = sample.videoInfo else {
-            throw .configurationFailed(reason: "the photo encoder could not turn or convert a \(frame.info.width)x\(frame.info.height) \(frame.info.format) frame", underlying: nil)
+        reported.first.withLock { $0 = nil }
+        let pushed = source.push(frame.sample)
+        let sample = sink.pullSample(timeout: 0)
+        // A warning counts too: videoconvert warns about a buffer it cannot map, then passes on an unwritten one.
+        let cause = reported.first.withLock { $0 }
+        guard pushed, cause == nil, let sample, let info = sample.videoInfo else {
+            if !pushed { restart() }
+            throw .configurationFailed(reason: "the photo encoder could not turn or convert a \(frame.info.width)x\(frame.info.height) "
+                                       + "\(frame.info.format) frame" + (cause.map { ": \($0.reason)" } ?? ""), underlying: cause)
         }
         return (sample, info)
     }
+}
+
+private extension GStreamerError {
+    /// The element's own words: the debug text's last line ("invalid video buffer received") says more than
+    /// a core error's generic message ("Internal GStreamer error: code not implemented").
+    var reason: String {
+        debug?.split(separator: "\n").last.map(String.init) ?? message
+    }
+}
+
+/// The first error or warning a small pipeline's bus reported, shared with its handler.
+private final class BusReport: Sendable {
+    let first = Mutex<GStreamerError?>(nil)
 }
