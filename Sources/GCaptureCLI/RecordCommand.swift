@@ -30,7 +30,8 @@ struct RecordCommand: AsyncParsableCommand {
     var output: String
 
     static let durationRange = NumberRange(0.1...86_400.0, "seconds")
-    static let sizeRange = NumberRange(Int64(10_000)...1_000_000_000_000, "bytes")
+    // Any positive size: one no frame fits in is the movie output's to refuse, in its own words.
+    static let sizeRange = NumberRange(Int64(1)...1_000_000_000_000, "bytes")
 
     @Option(parsing: .unconditional, help: "Seconds to record, \(durationRange.accepted); without it, until Ctrl-C or another signal.",
             transform: durationRange.parser)

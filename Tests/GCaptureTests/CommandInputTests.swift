@@ -23,8 +23,8 @@ final class CommandInputTests: XCTestCase {
             (["record", "--output", movie, "--duration", "inf"], "--duration", "from 0.1 to 86400 seconds"),
             (["record", "--output", movie, "--duration", "nan"], "--duration", "from 0.1 to 86400 seconds"),
             (["record", "--output", movie, "--duration", "1e30"], "--duration", "from 0.1 to 86400 seconds"),
-            (["record", "--output", movie, "--max-size", "0"], "--max-size", "from 10000 to 1000000000000 bytes"),
-            (["record", "--output", movie, "--max-size", "-1"], "--max-size", "from 10000 to 1000000000000 bytes"),
+            (["record", "--output", movie, "--max-size", "0"], "--max-size", "from 1 to 1000000000000 bytes"),
+            (["record", "--output", movie, "--max-size", "-1"], "--max-size", "from 1 to 1000000000000 bytes"),
         ]
         for (arguments, option, range) in cases {
             let line = "gcapture " + arguments.joined(separator: " ")
