@@ -34,6 +34,15 @@ struct MovieEncoding: Sendable {
         max(1_000_000, width * height * 4)
     }
 
+    /// The raw frames a recording may hold while its encoder catches up (at most 1 s of them), beyond
+    /// which the oldest are dropped: the camera runs on and cannot wait. Raw frames are large (1080p NV12
+    /// 3.1 MB, 2160p 12.4 MB): a second of them made a 1080p30 recording's peak memory 93 MB higher
+    /// whenever the encoder fell behind (180 MiB against gst-launch's 64 on a loaded machine), and a
+    /// 2160p one's 373 MB. 16 MiB still absorb a stall of 6 frames (200 ms) at 1080p30, 13 at 720p.
+    static let inputQueueBytes = 16 << 20
+    /// How long a track's encoded data may wait in front of the muxers for the other track's.
+    static let muxQueueNanoseconds: UInt64 = 3_000_000_000
+
     /// The bin: video (and audio) inputs → encoders → the movie's muxer and a crash-recovery sidecar.
     /// Every encoded buffer passes the sink pad of the tee named `encodedVideo` or `encodedAudio` on its way
     /// to both files: where the recording counts what it writes and enforces its size limit.
@@ -45,14 +54,18 @@ struct MovieEncoding: Sendable {
 
     func description() throws(CaptureError) -> String {
         let encoder = videoEncoder.description(name: "video_encoder", bitRate: videoBitRate, keyInterval: keyInterval)
-        let inputQueue = "leaky=downstream max-size-buffers=0 max-size-bytes=0 max-size-time=1000000000"
+        let inputQueue = "leaky=downstream max-size-buffers=0 max-size-bytes=\(Self.inputQueueBytes) max-size-time=1000000000"
+        // A muxer waits for every track's first data: a fresh PulseAudio source delivers its first buffer up to
+        // ~2 s late, and meanwhile the video piles up in front of the muxers. It waits here, encoded (3 s of
+        // 1080p: ~3 MB), not as raw frames in the input queue (3 s: 280 MB).
+        let muxQueue = "queue max-size-buffers=0 max-size-bytes=0 max-size-time=\(Self.muxQueueNanoseconds)"
         let turn = pixelTransform == .identity ? "" : "videoflip video-direction=\(pixelTransform.rawValue) ! "
         var parts = [
             "queue name=video_in \(inputQueue) ! \(turn)videoconvert ! video/x-raw,format=\(videoEncoder.inputFormat(forCameraFormat: cameraPixelFormat)) ! \(encoder) "
                 + "! h264parse ! video/x-h264,stream-format=avc,alignment=au ! tee name=vt",
-            "vt. ! queue ! mux.video_0",
+            "vt. ! \(muxQueue) ! mux.video_0",
         ]
-        if container == .mp4 { parts.append("vt. ! queue ! sidecar.video_0") }
+        if container == .mp4 { parts.append("vt. ! \(muxQueue) ! sidecar.video_0") }
         if withAudio {
             let audioEncoder: String
             switch container {
@@ -65,9 +78,9 @@ struct MovieEncoding: Sendable {
             parts += [
                 "queue name=audio_in \(inputQueue) ! audioconvert ! audioresample "
                     + "! audio/x-raw,rate=48000,channels=2 ! \(audioEncoder) ! tee name=at",
-                "at. ! queue ! mux.audio_0",
+                "at. ! \(muxQueue) ! mux.audio_0",
             ]
-            if container == .mp4 { parts.append("at. ! queue ! sidecar.audio_0") }
+            if container == .mp4 { parts.append("at. ! \(muxQueue) ! sidecar.audio_0") }
         }
         let muxer = container == .mp4
             ? "mp4mux name=mux fragment-duration=\(Int(fragmentInterval * 1000))"
