@@ -40,3 +40,19 @@ void CGstShim_add_noise(uint8_t *plane, size_t width, size_t height, size_t stri
     }
     *state = x;
 }
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CGSTSHIM_TSAN 1
+#endif
+#endif
+
+#ifdef CGSTSHIM_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+void CGstShim_tsan_published(const void *token) { __tsan_release((void *)token); }
+void CGstShim_tsan_received(const void *token) { __tsan_acquire((void *)token); }
+#else
+void CGstShim_tsan_published(const void *token) { (void)token; }
+void CGstShim_tsan_received(const void *token) { (void)token; }
+#endif

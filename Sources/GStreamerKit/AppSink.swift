@@ -1,4 +1,5 @@
 import CGst
+import CGstShim
 
 /// An appsink element: where frames leave GStreamer for Swift.
 public final class AppSink: @unchecked Sendable {
@@ -32,14 +33,18 @@ public final class AppSink: @unchecked Sendable {
         callbacks.new_sample = { sink, userData in
             guard let sink, let userData else { return GST_FLOW_ERROR }
             guard let sample = gst_app_sink_pull_sample(sink) else { return GST_FLOW_EOS }
+            CGstShim_tsan_received(userData)
             Unmanaged<CallbackBox>.fromOpaque(userData).takeUnretainedValue().onSample(Sample(adopting: sample))
             return GST_FLOW_OK
         }
         callbacks.eos = { _, userData in
             guard let userData else { return }
+            CGstShim_tsan_received(userData)
             Unmanaged<CallbackBox>.fromOpaque(userData).takeUnretainedValue().onEndOfStream?()
         }
         let box = Unmanaged.passRetained(CallbackBox(onSample, onEndOfStream)).toOpaque()
+        // The streaming thread gets the handler through appsink's lock, which TSan cannot see.
+        CGstShim_tsan_published(box)
         gst_app_sink_set_callbacks(appSink, &callbacks, box, { userData in
             if let userData { Unmanaged<CallbackBox>.fromOpaque(userData).release() }
         })

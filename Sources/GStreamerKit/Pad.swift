@@ -143,8 +143,11 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
     @discardableResult
     public func addProbe(_ kind: ProbeKind, _ handler: @escaping ProbeHandler) -> UInt {
         let box = Unmanaged.passRetained(ProbeBox(handler)).toOpaque()
+        // The streaming thread gets the handler through the pad's lock, which TSan cannot see.
+        CGstShim_tsan_published(box)
         let id = gst_pad_add_probe(pointer, GstPadProbeType(rawValue: kind.rawValue), { _, info, userData in
             guard let info, let userData else { return GST_PAD_PROBE_OK }
+            CGstShim_tsan_received(userData)
             let box = Unmanaged<ProbeBox>.fromOpaque(userData).takeUnretainedValue()
             return box.handler(ProbeInfo(raw: info)).raw
         }, box, { userData in
