@@ -113,6 +113,7 @@ struct PhotoCommand: AsyncParsableCommand {
             photos.delegateQueue.sync {} // the handler has printed every final
         }
         await session.stop()
+        photos.delegateQueue.sync {} // readiness changes still on their way are printed
         if let failure { throw failure }
     }
 

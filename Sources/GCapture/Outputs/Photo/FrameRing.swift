@@ -41,6 +41,17 @@ final class FrameRing: @unchecked Sendable {
     private var next = 0
     private let layoutCache = VideoInfoCache()
 
+    /// A capture suspended until enough frames have arrived or its time is up. It holds no thread: a
+    /// stalled camera would otherwise block a thread of Swift's cooperative pool for the whole timeout.
+    private struct Waiter {
+        let id: UInt64
+        let after: UInt64?
+        let limit: Int
+        let continuation: CheckedContinuation<[Slot], Never>
+    }
+    private var waiters: [Waiter] = []
+    private var nextWaiterID: UInt64 = 0
+
     init(depth: Int) {
         self.depth = max(1, depth)
         slots = Array(repeating: nil, count: self.depth)
@@ -74,9 +85,16 @@ final class FrameRing: @unchecked Sendable {
         let evicted = slots[next]
         slots[next] = slot
         next = (next + 1) % depth
-        condition.broadcast()
+        var satisfied: [(CheckedContinuation<[Slot], Never>, [Slot])] = []
+        waiters.removeAll { waiter in
+            let later = self.slots(after: waiter.after)
+            guard later.count >= waiter.limit else { return false }
+            satisfied.append((waiter.continuation, later))
+            return true
+        }
         condition.unlock()
-        // The oldest frame goes back to its pool outside the lock.
+        // Captures resume, and the oldest frame goes back to its pool, outside the lock.
+        for (continuation, later) in satisfied { continuation.resume(returning: later) }
         withExtendedLifetime(evicted) {}
     }
 
@@ -102,17 +120,38 @@ final class FrameRing: @unchecked Sendable {
     }
 
     /// Waits for up to `limit` frames exposed after `time`, or any frames when it is nil (oldest first),
-    /// returning what arrived in time.
-    func frames(after time: UInt64?, limit: Int, timeout: TimeInterval) -> [CapturedFrame] {
-        let deadline = Date().addingTimeInterval(timeout)
-        condition.lock()
-        var later: [Slot]
-        while true {
-            later = ordered().filter { slot in time.map { slot.frame.presentationTime > $0 } ?? true }
-            if later.count >= limit || !condition.wait(until: deadline) { break }
+    /// returning what arrived in time. Suspends: the frame's arrival or a timer resumes it.
+    func frames(after time: UInt64?, limit: Int, timeout: TimeInterval) async -> [CapturedFrame] {
+        let later: [Slot] = await withCheckedContinuation { continuation in
+            condition.lock()
+            let now = slots(after: time)
+            guard now.count < limit, timeout > 0 else {
+                condition.unlock()
+                return continuation.resume(returning: now)
+            }
+            let id = nextWaiterID
+            nextWaiterID += 1
+            waiters.append(Waiter(id: id, after: time, limit: limit, continuation: continuation))
+            condition.unlock()
+            // Holds the ring until then, so that every waiter is resumed exactly once.
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { self.expire(id) }
         }
-        condition.unlock()
         return later.reversed().prefix(limit).compactMap { $0.handedOut() }
+    }
+
+    /// A waiter's time is up: it gets what has arrived, unless a frame resumed it first.
+    private func expire(_ id: UInt64) {
+        condition.lock()
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return condition.unlock() }
+        let waiter = waiters.remove(at: index)
+        let later = slots(after: waiter.after)
+        condition.unlock()
+        waiter.continuation.resume(returning: later)
+    }
+
+    /// Filled slots exposed after `time` (all when it is nil), newest first. Call with the lock held.
+    private func slots(after time: UInt64?) -> [Slot] {
+        ordered().filter { slot in time.map { slot.frame.presentationTime > $0 } ?? true }
     }
 
     /// Filled slots, newest first. Call with the lock held.
