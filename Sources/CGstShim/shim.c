@@ -22,6 +22,8 @@ GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info) {
     if (buffer == NULL) return NULL;
     buffer = gst_buffer_make_writable(buffer);
     GST_PAD_PROBE_INFO_DATA(info) = buffer;
+    // Whoever held this buffer, or the memory GSlice reused for it, let go before (see Sample's deinit).
+    CGstShim_tsan_received(buffer);
     return buffer;
 }
 

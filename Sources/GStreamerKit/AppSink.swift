@@ -34,6 +34,7 @@ public final class AppSink: @unchecked Sendable {
             guard let sink, let userData else { return GST_FLOW_ERROR }
             guard let sample = gst_app_sink_pull_sample(sink) else { return GST_FLOW_EOS }
             CGstShim_tsan_received(userData)
+            if let buffer = gst_sample_get_buffer(sample) { CGstShim_tsan_received(buffer) }
             Unmanaged<CallbackBox>.fromOpaque(userData).takeUnretainedValue().onSample(Sample(adopting: sample))
             return GST_FLOW_OK
         }
@@ -52,6 +53,9 @@ public final class AppSink: @unchecked Sendable {
 
     /// Pulls a sample, waiting up to `timeout` (for sinks without a handler).
     public func pullSample(timeout: ClockTime) -> Sample? {
-        gst_app_sink_try_pull_sample(appSink, timeout).map { Sample(adopting: $0) }
+        gst_app_sink_try_pull_sample(appSink, timeout).map { sample in
+            if let buffer = gst_sample_get_buffer(sample) { CGstShim_tsan_received(buffer) }
+            return Sample(adopting: sample)
+        }
     }
 }

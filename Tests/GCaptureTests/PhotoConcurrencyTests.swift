@@ -52,11 +52,11 @@ final class PhotoConcurrencyTests: XCTestCase {
         // Every thread of the pool taken for a moment (blocked, so that the camera keeps its CPU), as in a
         // loaded program.
         let threads = ProcessInfo.processInfo.activeProcessorCount
-        final class Count: Sendable { let value = Mutex(0) }
+        final class Count: Sendable { let value = Atomic(0) }
         let busy = Count()
         let blockers = (0..<threads).map { _ in
             Task.detached {
-                busy.value.withLock { $0 += 1 }
+                busy.value.add(1, ordering: .relaxed)
                 usleep(300_000)
             }
         }
@@ -64,7 +64,7 @@ final class PhotoConcurrencyTests: XCTestCase {
         await withCheckedContinuation { (pressed: CheckedContinuation<Void, Never>) in
             DispatchQueue(label: "app").async {
                 let deadline = Date().addingTimeInterval(2)
-                while busy.value.withLock({ $0 }) < threads, Date() < deadline {}
+                while busy.value.load(ordering: .relaxed) < threads, Date() < deadline {}
                 photos.capturePhoto(with: settings, delegate: events)
                 settings.fileURL = changed
                 settings.photoQualityPrioritization = .quality

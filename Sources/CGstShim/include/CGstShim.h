@@ -29,9 +29,11 @@ GType CGstShim_object_type(gpointer object);
 /// Makes the buffer carried by a probe writable, storing the (possibly new) buffer back in the probe info.
 GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info);
 
-/// Tell ThreadSanitizer of a hand-off that GLib makes but TSan cannot see (GLib is not instrumented and its
-/// mutexes are futexes): `published` after preparing what a callback will read and before giving it to
-/// GStreamer, `received` at the start of the callback on the streaming thread. No-ops in other builds.
+/// Tell ThreadSanitizer of a hand-off that GLib makes but TSan cannot see (GLib is not instrumented, its
+/// mutexes are futexes, its reference counts atomics of its own): `published` after preparing what another
+/// thread will read (a callback's box, a buffer written in a probe) or when letting go of a buffer,
+/// `received` where that thread takes it (the callback, an appsink's sample, a buffer made writable).
+/// No-ops in other builds.
 void CGstShim_tsan_published(const void *token);
 void CGstShim_tsan_received(const void *token);
 
