@@ -22,6 +22,8 @@ GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info) {
     if (buffer == NULL) return NULL;
     buffer = gst_buffer_make_writable(buffer);
     GST_PAD_PROBE_INFO_DATA(info) = buffer;
+    // Whoever held this buffer, or the memory GSlice reused for it, let go before (see Sample's deinit).
+    CGstShim_tsan_received(buffer);
     return buffer;
 }
 
@@ -61,3 +63,18 @@ void CGstShim_log_bridge_install(CGstShim_log_sink sink) {
     gst_debug_add_log_function(log_bridge, NULL, NULL);
     gst_debug_remove_log_function(gst_debug_log_default);
 }
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CGSTSHIM_TSAN 1
+#endif
+#endif
+
+#ifdef CGSTSHIM_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+void CGstShim_tsan_published(const void *token) { __tsan_release((void *)token); }
+void CGstShim_tsan_received(const void *token) { __tsan_acquire((void *)token); }
+#else
+void CGstShim_tsan_published(const void *token) { (void)token; }
+void CGstShim_tsan_received(const void *token) { (void)token; }
+#endif

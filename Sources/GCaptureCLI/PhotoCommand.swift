@@ -130,6 +130,7 @@ struct PhotoCommand: AsyncParsableCommand {
             photos.delegateQueue.sync {} // the handler has printed every final
         }
         await session.stop()
+        photos.delegateQueue.sync {} // readiness changes still on their way are printed
         if let signal = stop.receivedName {
             events.emit(["event": "stopped", "signal": signal, "requested": requested, "count": count],
                         text: "stopped by \(signal): \(requested) of \(count) photos requested")

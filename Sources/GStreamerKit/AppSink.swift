@@ -1,4 +1,5 @@
 import CGst
+import CGstShim
 
 /// An appsink element: where frames leave GStreamer for Swift.
 public final class AppSink: @unchecked Sendable {
@@ -32,14 +33,19 @@ public final class AppSink: @unchecked Sendable {
         callbacks.new_sample = { sink, userData in
             guard let sink, let userData else { return GST_FLOW_ERROR }
             guard let sample = gst_app_sink_pull_sample(sink) else { return GST_FLOW_EOS }
+            CGstShim_tsan_received(userData)
+            if let buffer = gst_sample_get_buffer(sample) { CGstShim_tsan_received(buffer) }
             Unmanaged<CallbackBox>.fromOpaque(userData).takeUnretainedValue().onSample(Sample(adopting: sample))
             return GST_FLOW_OK
         }
         callbacks.eos = { _, userData in
             guard let userData else { return }
+            CGstShim_tsan_received(userData)
             Unmanaged<CallbackBox>.fromOpaque(userData).takeUnretainedValue().onEndOfStream?()
         }
         let box = Unmanaged.passRetained(CallbackBox(onSample, onEndOfStream)).toOpaque()
+        // The streaming thread gets the handler through appsink's lock, which TSan cannot see.
+        CGstShim_tsan_published(box)
         gst_app_sink_set_callbacks(appSink, &callbacks, box, { userData in
             if let userData { Unmanaged<CallbackBox>.fromOpaque(userData).release() }
         })
@@ -47,6 +53,9 @@ public final class AppSink: @unchecked Sendable {
 
     /// Pulls a sample, waiting up to `timeout` (for sinks without a handler).
     public func pullSample(timeout: ClockTime) -> Sample? {
-        gst_app_sink_try_pull_sample(appSink, timeout).map { Sample(adopting: $0) }
+        gst_app_sink_try_pull_sample(appSink, timeout).map { sample in
+            if let buffer = gst_sample_get_buffer(sample) { CGstShim_tsan_received(buffer) }
+            return Sample(adopting: sample)
+        }
     }
 }

@@ -1,4 +1,5 @@
 import CGst
+import CGstShim
 
 /// A bus message, decoded on the posting thread into a Sendable value.
 public struct Message: Sendable {
@@ -126,9 +127,12 @@ public final class Bus: @unchecked Sendable {
     public func setHandler(_ handler: @escaping @Sendable (Message) -> Void) {
         gst_bus_set_sync_handler(pointer, nil, nil, nil)
         let box = Unmanaged.passRetained(HandlerBox(handler)).toOpaque()
+        // The posting thread gets the handler through the bus's lock, which TSan cannot see.
+        CGstShim_tsan_published(box)
         gst_bus_set_sync_handler(pointer, { _, message, userData in
             guard let message else { return GST_BUS_DROP }
             if let userData {
+                CGstShim_tsan_received(userData)
                 Unmanaged<HandlerBox>.fromOpaque(userData).takeUnretainedValue().handler(Message(message))
             }
             // GST_BUS_DROP means we own the message.

@@ -99,6 +99,7 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }
             if buffer.pointee.pts != ClockTime.none { buffer.pointee.pts = buffer.pointee.pts >= amount ? buffer.pointee.pts - amount : 0 }
             if buffer.pointee.dts != ClockTime.none { buffer.pointee.dts = buffer.pointee.dts >= amount ? buffer.pointee.dts - amount : 0 }
+            CGstShim_tsan_published(buffer)
         }
 
         /// The first `count` bytes of the passing buffer (fewer if it is shorter), copied without making the
@@ -115,6 +116,8 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
         public func withWritableBuffer(_ body: (WritableBuffer) -> Void) {
             guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }
             body(WritableBuffer(pointer: buffer))
+            // Downstream threads read what was written (they receive it with the sample).
+            CGstShim_tsan_published(buffer)
         }
     }
 
@@ -159,8 +162,15 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
     @discardableResult
     public func addProbe(_ kind: ProbeKind, _ handler: @escaping ProbeHandler) -> UInt {
         let box = Unmanaged.passRetained(ProbeBox(handler)).toOpaque()
+        // The streaming thread gets the handler through the pad's lock, which TSan cannot see.
+        CGstShim_tsan_published(box)
         let id = gst_pad_add_probe(pointer, GstPadProbeType(rawValue: kind.rawValue), { pad, info, userData in
             guard let info, let userData else { return GST_PAD_PROBE_OK }
+            CGstShim_tsan_received(userData)
+            // The passing buffer, or the memory GSlice reused for it, was last written before it got here.
+            if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0, let data = info.pointee.data {
+                CGstShim_tsan_received(data)
+            }
             let box = Unmanaged<ProbeBox>.fromOpaque(userData).takeUnretainedValue()
             return box.handler(ProbeInfo(raw: info, pad: pad)).raw
         }, box, { userData in

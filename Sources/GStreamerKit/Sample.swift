@@ -1,4 +1,5 @@
 import CGst
+import CGstShim
 import Foundation
 
 /// Size, pixel format and layout of raw video, read from caps.
@@ -74,7 +75,11 @@ public final class Sample: @unchecked Sendable {
     package let pointer: OpaquePointer
 
     init(adopting pointer: OpaquePointer) { self.pointer = pointer }
-    deinit { gst_sample_unref(pointer) }
+    deinit {
+        // What this side read of the buffer comes before whoever makes it (or its reused memory) writable.
+        if let buffer = gst_sample_get_buffer(pointer) { CGstShim_tsan_published(buffer) }
+        gst_sample_unref(pointer)
+    }
 
     /// A sample of `buffer` (referenced, not taken) with `caps`, or nil.
     private convenience init?(buffer: UnsafeMutablePointer<GstBuffer>, caps: UnsafeMutablePointer<GstCaps>?,

@@ -259,13 +259,19 @@ final class PhotoOutputTests: XCTestCase {
         coordinator.delegate = states
         XCTAssertEqual(coordinator.captureReadiness, .sessionNotRunning)
         let session = try await startedSession(photos)
+        // The delegate is told on the output's delegate queue: what is queued there has been told.
+        photos.delegateQueue.sync {}
         XCTAssertEqual(states.states, [.ready])
 
         // Zero shutter lag: the frame is already there, so the capture begins at once.
         let settings = CapturePhotoSettings()
-        coordinator.startTrackingCaptureRequest(using: settings)
-        XCTAssertEqual(states.states.last, .notReadyMomentarily, "delivered synchronously, before capturePhoto")
+        photos.delegateQueue.sync {
+            coordinator.startTrackingCaptureRequest(using: settings)
+            XCTAssertEqual(states.states.last, .notReadyMomentarily, "on the delegate queue: told before startTracking returns")
+        }
+        XCTAssertEqual(coordinator.captureReadiness, .notReadyMomentarily)
         _ = try await photos.capturePhoto(with: settings)
+        photos.delegateQueue.sync {}
         XCTAssertEqual(states.states, [.ready, .notReadyMomentarily, .ready])
 
         // Without it the capture waits for the next frame first.
@@ -273,6 +279,7 @@ final class PhotoOutputTests: XCTestCase {
         let next = CapturePhotoSettings()
         coordinator.startTrackingCaptureRequest(using: next)
         _ = try await photos.capturePhoto(with: next)
+        photos.delegateQueue.sync {}
         XCTAssertEqual(Array(states.states.dropFirst(3)), [.notReadyMomentarily, .notReadyWaitingForCapture, .notReadyMomentarily, .ready])
 
         // One capture at a time: the second press waits for processing.
@@ -281,10 +288,12 @@ final class PhotoOutputTests: XCTestCase {
         let first = Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality)) }
         let second = Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality)) }
         _ = try await within(10, "two photos one at a time") { try await (first.value, second.value) }
+        photos.delegateQueue.sync {}
         XCTAssertTrue(states.states.dropFirst(7).contains(.notReadyWaitingForProcessing), "\(states.states)")
         XCTAssertEqual(states.states.last, .ready)
 
         await session.stop()
+        photos.delegateQueue.sync {}
         XCTAssertEqual(states.states.last, .sessionNotRunning)
     }
 

@@ -29,6 +29,14 @@ GType CGstShim_object_type(gpointer object);
 /// Makes the buffer carried by a probe writable, storing the (possibly new) buffer back in the probe info.
 GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info);
 
+/// Tell ThreadSanitizer of a hand-off that GLib makes but TSan cannot see (GLib is not instrumented, its
+/// mutexes are futexes, its reference counts atomics of its own): `published` after preparing what another
+/// thread will read (a callback's box, a buffer written in a probe) or when letting go of a buffer,
+/// `received` where that thread takes it (the callback, an appsink's sample, a buffer made writable).
+/// No-ops in other builds.
+void CGstShim_tsan_published(const void *token);
+void CGstShim_tsan_received(const void *token);
+
 /// Adds uniform noise in [-amplitude, amplitude] to a plane of 8-bit samples, in place; `state` carries a
 /// xorshift32 generator between calls so the noise differs frame to frame and is reproducible from a seed.
 void CGstShim_add_noise(uint8_t *plane, size_t width, size_t height, size_t stride, int amplitude,

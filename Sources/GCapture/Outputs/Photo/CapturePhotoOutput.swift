@@ -87,6 +87,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     private var observers: [WeakCoordinator] = []
     private var lastRequest = Date.distantPast
     private var deferredScheduled = false
+    private var callbackOrder = CaptureCallbackOrder()
     /// Captures choose their frames one at a time, in the order they were requested, since each photo is
     /// its own frame: a later press running first would take the frame an earlier one was about to take,
     /// and the earlier photo would be of the later moment.
@@ -100,9 +101,16 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     private let deferredQueue = DispatchQueue(label: "gcapture.photo.deferred", qos: .utility)
     private var encoder: PhotoEncoder?
     private var deferredEncoder: PhotoEncoder?
+    /// Where every delegate of this output is called (capture delegates, the deferred photo handler,
+    /// readiness coordinators), in order, never with the output's lock held nor on a streaming thread.
     public let delegateQueue = DispatchQueue(label: "gcapture.photo.delegate")
+    /// Marks `delegateQueue` with its output, so that code can tell it runs there.
+    static let delegateQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 
-    public override init() {}
+    public override init() {
+        super.init()
+        delegateQueue.setSpecific(key: Self.delegateQueueKey, value: ObjectIdentifier(self))
+    }
 
     override class var turnsCapturedFrames: Bool { true }
 
@@ -173,7 +181,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         return .ready
     }
 
-    /// With the lock held: tell every coordinator, synchronously, in order.
+    /// With the lock held: tell every coordinator, in order (they call their delegates on `delegateQueue`).
     private func readinessChanged(begun settingsID: Int64? = nil) {
         observers.removeAll { $0.coordinator == nil }
         let base = baseReadiness()
@@ -182,43 +190,80 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
 
     // MARK: Capturing
 
-    /// Takes a photo and follows it with `delegate` on `delegateQueue`.
+    /// Takes a photo and follows it with `delegate` on `delegateQueue`. The request is taken now: the frame
+    /// is the one exposed at this call, and the settings and the output's configuration are read here, so
+    /// changing them after this returns changes nothing of this capture. Callbacks of captures requested
+    /// one after another come in that order.
     public func capturePhoto(with settings: CapturePhotoSettings, delegate: any CapturePhotoCaptureDelegate) {
+        let follower = Follower(delegate: delegate, ticket: locked { callbackOrder.issue() })
+        let request: Request
+        do throws(CaptureError) {
+            request = try accept(settings)
+        } catch {
+            let resolved = CaptureResolvedPhotoSettings(
+                unfinished: settings.uniqueID, prioritization: min(settings.photoQualityPrioritization, maxPhotoQualityPrioritization),
+                zeroShutterLag: isZeroShutterLagEnabled, isDeferred: false, rotationAngle: Int(connection.videoRotationAngle),
+                isMirrored: connection.mirrorsCapturedFrames)
+            return finishWithoutPhoto(follower, error, resolved: resolved, fileURL: settings.fileURL)
+        }
         Task {
-            do throws(CaptureError) {
-                _ = try await capture(settings, delegate: delegate)
-            } catch {
-                // Refused before it began (capture() tells the delegate of later failures itself).
-                let resolved = CaptureResolvedPhotoSettings(
-                    unfinished: settings.uniqueID, prioritization: min(settings.photoQualityPrioritization, maxPhotoQualityPrioritization),
-                    zeroShutterLag: isZeroShutterLagEnabled, isDeferred: false, rotationAngle: Int(connection.videoRotationAngle),
-                    isMirrored: connection.mirrorsCapturedFrames)
-                delegateQueue.async {
-                    delegate.photoOutput(self, didFinishProcessingPhoto: CapturePhoto(failed: resolved, fileURL: settings.fileURL), error: error)
-                    delegate.photoOutput(self, didFinishCaptureFor: resolved, error: error)
-                }
-            }
+            // Failures reach the delegate from inside.
+            _ = try? await self.complete(request, follower: follower)
         }
     }
 
     /// Takes a photo; returns it when encoded (and written), or its proxy when delivery is deferred.
     public func capturePhoto(with settings: CapturePhotoSettings = CapturePhotoSettings()) async throws(CaptureError) -> CapturePhoto {
-        try await capture(settings, delegate: nil)
+        try await complete(try accept(settings), follower: nil)
     }
 
-    private func capture(_ settings: CapturePhotoSettings, delegate: (any CapturePhotoCaptureDelegate)?) async throws(CaptureError) -> CapturePhoto {
+    /// A capture accepted: everything it needs from the request, fixed at the request.
+    private struct Request: Sendable {
+        let ring: FrameRing
+        let job: PhotoJob
+        let file: PhotoProcessor.FilePath?
+        let deferred: Bool
+        let started: ContinuousClock.Instant
+        /// With zero shutter lag, the frames the ring held at the request: a capture that starts late (a
+        /// busy cooperative pool) must not find them gone from the ring.
+        let framesAtRequest: [CapturedFrame]
+        /// Its place in the order in which captures choose their frames.
+        let selectionTurn: UInt64
+    }
+
+    /// A delegate following a capture, and the capture's place in the order of its callbacks.
+    private struct Follower: Sendable {
+        let delegate: any CapturePhotoCaptureDelegate
+        let ticket: Int
+    }
+
+    /// Takes the request, without waiting: the request instant, the frames exposed by then, and one reading
+    /// of the settings.
+    private func accept(_ settings: CapturePhotoSettings) throws(CaptureError) -> Request {
+        let (ring, job, file, isDeferred, started, turn) = try acceptRequest(settings)
+        var atRequest: [CapturedFrame] = []
+        if job.zeroShutterLag {
+            atRequest = job.prioritization == .speed ? ring.newest().map { [$0] } ?? []
+                : ring.frames(atOrBefore: job.requestTime, limit: job.prioritization.frameCount)
+        }
+        return Request(ring: ring, job: job, file: file, deferred: isDeferred, started: started, framesAtRequest: atRequest,
+                       selectionTurn: turn)
+    }
+
+    private func acceptRequest(_ settings: CapturePhotoSettings) throws(CaptureError)
+        -> (FrameRing, PhotoJob, PhotoProcessor.FilePath?, Bool, ContinuousClock.Instant, UInt64) {
         let started = ContinuousClock.now
-        let file = settings.fileURL.map(PhotoProcessor.FilePath.init)
+        let (id, asked, orientation, fileURL) = (settings.uniqueID, settings.photoQualityPrioritization,
+                                                 settings.orientationHandling, settings.fileURL)
+        let file = fileURL.map(PhotoProcessor.FilePath.init)
         if let file { try PhotoProcessor.checkWritable(file) }
-        // The request instant, and the frames exposed by then, are taken before anything else can wait.
-        let accepted: (ring: FrameRing, context: OutputContext, requestTime: UInt64, job: PhotoJob, deferred: Bool, turn: UInt64)
-        accepted = try locked { () throws(CaptureError) in
+        return try locked { () throws(CaptureError) -> (FrameRing, PhotoJob, PhotoProcessor.FilePath?, Bool, ContinuousClock.Instant, UInt64) in
             // Attached is enough: right after start the first frame may still be on its way to the ring.
             guard let ring, let context, let requestTime = context.runningTime() else { throw .sessionNotRunning }
             guard inFlight + slotWaiters.count < maxInFlight + Self.maxWaitingCaptures else {
                 throw .tooManyPendingCaptures(limit: Self.maxWaitingCaptures)
             }
-            var prioritization = min(settings.photoQualityPrioritization, maxPrioritization)
+            var prioritization = min(asked, maxPrioritization)
             if fastPrioritization {
                 let backlog = inFlight + slotWaiters.count
                 if backlog >= maxInFlight { prioritization = .speed } else if backlog >= 1 { prioritization = prioritization.lower }
@@ -227,52 +272,61 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             lastRequest = Date()
             readinessChanged()
             let device = context.videoDevice()
-            let job = PhotoJob(id: settings.uniqueID, prioritization: prioritization,
+            let job = PhotoJob(id: id, prioritization: prioritization,
                                rotation: Int(connection.videoRotationAngle), mirrored: connection.mirrorsCapturedFrames,
-                               rotatePixels: settings.orientationHandling == .rotatePixels, zeroShutterLag: zeroShutterLag,
-                               fileURL: settings.fileURL, requestTime: requestTime, requestDate: Date(),
+                               rotatePixels: orientation == .rotatePixels, zeroShutterLag: zeroShutterLag,
+                               fileURL: fileURL, requestTime: requestTime, requestDate: Date(),
                                make: device.map { $0.manufacturer.isEmpty ? "gcapture" : $0.manufacturer } ?? "gcapture",
                                model: device?.localizedName ?? "unknown")
-            let isDeferred = deferred && prioritization == .quality && settings.fileURL != nil
+            let isDeferred = deferred && prioritization == .quality && fileURL != nil
             nextSelectionTurn += 1
-            return (ring, context, requestTime, job, isDeferred, nextSelectionTurn - 1)
+            return (ring, job, file, isDeferred, started, nextSelectionTurn - 1)
         }
-        let job = accepted.job
+    }
+
+    /// Waits for the frames and a processing slot (suspended, holding no thread), then processes.
+    private func complete(_ request: Request, follower: Follower?) async throws(CaptureError) -> CapturePhoto {
+        let job = request.job
         let frames: [CapturedFrame]
-        await waitForSelectionTurn(accepted.turn)
+        await waitForSelectionTurn(request.selectionTurn)
         do throws(CaptureError) {
-            frames = try selectFrames(from: accepted.ring, job: job)
+            frames = try await selectFrames(from: request.ring, job: job, atRequest: request.framesAtRequest)
             passSelectionTurn()
         } catch {
             passSelectionTurn()
             locked { momentary -= 1; readinessChanged() }
+            if let follower {
+                finishWithoutPhoto(follower, error, resolved: CaptureResolvedPhotoSettings(unfinished: job, isDeferred: request.deferred),
+                                   fileURL: job.fileURL)
+            }
             throw error
         }
-        await waitForProcessingSlot(settingsID: settings.uniqueID)
+        await waitForProcessingSlot(settingsID: job.id)
 
         let resolvedAtStart = CaptureResolvedPhotoSettings(
             uniqueID: job.id, photoQualityPrioritization: job.prioritization,
             photoDimensions: (frames[0].info.width, frames[0].info.height), jpegQuality: job.prioritization.jpegQuality,
-            isZeroShutterLag: job.zeroShutterLag, isDeferred: accepted.deferred, rotationAngle: job.rotation,
+            isZeroShutterLag: job.zeroShutterLag, isDeferred: request.deferred, rotationAngle: job.rotation,
             isMirrored: job.mirrored, frameCount: frames.count)
-        if let delegate {
-            delegateQueue.async {
-                delegate.photoOutput(self, willBeginCaptureFor: resolvedAtStart)
-                delegate.photoOutput(self, willCapturePhotoFor: resolvedAtStart)
-                delegate.photoOutput(self, didCapturePhotoFor: resolvedAtStart)
-            }
+        if let follower {
+            deliver(follower, .begin, [{
+                follower.delegate.photoOutput(self, willBeginCaptureFor: resolvedAtStart)
+                follower.delegate.photoOutput(self, willCapturePhotoFor: resolvedAtStart)
+                follower.delegate.photoOutput(self, didCapturePhotoFor: resolvedAtStart)
+            }])
         }
 
         let result: Result<CapturePhoto, CaptureError> = await withCheckedContinuation { continuation in
             processingQueue.async {
                 continuation.resume(returning: Result { () throws(CaptureError) -> CapturePhoto in
-                    try self.process(job, file: file, frames: frames, deferred: accepted.deferred, started: started)
+                    try self.process(job, file: request.file, frames: frames, deferred: request.deferred, started: request.started)
                 })
             }
         }
         releaseProcessingSlot()
-        if let delegate {
-            delegateQueue.async {
+        if let follower {
+            deliver(follower, .finish, [{
+                let delegate = follower.delegate
                 switch result {
                 case .success(let photo) where photo.isProxy:
                     // Both shapes of the proxy callback (see the protocol); a delegate implements one.
@@ -281,20 +335,36 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                 case .success(let photo):
                     delegate.photoOutput(self, didFinishProcessingPhoto: photo, error: nil)
                 case .failure(let error):
-                    delegate.photoOutput(self, didFinishProcessingPhoto: CapturePhoto(failed: resolvedAtStart, fileURL: settings.fileURL), error: error)
+                    delegate.photoOutput(self, didFinishProcessingPhoto: CapturePhoto(failed: resolvedAtStart, fileURL: job.fileURL), error: error)
                 }
                 delegate.photoOutput(self, didFinishCaptureFor: (try? result.get())?.resolvedSettings ?? resolvedAtStart, error: result.failure)
-            }
+            }])
         }
-        if accepted.deferred, case .success = result { scheduleDeferredProcessing(delegate: delegate) }
-        // The delegate has been told of the failure; only the async API throws it.
-        if delegate != nil, case .failure = result { return CapturePhoto(failed: resolvedAtStart, fileURL: settings.fileURL) }
+        if request.deferred, case .success = result { scheduleDeferredProcessing(delegate: follower?.delegate) }
         return try result.get()
+    }
+
+    /// A capture that failed before it began: the delegate hears that its photo failed and that it finished,
+    /// with the error, as AVFoundation's delegate does.
+    private func finishWithoutPhoto(_ follower: Follower, _ error: CaptureError, resolved: CaptureResolvedPhotoSettings, fileURL: URL?) {
+        deliver(follower, .begin, [])
+        deliver(follower, .finish, [{
+            follower.delegate.photoOutput(self, didFinishProcessingPhoto: CapturePhoto(failed: resolved, fileURL: fileURL), error: error)
+            follower.delegate.photoOutput(self, didFinishCaptureFor: resolved, error: error)
+        }])
+    }
+
+    /// Queues a capture's callbacks for its stage on `delegateQueue`, after those of earlier captures.
+    /// Queued with the lock held, so that the queue's order is the order they became due in.
+    private func deliver(_ follower: Follower, _ stage: CaptureCallbackOrder.Stage, _ callbacks: [CaptureCallbackOrder.Callback]) {
+        locked {
+            for callback in callbackOrder.pass(follower.ticket, stage, callbacks) { delegateQueue.async(execute: callback) }
+        }
     }
 
     /// The frames a capture is made of: exposed at or before the request with zero shutter lag (the newest
     /// for .speed), else the next ones, waiting for them.
-    private func selectFrames(from ring: FrameRing, job: PhotoJob) throws(CaptureError) -> [CapturedFrame] {
+    private func selectFrames(from ring: FrameRing, job: PhotoJob, atRequest: [CapturedFrame]) async throws(CaptureError) -> [CapturedFrame] {
         let count = job.prioritization.frameCount
         var frames: [CapturedFrame] = []
         // What frames still missing are waited for: exposed after the request, or any (nil).
@@ -302,7 +372,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         // The next new frame stands in for one an earlier capture took: only it is waited for.
         var averagesEarlier = false
         if job.zeroShutterLag {
-            frames = job.prioritization == .speed ? ring.newest().map { [$0] } ?? [] : ring.frames(atOrBefore: job.requestTime, limit: count)
+            frames = atRequest
             // None exposed by the request yet (right after start): the first frame to reach the ring may
             // have been exposed just before it, and is then the nearest.
             if frames.isEmpty { exposedAfter = nil }
@@ -311,7 +381,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             // wait that long for it rather than hand out a frame from before.
             if let newest = frames.first, let interval = newest.info.frameRate.interval,
                job.requestTime >= newest.presentationTime + interval,
-               let inFlight = ring.frames(after: newest.presentationTime, limit: 1, timeout: Double(interval) / 1e9).first,
+               let inFlight = await ring.frames(after: newest.presentationTime, limit: 1, timeout: Double(interval) / 1e9).first,
                inFlight.presentationTime <= job.requestTime {
                 frames = Array(([inFlight] + frames).prefix(count))
             }
@@ -336,8 +406,11 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         let timeout = frames.isEmpty ? Self.frameTimeout : 0.5
         locked { momentary -= 1; waitingForCapture += 1; readinessChanged() }
         let limit = averagesEarlier ? 1 : count - frames.count
-        frames += frames.isEmpty ? nextNewFrames(from: ring, after: exposedAfter, limit: limit, timeout: timeout)
-                                 : ring.frames(after: exposedAfter, limit: limit, timeout: timeout)
+        if frames.isEmpty {
+            frames = await nextNewFrames(from: ring, after: exposedAfter, limit: limit, timeout: timeout)
+        } else {
+            frames += await ring.frames(after: exposedAfter, limit: limit, timeout: timeout)
+        }
         locked { waitingForCapture -= 1; momentary += 1; readinessChanged() }
         guard let first = frames.first else {
             throw .timedOut("waiting \(Int(timeout)) s for a frame from the camera")
@@ -348,11 +421,11 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
 
     /// Up to `limit` frames after `time` (any when nil), the first one no capture took before; it is
     /// taken. One a capture running at once takes between the look and the take gives way to the next.
-    private func nextNewFrames(from ring: FrameRing, after time: UInt64?, limit: Int, timeout: TimeInterval) -> [CapturedFrame] {
+    private func nextNewFrames(from ring: FrameRing, after time: UInt64?, limit: Int, timeout: TimeInterval) async -> [CapturedFrame] {
         let deadline = Date().addingTimeInterval(timeout)
         var after = time
         while true {
-            let next = ring.frames(after: after, limit: limit, timeout: max(0, deadline.timeIntervalSinceNow))
+            let next = await ring.frames(after: after, limit: limit, timeout: max(0, deadline.timeIntervalSinceNow))
             guard let first = next.first else { return [] }
             if ring.take(first) { return next }
             after = first.presentationTime

@@ -40,10 +40,24 @@ final class FrameRing: @unchecked Sendable {
     private var slots: [Slot?]
     private var next = 0
     /// Presentation times of the frames captures have taken as their own: no two photos are the same
-    /// frame (a burst used to save one frame several times). Only frames still in the ring can be handed
-    /// out again, so older times are forgotten.
+    /// frame (a burst used to save one frame several times). A capture keeps the frames the ring held at its
+    /// request (CapturePhotoOutput.Request), which may have left the ring since, so the times are kept for
+    /// the last `takenMemory` photos, not only while their frames are in the ring.
     private var taken: [UInt64] = []
+    /// Far more photos than can be pending at once (in flight and waiting).
+    static let takenMemory = 64
     private let layoutCache = VideoInfoCache()
+
+    /// A capture suspended until enough frames have arrived or its time is up. It holds no thread: a
+    /// stalled camera would otherwise block a thread of Swift's cooperative pool for the whole timeout.
+    private struct Waiter {
+        let id: UInt64
+        let after: UInt64?
+        let limit: Int
+        let continuation: CheckedContinuation<[Slot], Never>
+    }
+    private var waiters: [Waiter] = []
+    private var nextWaiterID: UInt64 = 0
 
     init(depth: Int) {
         self.depth = max(1, depth)
@@ -78,9 +92,16 @@ final class FrameRing: @unchecked Sendable {
         let evicted = slots[next]
         slots[next] = slot
         next = (next + 1) % depth
-        condition.broadcast()
+        var satisfied: [(CheckedContinuation<[Slot], Never>, [Slot])] = []
+        waiters.removeAll { waiter in
+            let later = self.slots(after: waiter.after)
+            guard later.count >= waiter.limit else { return false }
+            satisfied.append((waiter.continuation, later))
+            return true
+        }
         condition.unlock()
-        // The oldest frame goes back to its pool outside the lock.
+        // Captures resume, and the oldest frame goes back to its pool, outside the lock.
+        for (continuation, later) in satisfied { continuation.resume(returning: later) }
         withExtendedLifetime(evicted) {}
     }
 
@@ -116,23 +137,44 @@ final class FrameRing: @unchecked Sendable {
     }
 
     /// Waits for up to `limit` frames exposed after `time`, or any frames when it is nil (oldest first),
-    /// returning what arrived in time.
-    func frames(after time: UInt64?, limit: Int, timeout: TimeInterval) -> [CapturedFrame] {
-        let deadline = Date().addingTimeInterval(timeout)
-        condition.lock()
-        var later: [Slot]
-        while true {
-            later = ordered().filter { slot in time.map { slot.frame.presentationTime > $0 } ?? true }
-            if later.count >= limit || !condition.wait(until: deadline) { break }
+    /// returning what arrived in time. Suspends: the frame's arrival or a timer resumes it.
+    func frames(after time: UInt64?, limit: Int, timeout: TimeInterval) async -> [CapturedFrame] {
+        let later: [Slot] = await withCheckedContinuation { continuation in
+            condition.lock()
+            let now = slots(after: time)
+            guard now.count < limit, timeout > 0 else {
+                condition.unlock()
+                return continuation.resume(returning: now)
+            }
+            let id = nextWaiterID
+            nextWaiterID += 1
+            waiters.append(Waiter(id: id, after: time, limit: limit, continuation: continuation))
+            condition.unlock()
+            // Holds the ring until then, so that every waiter is resumed exactly once.
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { self.expire(id) }
         }
-        condition.unlock()
         return later.reversed().prefix(limit).compactMap { $0.handedOut() }
     }
 
     /// Call with the lock held.
     private func markTaken(_ time: UInt64) {
-        if let oldest = ordered().last?.frame.presentationTime { taken.removeAll { $0 < oldest } }
         taken.append(time)
+        if taken.count > Self.takenMemory { taken.removeFirst(taken.count - Self.takenMemory) }
+    }
+
+    /// A waiter's time is up: it gets what has arrived, unless a frame resumed it first.
+    private func expire(_ id: UInt64) {
+        condition.lock()
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return condition.unlock() }
+        let waiter = waiters.remove(at: index)
+        let later = slots(after: waiter.after)
+        condition.unlock()
+        waiter.continuation.resume(returning: later)
+    }
+
+    /// Filled slots exposed after `time` (all when it is nil), newest first. Call with the lock held.
+    private func slots(after time: UInt64?) -> [Slot] {
+        ordered().filter { slot in time.map { slot.frame.presentationTime > $0 } ?? true }
     }
 
     /// Filled slots, newest first. Call with the lock held.
