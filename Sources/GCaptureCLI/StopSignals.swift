@@ -127,11 +127,27 @@ final class StopSignals: Sendable {
 /// a pipe sees each line when it happens (not when a buffer fills or we exit), and a failed write (the
 /// reader is gone; SIGPIPE is ignored) stops the command as a signal would.
 enum Console {
+    /// One write(2) per line, straight to the descriptor: its EPIPE is seen here whatever stdio's buffering
+    /// (under `stdbuf -oL` print wrote the line itself, failed silently, and the fflush after it had nothing
+    /// left to fail on, so a closed stdout never stopped the command).
     static func write(_ text: String, terminator: String = "\n") {
-        print(text, terminator: terminator)
-        // nil: every stream, since Swift 6 does not let us name the C global `stdout`; stdout is the only
-        // buffered one we write to.
-        if fflush(nil) != 0, errno == EPIPE { StopSignals.shared.outputClosed() }
+        // Anything print() left in stdio's buffer goes first, to keep the order. nil: every stream, since
+        // Swift 6 does not let us name the C global `stdout`.
+        fflush(nil)
+        var line = text + terminator
+        let closed = line.withUTF8 { bytes -> Bool in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(STDOUT_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno == EPIPE
+                }
+                offset += written
+            }
+            return false
+        }
+        if closed { StopSignals.shared.outputClosed() }
     }
 }
 

@@ -12,9 +12,13 @@ final class LaunchedCommand: @unchecked Sendable {
     let stdout = Pipe()
 
     /// `readsStdout: false` leaves stdout's pipe to the test (to close it, for one).
-    init(_ executable: URL, _ arguments: [String], readsStdout: Bool = true) throws {
+    /// `environment`: variables added to the test process's own.
+    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], readsStdout: Bool = true) throws {
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
@@ -85,8 +89,9 @@ final class LaunchedCommand: @unchecked Sendable {
 
 extension XCTestCase {
     /// Starts a program built next to the tests; it is killed at the end of the test if still running.
-    func launch(_ name: String, _ arguments: [String], readsStdout: Bool = true) throws -> LaunchedCommand {
-        let command = try LaunchedCommand(try productURL(name), arguments, readsStdout: readsStdout)
+    func launch(_ name: String, _ arguments: [String], environment: [String: String] = [:],
+                readsStdout: Bool = true) throws -> LaunchedCommand {
+        let command = try LaunchedCommand(try productURL(name), arguments, environment: environment, readsStdout: readsStdout)
         addTeardownBlock { command.kill() }
         return command
     }

@@ -74,7 +74,8 @@ final class PhotoOutputTests: XCTestCase {
         for lag in lags {
             XCTAssertEqual(lag.measured, lag.reported, accuracy: frameInterval / 2, "pixels say \(lag.measured) ms, the engine \(lag.reported) ms")
         }
-        XCTAssertTrue(nextFrameLags.allSatisfy { $0 > 0 }, "without zero shutter lag the frame comes after the press: \(nextFrameLags)")
+        // A frame exposed within the press's millisecond reads up to 1 ms early (the stamp is rounded down).
+        XCTAssertTrue(nextFrameLags.allSatisfy { $0 > -1 }, "without zero shutter lag the frame comes after the press: \(nextFrameLags)")
     }
 
     /// Overlapping presses, as a burst makes them: each photo's pixels show the frame exposed at its own
