@@ -6,15 +6,7 @@ import XCTest
 final class MovieOutputTests: XCTestCase {
     private func session(camera: CaptureDevice = .makeTestCamera(options: .init(maxFrameRate: 30)), microphone: CaptureDevice?,
                          preset: CaptureSession.Preset = .hd1280x720, outputs: [CaptureOutput]) async throws -> CaptureSession {
-        let session = CaptureSession()
-        session.beginConfiguration()
-        try session.add(CaptureDeviceInput(device: camera))
-        if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
-        for output in outputs { try session.add(output) }
-        session.sessionPreset = preset
-        try session.commitAndWait()
-        try await session.start()
-        return session
+        try await startSession(camera: camera, microphone: microphone, preset: preset, outputs: outputs)
     }
 
     private func record(_ movie: CaptureMovieFileOutput, to url: URL, seconds: Double, expectStart: Bool = true,

@@ -8,15 +8,8 @@ import XCTest
 final class RecordingFailureTests: XCTestCase {
     private func startSession(microphone: CaptureDevice?, preset: CaptureSession.Preset = .vga640x480,
                               outputs: [CaptureOutput]) async throws -> CaptureSession {
-        let session = CaptureSession()
-        session.beginConfiguration()
-        try session.add(CaptureDeviceInput(device: .makeTestCamera(options: .init(maxFrameRate: 30))))
-        if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
-        for output in outputs { try session.add(output) }
-        session.sessionPreset = preset
-        try session.commitAndWait()
-        try await session.start()
-        return session
+        try await startSession(camera: .makeTestCamera(options: .init(maxFrameRate: 30)), microphone: microphone,
+                               preset: preset, outputs: outputs)
     }
 
     /// A pulse source the server does not have fails only once playing; the start must wait for it and

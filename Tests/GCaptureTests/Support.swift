@@ -49,15 +49,25 @@ final class FrameLog: Sendable {
 }
 
 extension XCTestCase {
-    /// A session with one test camera input and the given outputs, committed but not started.
-    func makeSession(camera: CaptureDevice = .testCamera, preset: CaptureSession.Preset = .vga640x480,
-                     outputs: [CaptureOutput]) throws -> CaptureSession {
+    /// A session with one camera input (the test camera unless told), a microphone if given and the given
+    /// outputs, committed but not started.
+    func makeSession(camera: CaptureDevice = .testCamera, microphone: CaptureDevice? = nil,
+                     preset: CaptureSession.Preset = .vga640x480, outputs: [CaptureOutput]) throws -> CaptureSession {
         let session = CaptureSession()
         session.beginConfiguration()
         try session.add(CaptureDeviceInput(device: camera))
+        if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
         for output in outputs { try session.add(output) }
         session.sessionPreset = preset
         try session.commitAndWait()
+        return session
+    }
+
+    /// makeSession, started.
+    func startSession(camera: CaptureDevice = .testCamera, microphone: CaptureDevice? = nil,
+                      preset: CaptureSession.Preset = .vga640x480, outputs: [CaptureOutput]) async throws -> CaptureSession {
+        let session = try makeSession(camera: camera, microphone: microphone, preset: preset, outputs: outputs)
+        try await session.start()
         return session
     }
 
