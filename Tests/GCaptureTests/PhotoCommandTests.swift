@@ -64,15 +64,12 @@ final class PhotoCommandTests: XCTestCase {
     func testDeferredWorkLeftByAKilledProcessIsFinishedByTheNextRun() throws {
         let folder = try temporaryFolder()
         let photo = folder.appendingPathComponent("deferred.jpg")
-        // Killed at 20 s whatever happens: never wait the 60 s.
-        let program = try startProduct("gcapture", ["photo", "--quality", "quality", "--deferred", "--deferred-delay", "60",
-                                                    "--noise", "10", "--preset", "vga640x480", "--output", photo.path, "--json"],
-                                       deadline: 20)
+        let program = try launch("gcapture", ["photo", "--quality", "quality", "--deferred", "--deferred-delay", "60",
+                                               "--noise", "10", "--preset", "vga640x480", "--output", photo.path, "--json"])
         // Wait for the proxy event, then kill -9 while the final is still deferred (60 s away).
-        let seen = program.readOutput(until: "\"event\":\"proxy\"")
-        XCTAssertTrue(seen.contains("\"event\":\"proxy\""), "no proxy event before the kill")
+        XCTAssertTrue(program.waitForEvent("proxy"), "no proxy event before the kill: \(program.errorOutput)")
         program.signal(SIGKILL)
-        try program.waitForExit()
+        XCTAssertTrue(program.waitForExit(timeout: 10), "SIGKILL did not end it")
         XCTAssertEqual(program.process.terminationReason, .uncaughtSignal)
         XCTAssertEqual(try exif(photo)["ImageDescription"] as? String, "gcapture deferred proxy")
         let pending = try runProduct("gcapture", ["photo", "--preset", "vga640x480", "--deferred-delay", "0",

@@ -8,15 +8,13 @@ final class RecordCommandTests: XCTestCase {
     func testAKillLosesAtMostAFragmentAndTheNextRunRecoversTheRest() throws {
         let folder = try temporaryFolder()
         let movie = folder.appendingPathComponent("killed.mp4")
-        let program = try startProduct("gcapture", ["record", "--microphone", "test-microphone", "--preset", "hd1280x720",
-                                                    "--duration", "10", "--rotation", "270", "--output", movie.path, "--json"],
-                                       deadline: 40)
+        let program = try launch("gcapture", ["record", "--microphone", "test-microphone", "--preset", "hd1280x720",
+                                               "--duration", "10", "--rotation", "270", "--output", movie.path, "--json"])
         // Six seconds of recording after it started, then kill -9.
-        let seen = program.readOutput(until: "recordingStarted")
-        XCTAssertTrue(seen.contains("recordingStarted"), "the recording never started: \(seen)")
+        XCTAssertTrue(program.waitForEvent("recordingStarted"), "the recording never started: \(program.errorOutput)")
         Thread.sleep(forTimeInterval: 6)
         program.signal(SIGKILL)
-        try program.waitForExit()
+        XCTAssertTrue(program.waitForExit(timeout: 10), "SIGKILL did not end it")
 
         // Without repair: ffprobe, ffmpeg and GStreamer's discoverer all read it.
         let killed = try probe(movie)

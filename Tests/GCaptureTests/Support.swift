@@ -103,11 +103,6 @@ extension XCTestCase {
         try ProgramRun.run(path, arguments, environment: environment, currentDirectory: currentDirectory, timeout: timeout)
     }
 
-    /// Starts a program built next to the test bundle in the background; it is killed at `deadline` seconds
-    /// from now whatever the test does, so reading its output or waiting for it cannot hang.
-    func startProduct(_ name: String, _ arguments: [String], deadline: TimeInterval) throws -> BackgroundProgram {
-        try BackgroundProgram(productURL(name), arguments, deadline: deadline)
-    }
 }
 
 /// What the tests may and may not do without a real part (the PulseAudio server, the built CLI, a camera).
@@ -248,56 +243,6 @@ enum ProgramRun {
             throw DeadlineExceeded(description: "`\(name)` exited but something it started still holds its output open")
         }
         return (process.terminationStatus, String(decoding: output.data, as: UTF8.self), String(decoding: errors.data, as: UTF8.self))
-    }
-}
-
-/// A program running in the background while a test works with it (kills it, reads its events). SIGKILL at
-/// the deadline is certain: every read of its output and every wait for it ends by then.
-final class BackgroundProgram: @unchecked Sendable {
-    let process = Process()
-    private let output = Pipe()
-    private let exited = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var hasExited = false
-    private var seen = Data()
-    private let killedBy: DispatchTime
-
-    init(_ executable: URL, _ arguments: [String], deadline: TimeInterval) throws {
-        killedBy = .now() + deadline
-        process.executableURL = executable
-        process.arguments = arguments
-        process.standardOutput = output
-        process.terminationHandler = { [exited, lock] _ in
-            lock.withLock { self.hasExited = true }
-            exited.signal()
-        }
-        try process.run()
-        DispatchQueue.global().asyncAfter(deadline: killedBy) { [weak self] in self?.signal(SIGKILL) }
-    }
-
-    /// Sends `signal` if the program still runs (its pid is not reused before we have reaped it).
-    func signal(_ signal: Int32) {
-        lock.withLock { if !hasExited { _ = kill(process.processIdentifier, signal) } }
-    }
-
-    /// Reads its standard output until `text` appears or the output closes (the program ended, or was killed
-    /// at its deadline); returns everything read so far.
-    func readOutput(until text: String) -> String {
-        while true {
-            let sofar = lock.withLock { String(decoding: seen, as: UTF8.self) }
-            if sofar.contains(text) { return sofar }
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { return sofar }
-            lock.withLock { seen.append(chunk) }
-        }
-    }
-
-    /// Waits for the program to end (it is killed at its deadline at the latest).
-    func waitForExit() throws {
-        guard exited.wait(timeout: killedBy + 10) == .success else {
-            throw DeadlineExceeded(description: "\(process.executableURL?.lastPathComponent ?? "the program") outlived SIGKILL")
-        }
-        exited.signal()
     }
 }
 
