@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "GCapture", dependencies: ["GStreamerKit", "CImaging", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "GCaptureCLI",
-            dependencies: ["GCapture", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["GCapture", "GStreamerKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(name: "GCaptureBenchmark", dependencies: ["GCapture", "GStreamerKit"],

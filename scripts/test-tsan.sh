@@ -10,8 +10,9 @@ reports=.build-tsan/tsan-reports
 rm -rf "$reports" && mkdir -p "$reports"
 export TSAN_OPTIONS="suppressions=$PWD/scripts/tsan-suppressions.txt log_path=$PWD/$reports/report halt_on_error=0 history_size=4"
 status=0
-swift test --skip-build --sanitize=thread --scratch-path .build-tsan --disable-swift-testing "$@" 2>&1 \
-  | tee .build-tsan/test.log || status=$?
+# No test may hang: the instrumented suite takes ~3-5 min on 2 cores; GCAPTURE_TSAN_TIMEOUT overrides the limit.
+timeout --kill-after=20 "${GCAPTURE_TSAN_TIMEOUT:-1500}" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
+  --disable-swift-testing "$@" 2>&1 | tee .build-tsan/test.log || status=$?
 if grep -qs "WARNING: ThreadSanitizer" "$reports"/*; then
   echo "== ThreadSanitizer reports (full text in $reports):"
   grep -h -A3 "WARNING: ThreadSanitizer" "$reports"/* | head -100

@@ -1,3 +1,4 @@
+import GStreamerKit
 import ArgumentParser
 import GCapture
 import Logging
@@ -13,7 +14,7 @@ struct LoggingOptions: ParsableArguments {
 
     func validate() throws { Self.bootstrap(logLevel) }
 
-    private static let bootstrapped = Mutex(false)
+    private static let bootstrapped = Locked(false)
 
     /// LoggingSystem allows one bootstrap per process.
     static func bootstrap(_ level: Logger.Level) {

@@ -1,3 +1,4 @@
+import GStreamerKit
 import ArgumentParser
 import Foundation
 import GCapture
@@ -172,7 +173,7 @@ final class CapturesInFlight: Sendable {
         var failure: (any Error)?
         var idle: [CheckedContinuation<Void, Never>] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func start(_ capture: @escaping @Sendable () async throws -> Void) {
         state.withLock { $0.running += 1 }

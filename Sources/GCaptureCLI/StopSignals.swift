@@ -1,3 +1,4 @@
+import GStreamerKit
 import Dispatch
 import Foundation
 import Synchronization
@@ -22,7 +23,7 @@ final class StopSignals: Sendable {
         var nextSleeper: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Not the main queue: a command may block its main thread while it waits, and the second signal
     /// must still end the process at once.
     private let queue = DispatchQueue(label: "gcapture.signals")

@@ -21,7 +21,7 @@ extension GStreamer {
 enum DebugLogBridge {
     /// Made at first use, so after the program's LoggingSystem.bootstrap.
     static let logger = Logger(label: "gstreamer")
-    private static let installed = Mutex(false)
+    private static let installed = Locked(false)
 
     static func install(level: Logger.Level) {
         // GST_DEBUG asks GStreamer itself for its log, in its own format on stderr (tracers such as

@@ -4,7 +4,7 @@ import Synchronization
 /// Process-wide GStreamer set-up. Every wrapper in this module calls `GStreamer.initialize()` before its first
 /// use, so callers only call it themselves to catch the (rare) failure early.
 public enum GStreamer {
-    private static let initialized = Mutex<Bool>(false)
+    private static let initialized = Locked<Bool>(false)
 
     /// Initializes GStreamer once per process. Safe to call from any thread, any number of times.
     public static func initialize() {

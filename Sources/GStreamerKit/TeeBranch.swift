@@ -11,7 +11,7 @@ public final class TeeBranch: @unchecked Sendable {
     private struct Link { let tee: Element; let teePad: Pad; let sinkPad: Pad }
     private var links: [Link] = []
     private let failed = AtomicFlag()
-    private let detached = Mutex<Bool>(false)
+    private let detached = Locked<Bool>(false)
 
     /// Adds `bin` (which must expose a "sink" pad, e.g. a ghost pad) to `container`, brings it to the
     /// container's state and links it to a new request pad of `tee`. On failure nothing is left behind.

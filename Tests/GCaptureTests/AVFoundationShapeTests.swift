@@ -1,3 +1,4 @@
+import GStreamerKit
 import Foundation
 @testable import GCapture
 import Synchronization
@@ -7,7 +8,7 @@ import XCTest
 final class AVFoundationShapeTests: XCTestCase {
     /// Collects the session's runtime errors as they are posted (synchronously, on the posting thread).
     private final class ErrorCollector: @unchecked Sendable {
-        let errors = Mutex<[CaptureSession.RuntimeError]>([])
+        let errors = Locked<[CaptureSession.RuntimeError]>([])
         private var token: NSObjectProtocol?
         init(_ session: CaptureSession) {
             token = NotificationCenter.default.addObserver(forName: CaptureSession.runtimeErrorNotification, object: session,
@@ -63,8 +64,8 @@ final class AVFoundationShapeTests: XCTestCase {
 
     /// Logs every callback of a photo capture by name.
     private final class PhotoEvents: CapturePhotoCaptureDelegate, @unchecked Sendable {
-        let events = Mutex<[String]>([])
-        let photos = Mutex<[CapturePhoto]>([])
+        let events = Locked<[String]>([])
+        let photos = Locked<[CapturePhoto]>([])
         private func log(_ event: String) { events.withLock { $0.append(event) } }
         func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor resolvedSettings: CaptureResolvedPhotoSettings) { log("willBegin") }
         func photoOutput(_ output: CapturePhotoOutput, willCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings) { log("willCapture") }

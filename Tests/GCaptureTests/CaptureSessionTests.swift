@@ -8,7 +8,7 @@ final class CaptureSessionTests: XCTestCase {
     func testStartAndStopChangeStateAndNotify() async throws {
         let output = CaptureVideoDataOutput()
         let session = try makeSession(outputs: [output])
-        let notifications = Mutex<[Notification.Name]>([])
+        let notifications = Locked<[Notification.Name]>([])
         let observers = [CaptureSession.didStartRunningNotification, CaptureSession.didStopRunningNotification].map { name in
             NotificationCenter.default.addObserver(forName: name, object: session, queue: nil) { note in
                 notifications.withLock { $0.append(note.name) }
@@ -266,7 +266,7 @@ final class CaptureSessionTests: XCTestCase {
 
     func testWithoutDiscardingALateDelegateGetsEveryFrameInOrder() async throws {
         final class Recorder: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
-            let times = Mutex<[Double]>([])
+            let times = Locked<[Double]>([])
             func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
                 times.withLock { $0.append(sampleBuffer.presentationTime) }
                 Thread.sleep(forTimeInterval: 0.04) // slower than 30 fps, for a short while
@@ -337,7 +337,7 @@ final class DelegateFrameCounter: CaptureVideoDataOutputSampleBufferDelegate, @u
 /// An output with an arbitrary branch, for failures no real output would produce on purpose.
 final class FailingOutput: CaptureOutput, @unchecked Sendable {
     let fragment: String
-    let failed = Mutex(false)
+    let failed = Locked(false)
     init(fragment: String) { self.fragment = fragment }
     override func branchDescription() throws(CaptureError) -> String { fragment }
     override func didFail(_ error: GStreamerError) { failed.withLock { $0 = true } }

@@ -1,3 +1,4 @@
+import GStreamerKit
 import Dispatch
 import Foundation
 @testable import GCapture
@@ -10,7 +11,7 @@ final class DelegateQueueTests: XCTestCase {
     func testFrameDelegateRunsOnItsQueueAndMayCallBackIntoTheOutput() async throws {
         final class Frames: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
             let queue: DispatchQueue
-            let count = Mutex(0)
+            let count = Locked(0)
             init(queue: DispatchQueue) { self.queue = queue }
             func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
                 dispatchPrecondition(condition: .onQueue(queue))
@@ -37,7 +38,7 @@ final class DelegateQueueTests: XCTestCase {
     func testRecordingDelegateRunsOnItsQueueAndMayCallBackIntoTheOutput() async throws {
         final class Recorder: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
             let queue: DispatchQueue
-            let finished = Mutex<(url: URL, stillRecording: Bool)?>(nil)
+            let finished = Locked<(url: URL, stillRecording: Bool)?>(nil)
             init(queue: DispatchQueue) { self.queue = queue }
             func fileOutput(_ output: CaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
                 dispatchPrecondition(condition: .onQueue(queue))

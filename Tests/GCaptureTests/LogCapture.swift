@@ -1,3 +1,4 @@
+import GStreamerKit
 import Logging
 import Synchronization
 
@@ -18,7 +19,7 @@ final class LogCapture: Sendable {
         return capture
     }()
 
-    private let lines = Mutex<[Line]>([])
+    private let lines = Locked<[Line]>([])
 
     func lines(label: String) -> [Line] { lines.withLock { $0.filter { $0.label == label } } }
 

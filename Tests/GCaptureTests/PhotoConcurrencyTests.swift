@@ -1,3 +1,4 @@
+import GStreamerKit
 import Dispatch
 import Foundation
 @testable import GCapture
@@ -162,7 +163,7 @@ final class PhotoEvents: CapturePhotoCaptureDelegate, @unchecked Sendable {
     }
 
     private let queue: DispatchQueue
-    private let state = Mutex<(log: [Entry], photos: [CapturePhoto], fromCallback: Int)>(([], [], 0))
+    private let state = Locked<(log: [Entry], photos: [CapturePhoto], fromCallback: Int)>(([], [], 0))
     var log: [Entry] { state.withLock { $0.log } }
     var photos: [CapturePhoto] { state.withLock { $0.photos } }
 
@@ -214,7 +215,7 @@ final class ShutterButton: CapturePhotoOutputReadinessCoordinatorDelegate, @unch
     private let app: DispatchQueue
     private let appKey = DispatchSpecificKey<Bool>()
     private let delegateQueueKey = DispatchSpecificKey<Bool>()
-    private let state = Mutex<(states: [CapturePhotoOutput.CaptureReadiness], offQueue: Int)>(([], 0))
+    private let state = Locked<(states: [CapturePhotoOutput.CaptureReadiness], offQueue: Int)>(([], 0))
     var states: [CapturePhotoOutput.CaptureReadiness] { state.withLock { $0.states } }
     var offQueue: Int { state.withLock { $0.offQueue } }
 

@@ -462,12 +462,12 @@ private func residentBytes() -> Int {
 
 /// Memory figures sampled while something runs.
 private final class MemorySamples: Sendable {
-    let ring = Mutex<[Int]>([]), resident = Mutex<[Int]>([])
+    let ring = Locked<[Int]>([]), resident = Locked<[Int]>([])
     let running = Atomic<Bool>(true)
 }
 
 final class ReadinessRecorder: CapturePhotoOutputReadinessCoordinatorDelegate, @unchecked Sendable {
-    private let recorded = Mutex<[CapturePhotoOutput.CaptureReadiness]>([])
+    private let recorded = Locked<[CapturePhotoOutput.CaptureReadiness]>([])
     var states: [CapturePhotoOutput.CaptureReadiness] { recorded.withLock { $0 } }
     func readinessCoordinator(_ coordinator: CapturePhotoOutputReadinessCoordinator,
                               captureReadinessDidChange captureReadiness: CapturePhotoOutput.CaptureReadiness) {

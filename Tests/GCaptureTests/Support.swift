@@ -1,3 +1,4 @@
+import GStreamerKit
 import Foundation
 @testable import GCapture
 import Synchronization
@@ -6,8 +7,8 @@ import XCTest
 /// Records the frames an output delivers: timestamps, sizes, formats.
 final class FrameLog: Sendable {
     struct Entry: Sendable { var time: Double; var width: Int; var height: Int; var format: String; var arrival: Date }
-    private let entries = Mutex<[Entry]>([])
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let entries = Locked<[Entry]>([])
+    private let task = Locked<Task<Void, Never>?>(nil)
 
     init(_ output: CaptureVideoDataOutput) {
         let stream = output.sampleBuffers()

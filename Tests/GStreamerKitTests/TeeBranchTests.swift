@@ -5,7 +5,7 @@ import XCTest
 
 /// Counts samples from an appsink and remembers when they arrived.
 final class SampleCounter: Sendable {
-    private let times = Mutex<[ClockTime]>([])
+    private let times = Locked<[ClockTime]>([])
     var count: Int { times.withLock { $0.count } }
     var timestamps: [ClockTime] { times.withLock { $0 } }
 
@@ -80,8 +80,8 @@ final class TeeBranchTests: XCTestCase {
 
     func testAFailedBranchIsCutOffAndTheOthersKeepRunning() throws {
         let (pipeline, tee, main) = try livePipeline()
-        let branchHolder = Mutex<TeeBranch?>(nil)
-        let failures = Mutex<[String]>([])
+        let branchHolder = Locked<TeeBranch?>(nil)
+        let failures = Locked<[String]>([])
         pipeline.bus.setHandler { message in
             guard case .error(let error) = message.kind else { return }
             failures.withLock { $0.append(error.message) }

@@ -1,10 +1,11 @@
+import GStreamerKit
 import Foundation
 import Synchronization
 
 /// Fans values out to any number of AsyncStreams, one per consumer; a stream leaves when its consumer
 /// stops iterating. Hotplug events, runtime errors and frames all reach their listeners this way.
 final class Broadcast<Value: Sendable>: Sendable {
-    private let continuations = Mutex<[UUID: AsyncStream<Value>.Continuation]>([:])
+    private let continuations = Locked<[UUID: AsyncStream<Value>.Continuation]>([:])
 
     func makeStream(bufferingPolicy: AsyncStream<Value>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<Value> {
         let (stream, continuation) = AsyncStream<Value>.makeStream(bufferingPolicy: bufferingPolicy)

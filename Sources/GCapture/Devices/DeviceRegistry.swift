@@ -33,7 +33,7 @@ final class DeviceRegistry: Sendable {
         var discoveryError: CaptureError?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let classes: [String]
 
     /// `classes`: the device monitor's filters (tests use one that no provider serves).

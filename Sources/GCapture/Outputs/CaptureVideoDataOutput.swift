@@ -42,7 +42,7 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
         var delegateInFlight = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let delivered = Atomic<Int>(0)
     private let dropped = Atomic<Int>(0)
     private let layoutCache = VideoInfoCache()

@@ -1,3 +1,4 @@
+import GStreamerKit
 import Synchronization
 
 /// How an output receives its input's frames (AVCaptureConnection): rotation and mirroring live here.
@@ -7,7 +8,7 @@ public final class CaptureConnection: @unchecked Sendable {
         var isVideoMirrored = false
         var automaticallyAdjustsVideoMirroring = true
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Whether the output applies rotation and mirroring (photos, movies) or not (frames to code).
     private let turnsCapturedFrames: Bool
 

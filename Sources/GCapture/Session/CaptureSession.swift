@@ -55,7 +55,7 @@ public final class CaptureSession: @unchecked Sendable {
     }
 
     public let name: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let errors = Broadcast<RuntimeError>()
     private let queue: DispatchQueue
     private let onQueueKey = DispatchSpecificKey<Bool>()

@@ -45,7 +45,7 @@ final class SessionGraph: @unchecked Sendable {
         var qosDropped: [String: UInt64] = [:]
     }
 
-    private let busState = Mutex(BusState())
+    private let busState = Locked(BusState())
     private var branchCounter = 0
     private var sourceCounter = 0
 

@@ -159,12 +159,12 @@ extension SourceBuilder {
 /// Uniform noise on the first plane (luma for NV12/I420, every sample for packed YUY2), different in
 /// every frame, reproducible from its seed.
 private final class NoiseGenerator: Sendable {
-    private let state: Mutex<UInt32>
+    private let state: Locked<UInt32>
     private let amplitude: Int
     private let layout: VideoInfo
 
     init(seed: UInt32, amplitude: Int, layout: VideoInfo) {
-        state = Mutex(seed == 0 ? 1 : seed)
+        state = Locked(seed == 0 ? 1 : seed)
         self.amplitude = amplitude
         self.layout = layout
     }

@@ -1,3 +1,4 @@
+import GStreamerKit
 import Foundation
 import Synchronization
 
@@ -13,7 +14,7 @@ final class MemoryBlockPool: Sendable {
         var capacity: Int
     }
 
-    private let idle = Mutex<[Block]>([])
+    private let idle = Locked<[Block]>([])
     /// Idle blocks kept at most; more are freed as they come back.
     let limit: Int
 

@@ -123,5 +123,5 @@ private extension GStreamerError {
 
 /// The first error or warning a small pipeline's bus reported, shared with its handler.
 private final class BusReport: Sendable {
-    let first = Mutex<GStreamerError?>(nil)
+    let first = Locked<GStreamerError?>(nil)
 }

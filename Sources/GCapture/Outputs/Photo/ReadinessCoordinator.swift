@@ -1,3 +1,4 @@
+import GStreamerKit
 import Foundation
 import Synchronization
 
@@ -46,7 +47,7 @@ public final class CapturePhotoOutputReadinessCoordinator: @unchecked Sendable {
         var pending: [CapturePhotoOutput.CaptureReadiness] = []
         var isDelivering = false
     }
-    private let delivery = Mutex(Delivery())
+    private let delivery = Locked(Delivery())
 
     public init(photoOutput: CapturePhotoOutput) {
         output = photoOutput

@@ -1,0 +1,19 @@
+import Foundation
+
+/// A value behind a lock, with Synchronization.Mutex's `withLock`. Used instead of Mutex because Mutex on
+/// Linux takes a contended lock inside the kernel (FUTEX_LOCK_PI, in the uninstrumented
+/// libswiftSynchronization), which ThreadSanitizer cannot see: it then reports what the new owner reads as
+/// racing with the previous owner, and CI runs the suite under ThreadSanitizer. NSLock is a pthread mutex,
+/// which ThreadSanitizer intercepts.
+public final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    public init(_ value: Value) { self.value = value }
+
+    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
