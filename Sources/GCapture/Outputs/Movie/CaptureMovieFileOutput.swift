@@ -365,6 +365,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
                 Self.settleFiles(of: url, encoding: encoding, stats: stats, error: error, drained: drained, defragment: defragments)
             }
             self.delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, from: [self.connection], error: outcome) }
+            // The recording's encoders, muxers and the copy have all been freed by now.
+            FreedMemory.release()
         }
     }
 

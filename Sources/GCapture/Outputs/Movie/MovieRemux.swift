@@ -18,14 +18,16 @@ enum MovieRemux {
     }
 
     /// `rotation` becomes the new movie's display matrix (see MP4DisplayMatrix); the destination is only
-    /// replaced once the copy is complete, so a failure or crash midway leaves it as it was.
+    /// replaced once the copy is complete, so a failure or crash midway leaves it as it was. `watch` sees
+    /// the copying pipeline (elements "in", "demux", "mux", "out") before it starts, for tests.
     static func remux(_ source: URL, as kind: Source, tracks: Tracks? = nil, replacing destination: URL,
-                      includeAudio: Bool = true, rotation: Int?, timeout: TimeInterval = 600) throws(CaptureError) {
+                      includeAudio: Bool = true, rotation: Int?, timeout: TimeInterval = 600,
+                      watch: ((Pipeline) -> Void)? = nil) throws(CaptureError) {
         let temporary = temporaryURL(for: destination)
         defer { try? FileManager.default.removeItem(at: temporary) }
         do {
             try copyStreams(of: source, as: kind, tracks: tracks, to: temporary, includeAudio: includeAudio,
-                            rotation: rotation, timeout: timeout)
+                            rotation: rotation, timeout: timeout, watch: watch)
         } catch {
             throw .recordingFailed(reason: "cannot rewrite \(source.lastPathComponent) as \(destination.path)", underlying: error as? GStreamerError)
         }
@@ -41,21 +43,28 @@ enum MovieRemux {
         destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent)\(temporarySuffix)")
     }
 
+    /// Buffers of each stream read ahead of the muxer (about a second of video): multiqueue's only soft
+    /// limit, the one it raises for a full queue while another is empty (its time and byte limits are hard).
+    static let readAheadBuffers = 32
+
     private static func copyStreams(of source: URL, as kind: Source, tracks: Tracks?, to temporary: URL,
-                                    includeAudio: Bool, rotation: Int?, timeout: TimeInterval) throws {
+                                    includeAudio: Bool, rotation: Int?, timeout: TimeInterval,
+                                    watch: ((Pipeline) -> Void)?) throws {
         // Each stream the source really has gets a path to the muxer: a path for a missing stream would
         // leave the muxer waiting for it forever.
         let streams = try tracks ?? {
             let info = try MediaInfo.discover(source)
             return Tracks(video: info.videoStreamCount > 0, audio: info.audioStreamCount > 0)
         }()
-        // A recording's tracks are interleaved seconds apart at worst (a fragment of audio after several of
-        // video); the demuxer has one thread, so bounded queues would stall it before the muxer got the
-        // other track's first buffer. Unbounded, they hold just that distance.
-        let queue = "queue max-size-buffers=0 max-size-bytes=0 max-size-time=0"
-        var description = "filesrc name=in ! \(kind.rawValue) name=demux  mp4mux name=mux ! filesink name=out"
-        if streams.video { description += "  demux.video_0 ! \(queue) ! h264parse ! mux.video_0" }
-        if includeAudio, streams.audio { description += "  demux.audio_0 ! \(queue) ! aacparse ! mux.audio_0" }
+        // The demuxer reads far faster than the muxer writes: behind unbounded queues it read a whole
+        // recording into memory (a minute at 1.2 Mbit/s: 1,800 buffers, 7.5 MiB) on every stop, and glibc
+        // kept much of it resident. A multiqueue bounds what is read ahead, yet lets one stream's queue grow
+        // while the other's is empty (a track that ends early, tracks interleaved a fragment of several
+        // seconds apart), so the demuxer never stalls before the muxer has each track's next buffer.
+        var description = "filesrc name=in ! \(kind.rawValue) name=demux  mp4mux name=mux ! filesink name=out  "
+            + "multiqueue name=ahead max-size-buffers=\(readAheadBuffers) max-size-bytes=0 max-size-time=0"
+        if streams.video { description += "  demux.video_0 ! ahead.sink_0  ahead.src_0 ! h264parse ! mux.video_0" }
+        if includeAudio, streams.audio { description += "  demux.audio_0 ! ahead.sink_1  ahead.src_1 ! aacparse ! mux.audio_0" }
         let pipeline = try Pipeline.launch(description)
         defer { pipeline.shutDown() }
         try pipeline.element(named: "in")?.set("location", source.path)
@@ -63,6 +72,7 @@ enum MovieRemux {
         if let rotation, let pad = pipeline.element(named: "out")?.staticPad("sink") {
             MP4DisplayMatrix.apply(rotation: rotation, toMoviesPassing: pad)
         }
+        watch?(pipeline)
         try pipeline.setState(.playing)
         let deadline = Date().addingTimeInterval(timeout)
         waiting: while true {
