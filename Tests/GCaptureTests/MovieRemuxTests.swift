@@ -41,7 +41,7 @@ final class MovieRemuxTests: XCTestCase {
         let size = try XCTUnwrap((try FileManager.default.attributesOfItem(atPath: source.path)[.size] as? NSNumber)?.intValue)
 
         // Bytes pulled from the file less bytes that reached the muxer: the movie held in between.
-        let bytes = Mutex((read: 0, muxed: 0, mostAhead: 0))
+        let bytes = Locked((read: 0, muxed: 0, mostAhead: 0))
         try MovieRemux.remux(source, as: .mp4, tracks: .init(video: true, audio: true), replacing: plain, rotation: nil) { pipeline in
             pipeline.element(named: "in")?.staticPad("src")?.addProbe(.buffer) { info in
                 bytes.withLock { $0.read += info.bufferSize ?? 0; $0.mostAhead = max($0.mostAhead, $0.read - $0.muxed) }
