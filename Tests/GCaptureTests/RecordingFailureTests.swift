@@ -81,10 +81,7 @@ final class RecordingFailureTests: XCTestCase {
         let movie = CaptureMovieFileOutput()
         let session = try await startSession(microphone: .testMicrophone, outputs: [movie])
         let url = folder.appendingPathComponent("stuck.mp4")
-        let waiter = RecordingWaiter()
-        movie.startRecording(to: url, recordingDelegate: waiter)
-        let started = await waiter.waitForStart()
-        XCTAssertTrue(started)
+        let waiter = await startRecording(movie, to: url)
         try await Task.sleep(for: .milliseconds(1200))
         // From now on the muxer's video input holds its next buffer 4.5 s (longer than the 3 s drain):
         // its queue fills meanwhile, the sidecar's branch runs on.
@@ -113,10 +110,7 @@ final class RecordingFailureTests: XCTestCase {
         let movie = CaptureMovieFileOutput()
         let session = try await startSession(microphone: nil, outputs: [movie])
         let url = folder.appendingPathComponent("behind.mp4")
-        let waiter = RecordingWaiter()
-        movie.startRecording(to: url, recordingDelegate: waiter)
-        let started = await waiter.waitForStart()
-        XCTAssertTrue(started)
+        let waiter = await startRecording(movie, to: url)
         try await Task.sleep(for: .milliseconds(500))
         // 1.6 s stuck in front of the encoder: the 1 s input queue overflows and drops about 18 frames.
         let encoderInput = try XCTUnwrap(movie.recordingBin?.element(named: "video_encoder")?.staticPad("sink"))

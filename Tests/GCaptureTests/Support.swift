@@ -418,6 +418,18 @@ extension XCTestCase {
     }
 }
 
+extension XCTestCase {
+    /// Starts recording `movie` to `url` and waits until its delegate hears that it started.
+    func startRecording(_ movie: CaptureMovieFileOutput, to url: URL,
+                        file: StaticString = #filePath, line: UInt = #line) async -> RecordingWaiter {
+        let waiter = RecordingWaiter()
+        movie.startRecording(to: url, recordingDelegate: waiter)
+        let started = await waiter.waitForStart()
+        XCTAssertTrue(started, "the recording to \(url.lastPathComponent) did not start", file: file, line: line)
+        return waiter
+    }
+}
+
 /// Collects what a movie output tells its delegate, for tests to wait on.
 final class RecordingWaiter: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
     private let lock = NSLock()
