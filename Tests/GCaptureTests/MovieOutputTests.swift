@@ -229,7 +229,7 @@ final class MovieOutputTests: XCTestCase {
         await session.stop()
         XCTAssertEqual(finished?.error, .maximumFileSizeReached)
         XCTAssertTrue(finished?.error?.recordingFinishedSuccessfully ?? false)
-        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber).intValue
+        let size = try fileSize(url)
         XCTAssertLessThanOrEqual(size, 1_500_000)
         XCTAssertGreaterThan(try probe(url).duration, 0.5)
         XCTAssertTrue(try ffmpegDecodes(url))

@@ -38,7 +38,7 @@ final class MovieRemuxTests: XCTestCase {
         let source = folder.appendingPathComponent("fragmented.mp4"), plain = folder.appendingPathComponent("plain.mp4")
         let seconds = 20
         try makeRecordingLikeMovie(at: source, seconds: seconds)
-        let size = try XCTUnwrap((try FileManager.default.attributesOfItem(atPath: source.path)[.size] as? NSNumber)?.intValue)
+        let size = try fileSize(source)
 
         // Bytes pulled from the file less bytes that reached the muxer: the movie held in between.
         let bytes = Locked((read: 0, muxed: 0, mostAhead: 0))

@@ -40,7 +40,7 @@ final class RecordCommandLimitTests: XCTestCase {
                                                      "--max-size", "\(limit)", "--duration", "30", "--output", movie.path, "--json"])
             XCTAssertEqual(result.status, 0, result.stderr)
             XCTAssertTrue(result.stdout.contains("maximum file size"), result.stdout)
-            let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: movie.path)[.size] as? NSNumber).intValue
+            let size = try fileSize(movie)
             let probed = try probe(movie)
             let oneSecond = Double(size) / probed.duration
             XCTAssertLessThanOrEqual(size, limit, "--max-size \(limit)")

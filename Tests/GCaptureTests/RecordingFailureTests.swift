@@ -154,7 +154,7 @@ final class RecordingFailureTests: XCTestCase {
             movie.startRecording(to: url, recordingDelegate: waiter)
             let finished = await waiter.waitForFinish(timeout: 30)
             XCTAssertEqual(finished?.error, .maximumFileSizeReached)
-            let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber).intValue
+            let size = try fileSize(url)
             let probed = try probe(url)
             XCTAssertLessThanOrEqual(size, 60_000, "defragmented: \(defragments)")
             XCTAssertGreaterThanOrEqual(Double(size), 60_000 - min(6_000, Double(size) / probed.duration), "defragmented: \(defragments)")
@@ -177,7 +177,7 @@ final class RecordingFailureTests: XCTestCase {
         movie.startRecording(to: sized, recordingDelegate: waiter)
         let finished = await waiter.waitForFinish(timeout: 20)
         XCTAssertEqual(finished?.error, .maximumFileSizeReached)
-        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: sized.path)[.size] as? NSNumber).intValue
+        let size = try fileSize(sized)
         XCTAssertTrue(try topLevelBoxes(sized).contains("moof"))
         XCTAssertLessThanOrEqual(size, 400_000)
         XCTAssertGreaterThanOrEqual(size, 360_000, "undershot by more than 10%")

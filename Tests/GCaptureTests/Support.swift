@@ -350,6 +350,11 @@ extension XCTestCase {
         return time
     }
 
+    /// A file's size in bytes, as the file system reports it.
+    func fileSize(_ url: URL) throws -> Int {
+        try XCTUnwrap((try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue, "no size for \(url.path)")
+    }
+
     func temporaryFolder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gcapture-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
