@@ -46,6 +46,11 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
     func didFail(_ error: GStreamerError) {}
     /// The session's microphone failed and was removed; video goes on.
     func audioSourceDidFail(_ device: CaptureDevice, error: GStreamerError) {}
+    /// The session's camera (or microphone, as `reason.affectsVideo` says) was interrupted. Called on the
+    /// session's queue; the graph keeps running and the session fills the gap until the interruption ends.
+    func sessionWasInterrupted(_ reason: CaptureSession.InterruptionReason) {}
+    /// The interrupted device delivers again. Called on the session's queue.
+    func sessionInterruptionEnded(_ reason: CaptureSession.InterruptionReason) {}
 
     var displayName: String { String(describing: type(of: self)) }
 
