@@ -57,6 +57,7 @@ public final class CaptureSession: @unchecked Sendable {
     public let name: String
     private let state = Locked(State())
     private let errors = Broadcast<RuntimeError>()
+    private let sessionEvents = Broadcast<Event>()
     private let queue: DispatchQueue
     private let onQueueKey = DispatchSpecificKey<Bool>()
     private static let counter = Atomic<Int>(0)
@@ -225,6 +226,27 @@ public final class CaptureSession: @unchecked Sendable {
     /// Runtime errors from now on (one stream per call).
     public func runtimeErrors() -> AsyncStream<RuntimeError> { errors.makeStream() }
 
+    /// What the session's notifications say, from now on, as one stream (one stream per call).
+    public func events() -> AsyncStream<Event> { sessionEvents.makeStream() }
+
+    /// Posts a notification and yields the same as an event, in that order for every observer.
+    func post(_ event: Event) {
+        sessionEvents.yield(event)
+        switch event {
+        case .didStartRunning: NotificationCenter.default.post(name: Self.didStartRunningNotification, object: self)
+        case .didStopRunning: NotificationCenter.default.post(name: Self.didStopRunningNotification, object: self)
+        case .runtimeError(let error):
+            NotificationCenter.default.post(name: Self.runtimeErrorNotification, object: self,
+                                            userInfo: [Self.runtimeErrorUserInfoKey: error])
+        case .wasInterrupted(let reason):
+            NotificationCenter.default.post(name: Self.wasInterruptedNotification, object: self,
+                                            userInfo: [CaptureSessionInterruptionReasonKey: reason.rawValue])
+        case .interruptionEnded(let reason):
+            NotificationCenter.default.post(name: Self.interruptionEndedNotification, object: self,
+                                            userInfo: [CaptureSessionInterruptionReasonKey: reason.rawValue])
+        }
+    }
+
     /// The running graph in Graphviz dot form, for `gcapture inspect` and bug reports.
     public var graphDescription: String? { state.withLock { $0.graph }?.pipeline.dotGraph() }
 
@@ -346,7 +368,7 @@ public final class CaptureSession: @unchecked Sendable {
             throw error
         }
         state.withLock { $0.graph = graph; $0.isRunning = true }
-        NotificationCenter.default.post(name: Self.didStartRunningNotification, object: self)
+        post(.didStartRunning)
     }
 
     private func stopOnQueue() {
@@ -356,7 +378,7 @@ public final class CaptureSession: @unchecked Sendable {
         }) else { return }
         graph.shutDown()
         prepareForNextStart()
-        NotificationCenter.default.post(name: Self.didStopRunningNotification, object: self)
+        post(.didStopRunning)
     }
 
     /// Builds the graph the next start will play, off the start's critical path.
@@ -404,8 +426,7 @@ public final class CaptureSession: @unchecked Sendable {
 
     private func publish(_ error: RuntimeError) {
         errors.yield(error)
-        NotificationCenter.default.post(name: Self.runtimeErrorNotification, object: self,
-                                        userInfo: [Self.runtimeErrorUserInfoKey: error])
+        post(.runtimeError(error))
     }
 
     // MARK: Queue helpers

@@ -21,6 +21,15 @@ extension CaptureSession {
     /// Posted when the interrupted device delivers again, with the reason that ended under the same key.
     public static let interruptionEndedNotification = Notification.Name("GCaptureSessionInterruptionEnded")
 
+    /// Everything the session's notifications say, as one value (see `events()`).
+    public enum Event: Sendable {
+        case didStartRunning
+        case didStopRunning
+        case runtimeError(RuntimeError)
+        case wasInterrupted(InterruptionReason)
+        case interruptionEnded(InterruptionReason)
+    }
+
     /// Why the session was interrupted (AVCaptureSession.InterruptionReason). AVFoundation's raw values are
     /// kept; the reasons Linux adds start at 100.
     public enum InterruptionReason: Int, Sendable, CaseIterable, CustomStringConvertible {
