@@ -17,6 +17,7 @@ struct DevicesCommand: ParsableCommand {
 
     func run() throws {
         let devices = CaptureDevice.allDevices.filter { mediaType == nil || $0.mediaType == mediaType }
+        let discoveryError = CaptureDevice.discoveryError
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -26,6 +27,9 @@ struct DevicesCommand: ParsableCommand {
             print(DeviceTable.render(devices))
         }
         CaptureRuntime.shutDownForLeakReport()
+        // The list above holds only the built-in test devices then: a machine whose camera stack failed
+        // must not read as one without cameras.
+        if let discoveryError { throw CommandFailure("\(discoveryError)") }
     }
 }
 

@@ -22,6 +22,18 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(devices.contains { $0["id"] as? String == "test-microphone" })
     }
 
+    func testDevicesSaysWhenNoRealDeviceCanBeListed() throws {
+        // No plugin at all, so no device provider: GStreamer's device monitor cannot start.
+        let empty = try temporaryFolder()
+        let result = try runProduct("gcapture", ["devices"], environment: [
+            "GST_PLUGIN_SYSTEM_PATH_1_0": empty.path, "GST_PLUGIN_PATH_1_0": empty.path,
+            "GST_REGISTRY_1_0": empty.appendingPathComponent("registry.bin").path,
+        ])
+        XCTAssertEqual(result.status, 1, "a list without the real devices must not look like a machine without cameras")
+        XCTAssertTrue(result.stderr.contains("Error: no Video/Source or Audio/Source device can be listed"), result.stderr)
+        XCTAssertTrue(result.stdout.contains("[test]"), "the built-in devices are still listed: \(result.stdout)")
+    }
+
     func testFramesReportsWhatArrived() throws {
         let result = try runProduct("gcapture", ["frames", "--duration", "1", "--preset", "vga640x480", "--json"])
         XCTAssertEqual(result.status, 0, result.stderr)
