@@ -12,6 +12,7 @@ struct BenchmarkReport: Codable {
     var recording: RecordingReport?
     var soak: SoakReport?
     var v4l2Ring: V4L2RingReport?
+    var interruptions: InterruptionReport?
 }
 
 /// Figure 1, in milliseconds.
@@ -98,6 +99,7 @@ extension BenchmarkReport {
         if let recording { lines += [""] + recording.table() }
         if let soak { lines += [""] + soak.table() }
         if let v4l2Ring { lines += [""] + v4l2Ring.table() }
+        if let interruptions { lines += [""] + interruptions.table() }
         return lines.joined(separator: "\n")
     }
 }

@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak, v4l2 }
+    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions }
 
     var seconds = 10.0
     var rounds = 3
@@ -22,6 +22,7 @@ struct Options {
                               [--only latency|frames|photo|record] [--json]
                gcapture-bench --only soak [--soak-minutes M] [--json]
                gcapture-bench --only v4l2 [--seconds S] [--rounds N] [--json]     (where /dev/video0 is a camera)
+               gcapture-bench --only interruptions [--rounds N] [--json]          (where /dev/video0 is vivid)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -41,6 +42,8 @@ struct Options {
 
         `--only v4l2` (never part of the default run; inside ../shared/testbed/v4l2-vm) measures the zero-shutter-lag
         ring on a real V4L2 camera's bounded pool against a hand-written copying ring in plain GStreamer.
+        `--only interruptions` (the same) unplugs and silences vivid's camera under a running session: how soon
+        the session says it was interrupted, and how soon it is back, against a plain v4l2src's start.
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -78,7 +81,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak or v4l2, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2 or interruptions, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -88,7 +91,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -135,6 +138,9 @@ do {
     }
     if options.runs(.v4l2) {
         report.v4l2Ring = try V4L2RingBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
+    }
+    if options.runs(.interruptions) {
+        report.interruptions = try await InterruptionBenchmark.run(rounds: options.rounds, progress: printError)
     }
     if options.runs(.soak) {
         report.soak = try SoakBenchmark.run(minutes: options.soakMinutes, progress: printError)
