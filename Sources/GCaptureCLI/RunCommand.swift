@@ -8,19 +8,20 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run a capture set-up until told to stop, driven by commands on stdin and by signals.",
         discussion: """
-        This is the form without a description file: the set-up is a camera, a microphone, a photo output
+        This is the form without a description file: the set-up is a camera, a microphone, a photo output \
         and a movie output, chosen by the options below.
 
         Commands, one per line on stdin, as plain words or as a JSON object (see docs/control-protocol.md):
           \(ControlCommand.synopsis.joined(separator: "\n  "))
-        With --json every reply and event is a JSON object on its own line, and the first line gives the
-        protocol's version; requests may carry an "id", given back in their reply:
-          {"id": 1, "command": "photo"}                 → {"id":1,"ok":true,"path":"…",…}
+
+        With --json every reply and event is a JSON object on its own line, and the first line gives the \
+        protocol's version; a request may carry an "id", given back in its reply:
+          {"id": 1, "command": "photo"}
           {"id": 2, "command": "record", "action": "start", "path": "clip.mp4"}
 
-        Signals: SIGUSR1 takes a photo (the shutter). SIGHUP reloads the set-up (without a file: the
-        settings in force are applied again). The first INT, TERM or QUIT stops cleanly: the recording is
-        finalized, the photos requested are written, exit status 0; a second one exits at once. The end of
+        Signals: SIGUSR1 takes a photo (the shutter). SIGHUP reloads the set-up (without a file: the \
+        settings in force are applied again). The first INT, TERM or QUIT stops cleanly: the recording is \
+        finalized, the photos requested are written, exit status 0; a second one exits at once. The end of \
         stdin ends the commands, not the run.
 
         Examples:
