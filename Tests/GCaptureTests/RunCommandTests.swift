@@ -249,6 +249,76 @@ final class RunCommandTests: XCTestCase {
         XCTAssertEqual(run.events("recordingResumed").count, 1)
     }
 
+    /// `quit` right after requests: the photos requested are written and the recording finalized before
+    /// the quit is answered and the run exits.
+    func testQuitFinishesWhatWasRequested() throws {
+        let folder = try temporaryFolder()
+        let run = try startRun(folder)
+        run.send(#"{"id": 1, "command": "record", "action": "start"}"#)
+        let movie = URL(fileURLWithPath: try XCTUnwrap(run.waitForReply(1)?["path"] as? String, run.errorOutput))
+        XCTAssertTrue(run.waitForEvent("recordingProgress"))
+        for id in 2...4 { run.send(#"{"id": \#(id), "command": "photo"}"#) }
+        quit(run, id: 5)
+        checkLines(run)
+        let lines = run.events
+        let quitIndex = try XCTUnwrap(lines.firstIndex { $0["ok"] != nil && $0["id"] as? Int == 5 })
+        for id in 2...4 {
+            let index = try XCTUnwrap(lines.firstIndex { $0["ok"] != nil && $0["id"] as? Int == id }, "photo \(id) not answered")
+            XCTAssertLessThan(index, quitIndex, "quit answered before photo \(id)")
+            XCTAssertEqual(lines[index]["ok"] as? Bool, true, "\(lines[index])")
+            XCTAssertEqual(try imageSize(URL(fileURLWithPath: try XCTUnwrap(lines[index]["path"] as? String))).0, 640)
+        }
+        let finished = try XCTUnwrap(lines.firstIndex { $0["event"] as? String == "recordingFinished" }, "the recording was not finished")
+        XCTAssertLessThan(finished, quitIndex)
+        XCTAssertTrue(try ffmpegDecodes(movie))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: movie).path), "not finalized")
+    }
+
+    /// The end of stdin ends the requests, not the run (a kiosk started with stdin on /dev/null is driven by
+    /// signals); a camera switch and mirroring apply on the running session.
+    func testSwitchMirrorAndTheEndOfStdin() throws {
+        let folder = try temporaryFolder()
+        let run = try startRun(folder)
+        run.send(#"{"id": 1, "command": "switch", "camera": "test"}"#)
+        XCTAssertEqual(run.waitForReply(1)?["camera"] as? String, "Test Camera [test]", run.output)
+        XCTAssertEqual(run.events("cameraSwitched").count, 1)
+        run.send(#"{"id": 2, "command": "mirror", "enabled": true}"#)
+        run.send(#"{"id": 3, "command": "photo"}"#)
+        XCTAssertEqual(run.waitForReply(3)?["ok"] as? Bool, true, run.output)
+        XCTAssertEqual(run.events("photo").first?["mirrored"] as? Bool, true)
+        try run.stdin.fileHandleForWriting.close()
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertTrue(run.process.isRunning, "the end of stdin ended the run")
+        run.signal(SIGUSR1)
+        XCTAssertTrue(run.waitForEvent("photo", count: 2), "no photo after stdin closed: \(run.errorOutput)")
+        run.signal(SIGTERM)
+        XCTAssertTrue(run.waitForExit(timeout: 20))
+        XCTAssertEqual(run.status, 0, run.errorOutput)
+        XCTAssertEqual(run.events("stopped").first?["signal"] as? String, "SIGTERM")
+        checkLines(run)
+    }
+
+    /// Shutter signals and photo requests at once: every photo gets its own file, every request its reply.
+    /// Each signal waits for the photo of the one before: Unix merges a signal sent while the same one is
+    /// still pending (docs/control-protocol.md says so); the requests do not wait.
+    func testShutterAndRequestsAtOnceGetAFileEach() throws {
+        let folder = try temporaryFolder()
+        let run = try startRun(folder)
+        for id in 1...6 {
+            run.send(#"{"id": \#(id), "command": "photo"}"#)
+            run.signal(SIGUSR1)
+            XCTAssertTrue(run.waitForEvent("photo", count: id, trigger: "SIGUSR1"), "SIGUSR1 \(id) took no photo")
+        }
+        for id in 1...6 { XCTAssertEqual(run.waitForReply(id)?["ok"] as? Bool, true, "\(id): \(run.output)") }
+        XCTAssertTrue(run.waitForEvent("photo", count: 12), "\(run.events("photo").count) photos: \(run.output)")
+        quit(run)
+        checkLines(run)
+        let paths = run.events("photo").compactMap { $0["path"] as? String }
+        XCTAssertEqual(Set(paths).count, 12, "photos shared a name: \(paths)")
+        XCTAssertEqual(run.events("photo").filter { $0["trigger"] as? String == "SIGUSR1" }.count, 6)
+        for path in paths { XCTAssertTrue(FileManager.default.fileExists(atPath: path), path) }
+    }
+
     /// The plain-words form, for a person at a terminal: the same commands, answered in words.
     func testPlainWordsAreAnsweredInWords() throws {
         let folder = try temporaryFolder()
@@ -290,6 +360,16 @@ extension LaunchedCommand {
             Thread.sleep(forTimeInterval: 0.02)
         }
         return nil
+    }
+
+    /// Waits until stdout has `count` events `name` with this trigger; false when the deadline passed first.
+    func waitForEvent(_ name: String, count: Int, trigger: String, timeout: TimeInterval = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if events(name).filter({ $0["trigger"] as? String == trigger }).count >= count { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return false
     }
 
     func reply(_ id: Int) -> [String: Any]? { events.first { $0["ok"] != nil && $0["id"] as? Int == id } }
