@@ -79,17 +79,25 @@ struct RunCommand: AsyncParsableCommand {
         ])
         let output = ControlOutput(json: json)
         output.hello()
-        let capture = try captureFromOptions()
-        let controlLoop = ControlLoop(controller: CaptureController(capture: capture, output: output) { message in
+        let (capture, reload) = try makeCapture()
+        let controller = CaptureController(capture: capture, output: output, onReload: reload) { message in
             loop.withLock { $0 }?.fail(message)
-        }, output: output)
+        }
+        let controlLoop = ControlLoop(controller: controller, output: output)
         try await controlLoop.controller.start()
         loop.withLock { $0 = controlLoop }
         try await controlLoop.run()
     }
 
-    /// The set-up the options describe: the one place a set-up is made for `run`. A description file's
-    /// set-up is made the same way: a `ControlledCapture` from its session, outputs and settings.
+    /// The set-up to run and how SIGHUP reloads it: the one place `run` gets its set-up. Here from the
+    /// options, re-applying the settings in force on reload; a description file's set-up comes in here too,
+    /// as a `ControlledCapture` built from the described session, its outputs and settings, with a reload
+    /// hook that re-reads the file and returns its settings.
+    private func makeCapture() throws -> (ControlledCapture, CaptureController.ReloadHook) {
+        (try captureFromOptions(), CaptureController.reapplyCurrentSettings)
+    }
+
+    /// The set-up the options describe.
     private func captureFromOptions() throws -> ControlledCapture {
         let cameraChoice = try DeviceChoice.camera(camera, noise: noise)
         let microphoneChoice = try DeviceChoice.microphone(microphone)

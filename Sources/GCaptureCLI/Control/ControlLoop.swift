@@ -14,9 +14,8 @@ final class StopLatch: Sendable {
     private let reason = OneShot<RunStopReason>()
     func trigger(_ reason: RunStopReason) { self.reason.set(reason) }
     func wait() async -> RunStopReason {
-        while true {
-            if let reason = await reason.wait(seconds: 3600) { return reason }
-        }
+        // Without a deadline the wait returns only with the value.
+        await reason.wait(seconds: nil)!
     }
 }
 

@@ -2,8 +2,8 @@ import Foundation
 import GCapture
 
 /// A capture set-up `gcapture run` drives: a configured (committed, not yet started) session and the
-/// outputs the commands act on. Built from the command line's options (`RunCommand.captureFromOptions`) or,
-/// once description files exist, from a description: whatever builds one, the controller runs it the same.
+/// outputs the commands act on. Made in `RunCommand.makeCapture`: from the command line's options, or from
+/// a description file; whatever builds one, the controller runs it the same.
 struct ControlledCapture: Sendable {
     var session: CaptureSession
     /// Nil when the set-up takes no photos: `photo` and SIGUSR1 then answer so.

@@ -5,9 +5,15 @@ import GStreamerKit
 /// A value set once, awaited with a deadline: the controller must not wait for ever on a delegate call
 /// that an errored branch may never make.
 final class OneShot<Value: Sendable>: Sendable {
+    private struct Waiter {
+        let continuation: CheckedContinuation<Value?, Never>
+        /// Resumes the waiter with nil at its deadline; cancelled when the value comes first, so that a
+        /// burst of photos does not leave a sleeping task behind each.
+        var timer: Task<Void, Never>?
+    }
     private struct State {
         var value: Value?
-        var waiters: [UInt64: CheckedContinuation<Value?, Never>] = [:]
+        var waiters: [UInt64: Waiter] = [:]
         var next: UInt64 = 0
     }
     private let state = Locked(State())
@@ -17,29 +23,41 @@ final class OneShot<Value: Sendable>: Sendable {
     var value: Value? { state.withLock { $0.value } }
 
     func set(_ value: Value) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Value?, Never>] in
+        let waiters = state.withLock { state -> [Waiter] in
             guard state.value == nil else { return [] }
             state.value = value
             defer { state.waiters = [:] }
             return Array(state.waiters.values)
         }
-        waiters.forEach { $0.resume(returning: value) }
+        for waiter in waiters {
+            waiter.timer?.cancel()
+            waiter.continuation.resume(returning: value)
+        }
     }
 
-    /// The value, or nil when `seconds` passed first.
-    func wait(seconds: Double) async -> Value? {
+    /// The value, or nil when `seconds` passed first (nil `seconds`: no deadline).
+    func wait(seconds: Double?) async -> Value? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
             let (ready, id) = state.withLock { state -> (Value?, UInt64) in
                 if let value = state.value { return (value, 0) }
                 state.next += 1
-                state.waiters[state.next] = continuation
+                state.waiters[state.next] = Waiter(continuation: continuation)
                 return (nil, state.next)
             }
             if let ready { return continuation.resume(returning: ready) }
-            Task {
+            guard let seconds else { return }
+            let timer = Task {
                 try? await Task.sleep(for: .seconds(seconds))
-                state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
+                guard !Task.isCancelled else { return }
+                state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: nil)
             }
+            // The value may have come (and found no timer to cancel) while the timer was being made.
+            let waiting = state.withLock { state -> Bool in
+                guard state.waiters[id] != nil else { return false }
+                state.waiters[id]?.timer = timer
+                return true
+            }
+            if !waiting { timer.cancel() }
         }
     }
 }
