@@ -79,12 +79,19 @@ struct RunCommand: AsyncParsableCommand {
         ])
         let output = ControlOutput(json: json)
         output.hello()
-        let (capture, reload) = try makeCapture()
-        let controller = CaptureController(capture: capture, output: output, onReload: reload) { message in
-            loop.withLock { $0 }?.fail(message)
+        let controlLoop: ControlLoop
+        do {
+            let (capture, reload) = try makeCapture()
+            let controller = CaptureController(capture: capture, output: output, onReload: reload) { message in
+                loop.withLock { $0 }?.fail(message)
+            }
+            controlLoop = ControlLoop(controller: controller, output: output)
+            try await controller.start()
+        } catch {
+            // A program reading the protocol hears why the run ended there too, not only a person on stderr.
+            output.event("stopped", ["reason": "error", "error": "\(error)"], text: nil)
+            throw error
         }
-        let controlLoop = ControlLoop(controller: controller, output: output)
-        try await controlLoop.controller.start()
         loop.withLock { $0 = controlLoop }
         try await controlLoop.run()
     }

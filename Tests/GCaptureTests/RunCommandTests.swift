@@ -319,6 +319,22 @@ final class RunCommandTests: XCTestCase {
         for path in paths { XCTAssertTrue(FileManager.default.fileExists(atPath: path), path) }
     }
 
+    /// A set-up that cannot start: one sentence on stderr, a non-zero exit, and the reason as the last
+    /// protocol line for a program reading stdout.
+    func testASetUpThatCannotStartSaysWhy() throws {
+        let result = try runGCapture(["run", "--camera", "no-such-camera", "--json"], timeout: 20)
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stderr.contains("Error: no device with id 'no-such-camera'"), result.stderr)
+        let lines = result.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        XCTAssertEqual(lines.first?["event"] as? String, "hello")
+        XCTAssertEqual(lines.last?["event"] as? String, "stopped")
+        XCTAssertTrue((lines.last?["error"] as? String)?.contains("no-such-camera") ?? false, result.stdout)
+
+        let naming = try runGCapture(["run", "--photo-naming", "shots/photo.jpg"], timeout: 20)
+        XCTAssertEqual(naming.status, 64, naming.stderr)
+        XCTAssertTrue(naming.stderr.contains("--photo-naming must be a file name, without /"), naming.stderr)
+    }
+
     /// The plain-words form, for a person at a terminal: the same commands, answered in words.
     func testPlainWordsAreAnsweredInWords() throws {
         let folder = try temporaryFolder()
