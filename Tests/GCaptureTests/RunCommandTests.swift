@@ -319,6 +319,34 @@ final class RunCommandTests: XCTestCase {
         for path in paths { XCTAssertTrue(FileManager.default.fileExists(atPath: path), path) }
     }
 
+    /// The audio server dies mid-recording: the session's runtime error and the recording's end are events,
+    /// the movie plays up to then, and the run goes on taking photos.
+    func testALostMicrophoneIsReportedAndTheRunGoesOn() throws {
+        let server = try PulseAudioServer()
+        defer { server.stop() }
+        let folder = try temporaryFolder()
+        let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", PulseAudioServer.microphoneID, "--preset", "vga640x480",
+                                          "--movie-folder", folder.path, "--photo-folder", folder.path, "--json"], writesStdin: true)
+        XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
+        run.send(#"{"id": 1, "command": "record", "action": "start"}"#)
+        let movie = URL(fileURLWithPath: try XCTUnwrap(run.waitForReply(1)?["path"] as? String, run.output))
+        XCTAssertTrue(run.waitForEvent("recordingProgress"))
+        server.kill()
+        XCTAssertTrue(run.waitForEvent("recordingFinished"), "the recording did not end: \(run.output)")
+        XCTAssertTrue(run.waitForEvent("runtimeError"), "no runtimeError event: \(run.output)")
+        let finished = try XCTUnwrap(run.events("recordingFinished").first)
+        XCTAssertEqual(finished["complete"] as? Bool, false)
+        XCTAssertTrue((finished["error"] as? String)?.contains("microphone") ?? false, "\(finished)")
+        XCTAssertEqual(run.events("runtimeError").first?["fatal"] as? Bool, false)
+        run.send(#"{"id": 2, "command": "photo"}"#)
+        XCTAssertEqual(run.waitForReply(2)?["ok"] as? Bool, true, "no photo after the microphone went: \(run.output)")
+        run.send(#"{"id": 3, "command": "record", "action": "stop"}"#)
+        XCTAssertEqual(run.waitForReply(3)?["error"] as? String, "not recording")
+        quit(run)
+        checkLines(run)
+        XCTAssertTrue(try ffmpegDecodes(movie))
+    }
+
     /// A set-up that cannot start: one sentence on stderr, a non-zero exit, and the reason as the last
     /// protocol line for a program reading stdout.
     func testASetUpThatCannotStartSaysWhy() throws {
