@@ -30,14 +30,19 @@ final class StopSignals: Sendable {
 
     /// Takes the terminating signals over from their default actions (and from the runtime's crash
     /// reporter, which handles SIGQUIT). Call first thing in a command's run.
-    func install() {
+    /// `actions`: signals that do something else instead (`gcapture run`: SIGHUP reloads, SIGUSR1 takes a
+    /// photo); each action runs on the signal queue, every time the signal comes, and must not block.
+    func install(actions: [Int32: @Sendable () -> Void] = [:]) {
         state.withLock { state in
             guard state.sources.isEmpty else { return }
             signal(SIGPIPE, SIG_IGN)
-            state.sources = Self.terminating.map { number in
+            let stopping = Self.terminating.filter { actions[$0] == nil }.map { number in
+                (number, { [weak self] in self?.received(number, forcing: true) } as @Sendable () -> Void)
+            }
+            state.sources = (stopping + actions.map { ($0.key, $0.value) }).map { number, handler in
                 signal(number, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-                source.setEventHandler { [weak self] in self?.received(number, forcing: true) }
+                source.setEventHandler(handler: handler)
                 source.resume()
                 return source
             }

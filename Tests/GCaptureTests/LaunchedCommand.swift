@@ -10,12 +10,16 @@ final class LaunchedCommand: @unchecked Sendable {
     private var err = Data()
     private let reading = DispatchGroup()
     let stdout = Pipe()
+    /// The program's stdin when launched with `writesStdin` (else it inherits the test's).
+    let stdin = Pipe()
 
     /// `readsStdout: false` leaves stdout's pipe to the test (to close it, for one).
     /// `environment`: variables added to the test process's own.
-    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], readsStdout: Bool = true) throws {
+    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], readsStdout: Bool = true,
+         writesStdin: Bool = false) throws {
         process.executableURL = executable
         process.arguments = arguments
+        if writesStdin { process.standardInput = stdin }
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
@@ -51,6 +55,11 @@ final class LaunchedCommand: @unchecked Sendable {
     @discardableResult
     func waitForEvent(_ name: String, count: Int = 1, timeout: TimeInterval = 20) -> Bool {
         wait(timeout) { self.events(name).count >= count }
+    }
+
+    /// Writes one line to the program's stdin (launched with `writesStdin`).
+    func send(_ line: String) {
+        try? stdin.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
     }
 
     func signal(_ number: Int32) {
@@ -90,8 +99,9 @@ final class LaunchedCommand: @unchecked Sendable {
 extension XCTestCase {
     /// Starts a program built next to the tests; it is killed at the end of the test if still running.
     func launch(_ name: String, _ arguments: [String], environment: [String: String] = [:],
-                readsStdout: Bool = true) throws -> LaunchedCommand {
-        let command = try LaunchedCommand(try productURL(name), arguments, environment: environment, readsStdout: readsStdout)
+                readsStdout: Bool = true, writesStdin: Bool = false) throws -> LaunchedCommand {
+        let command = try LaunchedCommand(try productURL(name), arguments, environment: environment, readsStdout: readsStdout,
+                                          writesStdin: writesStdin)
         addTeardownBlock { command.kill() }
         return command
     }

@@ -1,0 +1,140 @@
+import ArgumentParser
+import Foundation
+import GCapture
+import GStreamerKit
+
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a capture set-up until told to stop, driven by commands on stdin and by signals.",
+        discussion: """
+        This is the form without a description file: the set-up is a camera, a microphone, a photo output \
+        and a movie output, chosen by the options below.
+
+        Commands, one per line on stdin, as plain words or as a JSON object (see docs/control-protocol.md):
+          \(ControlCommand.synopsis.joined(separator: "\n  "))
+
+        With --json every reply and event is a JSON object on its own line, and the first line gives the \
+        protocol's version; a request may carry an "id", given back in its reply:
+          {"id": 1, "command": "photo"}
+          {"id": 2, "command": "record", "action": "start", "path": "clip.mp4"}
+
+        Signals: SIGUSR1 takes a photo (the shutter). SIGHUP reloads the set-up (without a file: the \
+        settings in force are applied again). The first INT, TERM or QUIT stops cleanly: the recording is \
+        finalized, the photos requested are written, exit status 0; a second one exits at once. The end of \
+        stdin ends the commands, not the run.
+
+        Examples:
+          gcapture run --photo-folder shots --movie-folder clips
+          gcapture run --camera test --microphone none --json < commands.jsonl
+        """)
+
+    @OptionGroup var logging: LoggingOptions
+
+    @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
+    var camera: String?
+
+    @Option(help: "Microphone id, `none` for silent movies; default: the first real microphone, else `test-microphone`.")
+    var microphone: String?
+
+    @Option(help: "Folder for photos taken without a path (created if missing).")
+    var photoFolder = "."
+
+    @Option(help: "Folder for movies recorded without a path (created if missing).")
+    var movieFolder = "."
+
+    @Option(help: "Photo file names: {counter} is the next free number, {date} the local time.")
+    var photoNaming = "photo-{date}-{counter}.jpg"
+
+    @Option(help: "Movie file names (.mp4, or .mkv for Matroska), with {counter} and {date}.")
+    var movieNaming = "movie-{date}-{counter}.mp4"
+
+    @Option(help: "Session preset (see `gcapture frames --help`).")
+    var preset: CaptureSession.Preset = .high
+
+    @Option(parsing: .unconditional, help: "Degrees clockwise to turn photos and movies upright: \(NumberRanges.rotation.accepted) (default: 0; `rotate` changes it).",
+            transform: NumberRanges.rotation.parser)
+    var rotation: Int = 0
+
+    @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
+    var noise: Int = 0
+
+    @Flag(help: "Replies and events as JSON lines, for programs.")
+    var json = false
+
+    func validate() throws {
+        for (option, pattern) in [("--photo-naming", photoNaming), ("--movie-naming", movieNaming)] {
+            if let problem = FileNaming(pattern: pattern).problem { throw ValidationError("\(option) \(problem)") }
+        }
+    }
+
+    func run() async throws {
+        // A file size limit of the process (ulimit -f) must end the recording with an error, not kill us.
+        signal(SIGXFSZ, SIG_IGN)
+        // Installed before anything else: a SIGUSR1 or SIGHUP arriving early must not kill the process.
+        let loop = Locked<ControlLoop?>(nil)
+        StopSignals.shared.install(actions: [
+            SIGUSR1: { if let loop = loop.withLock({ $0 }) { Task { await loop.shutter() } } },
+            SIGHUP: { if let loop = loop.withLock({ $0 }) { Task { await loop.controller.reload() } } },
+        ])
+        let output = ControlOutput(json: json)
+        output.hello()
+        let controlLoop: ControlLoop
+        do {
+            let (capture, reload) = try makeCapture()
+            let controller = CaptureController(capture: capture, output: output, onReload: reload) { message in
+                loop.withLock { $0 }?.fail(message)
+            }
+            controlLoop = ControlLoop(controller: controller, output: output)
+            try await controller.start()
+        } catch {
+            // A program reading the protocol hears why the run ended there too, not only a person on stderr.
+            output.event("stopped", ["reason": "error", "error": "\(error)"], text: nil)
+            throw error
+        }
+        loop.withLock { $0 = controlLoop }
+        try await controlLoop.run()
+    }
+
+    /// The set-up to run and how SIGHUP reloads it: the one place `run` gets its set-up. Here from the
+    /// options, re-applying the settings in force on reload; a description file's set-up comes in here too,
+    /// as a `ControlledCapture` built from the described session, its outputs and settings, with a reload
+    /// hook that re-reads the file and returns its settings.
+    private func makeCapture() throws -> (ControlledCapture, CaptureController.ReloadHook) {
+        (try captureFromOptions(), CaptureController.reapplyCurrentSettings)
+    }
+
+    /// The set-up the options describe.
+    private func captureFromOptions() throws -> ControlledCapture {
+        let cameraChoice = try DeviceChoice.camera(camera, noise: noise)
+        let microphoneChoice = try DeviceChoice.microphone(microphone)
+        let settings = ControlledCaptureSettings(
+            rotation: rotation,
+            photoFolder: try Self.folder(photoFolder, option: "--photo-folder"),
+            movieFolder: try Self.folder(movieFolder, option: "--movie-folder"),
+            photoNaming: FileNaming(pattern: photoNaming),
+            movieNaming: FileNaming(pattern: movieNaming))
+        let photos = CapturePhotoOutput()
+        let movie = CaptureMovieFileOutput()
+        let session = CaptureSession(name: "gcapture-run")
+        session.beginConfiguration()
+        try session.add(CaptureDeviceInput(device: cameraChoice.device))
+        if let microphone = microphoneChoice?.device { try session.add(CaptureDeviceInput(device: microphone)) }
+        try session.add(photos)
+        try session.add(movie)
+        session.sessionPreset = preset
+        try session.commitAndWait()
+        return ControlledCapture(session: session, photoOutput: photos, movieOutput: movie, settings: settings,
+                                 camera: cameraChoice.device.description, microphone: microphoneChoice?.device.description,
+                                 notices: [cameraChoice, microphoneChoice].compactMap { $0?.notice })
+    }
+
+    /// The folder, created when missing.
+    static func folder(_ path: String, option: String) throws -> URL {
+        let url = URL(fileURLWithPath: path, isDirectory: true).standardizedFileURL
+        do { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) } catch {
+            throw CommandFailure("\(option) \(path): cannot create the folder (\((error as NSError).localizedDescription))")
+        }
+        return url
+    }
+}
