@@ -5,7 +5,8 @@ import Yams
 /// column) rather than by decoding into structs, so that every mistake is reported where it was made, and
 /// all of them at once. Needs nothing of the machine: devices, elements and folders are checked later.
 public enum DescriptionReader {
-    /// What reading found: the description when there was no error, and every finding in file order.
+    /// What reading found: the description (when the file was YAML at all: with a default in place of
+    /// each value that had an error) and every finding in file order.
     public struct Result: Sendable {
         public var description: CaptureDescription?
         public var diagnostics: [DescriptionDiagnostic]
@@ -50,9 +51,7 @@ public enum DescriptionReader {
         }
         var walker = Walker(file: file, safe: safe)
         let description = walker.readRoot(root)
-        let diagnostics = walker.diagnostics.ordered()
-        let hasErrors = diagnostics.contains { $0.severity == .error }
-        return Result(description: hasErrors ? nil : description, diagnostics: diagnostics)
+        return Result(description: description, diagnostics: walker.diagnostics.ordered())
     }
 
     // MARK: YAML syntax errors
