@@ -43,7 +43,9 @@ let package = Package(
                           path: "Benchmarks/GCaptureBenchmark"),
         .executableTarget(name: "FrameCounter", dependencies: ["GCapture"], path: "Examples/FrameCounter"),
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit"]),
-        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GStreamerKit", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
+                    // Description files the tests read from the source tree (#filePath), not resources.
+                    exclude: ["Descriptions"]),
         // The seed documents' AVFoundation code ported by renaming; GCapture alone, in the seeds' Swift 5.
         .testTarget(name: "SeedPortTests", dependencies: ["GCapture"], swiftSettings: [.swiftLanguageMode(.v5)]),
     ]

@@ -104,7 +104,12 @@ private struct LaunchGraph {
             }
         }
 
-        for start in nodes.indices where nodes[start].inputs == 0 && !visited.contains(start) {
+        // Sources first; an element linked to nothing (a tee no output uses) last.
+        for start in nodes.indices where nodes[start].inputs == 0 && !nodes[start].outputs.isEmpty && !visited.contains(start) {
+            lines.append(chain(from: start))
+            drain()
+        }
+        for start in nodes.indices where !visited.contains(start) && !(nodes[start].inputs == 0 && nodes[start].outputs.isEmpty) {
             lines.append(chain(from: start))
             drain()
         }

@@ -82,6 +82,9 @@ public enum DescriptionReader {
                 return (position, "the file ends inside a quoted or bracketed value: a closing quote or bracket is missing"
                         + (context.map { " (opened at line \($0.mark.line))" } ?? ""))
             }
+            if problem.contains("did not find expected <document start>") {
+                return (position, "this is not YAML as a description is written (`key: value` lines, lists as '- item'); see docs/description-files.md")
+            }
             let where_ = context.map { ", \($0.text) at line \($0.mark.line)" } ?? ""
             return (position, "not valid YAML: \(problem)\(where_)")
         case .duplicatedKeysInMapping(let duplicates, let context):

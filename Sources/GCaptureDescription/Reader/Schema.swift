@@ -63,7 +63,12 @@ struct Walker {
     /// the node is not a mapping.
     mutating func entries(_ node: Node, path: String, what: String) -> [String: Node]? {
         guard case .mapping(let mapping) = node else {
-            error(at(node), "\(what) must be a mapping of keys (\(Schema.keys[path]!.joined(separator: ", "))), not \(describe(node))")
+            let keys = Schema.keys[path]!.joined(separator: ", ")
+            if DescriptionReader.isNull(node), let key = keyPositions[path] {
+                error(key, "\(what) has no value: its keys (\(keys)) go on the lines below it, indented")
+                return nil
+            }
+            error(at(node), "\(what) must be a mapping of keys (\(keys)), not \(describe(node))")
             return nil
         }
         let allowed = Schema.keys[path]!

@@ -33,8 +33,7 @@ extension Walker {
         if let node = top["filters"] { description.filters = readFilters(node) }
         if let movie = description.outputs.movie, movie.audio, description.microphone == .none,
            top["outputs"] != nil {
-            let path = keyPositions["outputs.movie.audio"] != nil ? "outputs.movie.audio" : "outputs.movie"
-            let position = valuePositions[path] ?? .start
+            let position = valuePositions["outputs.movie.audio"] ?? keyPositions["outputs.movie"] ?? .start
             if keyPositions["microphone"] != nil {
                 error(valuePositions["microphone"] ?? position, "microphone is none, but outputs.movie records audio: name a microphone (or `default`), or set outputs.movie.audio: false")
             } else {

@@ -13,11 +13,15 @@ public struct DescriptionOptions: Sendable {
     /// `id: auto` and `microphone: default` take the built-in test devices where the machine has none
     /// (said in `CheckedDescription.notices`), as the gcapture CLI does; the library alone does not.
     public var fallsBackToTestDevices: Bool
+    /// Every camera becomes the built-in test camera and every microphone the test microphone, the rest
+    /// of the description as written: a dry run of a description written for another machine (and CI).
+    public var usesTestDevices: Bool
 
-    public init(safe: Bool = false, root: URL? = nil, fallsBackToTestDevices: Bool = false) {
+    public init(safe: Bool = false, root: URL? = nil, fallsBackToTestDevices: Bool = false, usesTestDevices: Bool = false) {
         self.safe = safe
         self.root = root
         self.fallsBackToTestDevices = fallsBackToTestDevices
+        self.usesTestDevices = usesTestDevices
     }
 }
 
@@ -140,7 +144,7 @@ struct MachineCheck {
         let position = description.valuePositions[path] ?? description.keyPositions["camera"] ?? .start
         if refused(path) { return nil }
         let device: CaptureDevice
-        switch camera.choice {
+        switch options.usesTestDevices && camera.choice != .test ? .test : camera.choice {
         case .test:
             if camera.pattern != nil || camera.noise != nil {
                 let pattern = camera.pattern.flatMap { name in TestCameraOptions.Pattern.allCases.first { $0.rawValue == name } } ?? .smpte
@@ -195,6 +199,7 @@ struct MachineCheck {
     mutating func findMicrophone() -> CaptureDevice? {
         let position = description.position(of: "microphone")
         if refused("microphone") { return nil }
+        if options.usesTestDevices, description.microphone != .none { return .testMicrophone }
         switch description.microphone {
         case .none:
             return nil
@@ -241,6 +246,8 @@ struct MachineCheck {
         } catch let failure as GStreamerError {
             if let element = ElementPackages.missingElement(in: failure.message) {
                 error(position, "\(what): " + ElementPackages.missing(element))
+            } else if failure.kind == .parse {
+                error(position, "\(what) does not parse as a GStreamer fragment (gst-launch syntax: elements joined by '!'): \(failure.message)")
             } else {
                 error(position, "\(what) is not a GStreamer fragment this machine can build: \(failure.message)")
             }
@@ -265,7 +272,7 @@ struct MachineCheck {
             let root = base.resolvingSymlinksInPath().path
             let resolved = Self.resolvingExistingPart(of: url).path
             guard resolved == root || resolved.hasPrefix(root.hasSuffix("/") ? root : root + "/") else {
-                error(position, "\(path) '\(folder)' leads to \(resolved), outside the root \(root) (through a symbolic link), which --safe forbids")
+                error(position, "\(path) '\(folder)' leads outside the root through a symbolic link, which --safe forbids")
                 return nil
             }
         }
