@@ -62,7 +62,7 @@ public enum DescriptionReader {
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
              .composer(let context, let problem, let mark, _):
             let position = SourcePosition(line: max(1, mark.line), column: max(1, mark.column))
-            let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+            let lines = yamlLines(text)
             let line = position.line <= lines.count ? lines[position.line - 1] : ""
             if let tab = line.firstIndex(of: "\t"), problem.contains("cannot start any token") || problem.contains("tab")
                 || line[..<tab].allSatisfy({ $0 == " " }) {
@@ -104,7 +104,7 @@ public enum DescriptionReader {
     }
 
     private static func laterOccurrence(ofKey key: String, after first: SourcePosition, in text: String) -> SourcePosition? {
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let lines = yamlLines(text)
         guard first.line <= lines.count else { return nil }
         let indent = first.column - 1
         for number in first.line..<lines.count {
@@ -122,13 +122,44 @@ public enum DescriptionReader {
         return nil
     }
 
+    /// The lines as YAML numbers them: a line ends at LF, CRLF or a lone CR (a Swift String keeps CRLF as
+    /// one Character, so splitting at "\n" would leave a Windows file one long line).
+    static func yamlLines(_ text: String) -> [Substring] {
+        var lines: [Substring] = []
+        var start = text.unicodeScalars.startIndex
+        var index = start
+        let scalars = text.unicodeScalars
+        while index < scalars.endIndex {
+            let scalar = scalars[index]
+            if scalar == "\n" || scalar == "\r" {
+                lines.append(Substring(scalars[start..<index]))
+                var next = scalars.index(after: index)
+                if scalar == "\r", next < scalars.endIndex, scalars[next] == "\n" { next = scalars.index(after: next) }
+                start = next
+                index = next
+            } else {
+                index = scalars.index(after: index)
+            }
+        }
+        lines.append(Substring(scalars[start...]))
+        return lines
+    }
+
     static func position(ofByte offset: Int, in data: Data) -> SourcePosition {
         var line = 1, column = 1
         var index = data.startIndex
         let end = data.index(data.startIndex, offsetBy: min(max(offset, 0), data.count))
+        var previous: UInt8 = 0
         while index < end {
             let byte = data[index]
-            if byte == 0x0A { line += 1; column = 1 } else if byte & 0xC0 != 0x80 { column += 1 }
+            if byte == 0x0A && previous == 0x0D {
+                // The LF of a CRLF: the line already ended at the CR.
+            } else if byte == 0x0A || byte == 0x0D {
+                line += 1; column = 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1
+            }
+            previous = byte
             index += 1
         }
         return SourcePosition(line: line, column: column)
