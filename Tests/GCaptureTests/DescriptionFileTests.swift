@@ -1,6 +1,7 @@
 import Foundation
 import GCapture
 @testable import GCaptureDescription
+import GStreamerKit
 import XCTest
 
 /// Description files: the malformed ones each get their exact FILE:LINE:COLUMN errors from `gcapture
@@ -107,6 +108,45 @@ final class DescriptionFileTests: XCTestCase {
         // What inspect shows is a real graph: its frame output converts to what the file asks for.
         let frames = try runProduct("gcapture", ["inspect", Self.pipelines.appendingPathComponent("frame-analysis.yaml").path])
         XCTAssertTrue(frames.stdout.contains("format=(string)GRAY8, width=(int)320, height=(int)240"), frames.stdout)
+    }
+
+    /// What inspect prints as the graph is gst-launch syntax that GStreamer itself parses back into the
+    /// same elements, a branching tee included.
+    func testTheGraphTextParsesBackAsAPipeline() throws {
+        for example in Self.examples {
+            let (described, _) = try open(example)
+            let text = try XCTUnwrap(described.launchDescription)
+            let pipeline = try Pipeline.launch(text.replacingOccurrences(of: "\n", with: " "))
+            XCTAssertEqual(pipeline.launchDescription().split(separator: "!").count, text.split(separator: "!").count, text)
+        }
+        let bin = try Bin.parse("videotestsrc ! tee name=t t. ! queue ! fakesink t. ! queue ! videoconvert ! fakesink", ghostUnlinkedPads: false)
+        let text = bin.launchDescription()
+        XCTAssertEqual(text.split(separator: "\n").count, 3, text)
+        XCTAssertTrue(text.hasPrefix("videotestsrc ! tee name=t"), text)
+        XCTAssertNoThrow(try Pipeline.launch(text.replacingOccurrences(of: "\n", with: " ")))
+    }
+
+    /// A key for a feature the engine does not have yet is checked like any other and said, not ignored.
+    func testUnsupportedKeysAreWarnedAboutAtTheirPlace() throws {
+        let folder = try temporaryFolder()
+        let file = folder.appendingPathComponent("booth.yaml")
+        try """
+            version: 1
+            camera: test
+            filters:
+              - videobalance saturation=0
+            outputs:
+              preview: true
+              photo: true
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let result = try runProduct("gcapture", ["inspect", "booth.yaml"], currentDirectory: folder)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, """
+            booth.yaml:4:5: warning: filters are not supported yet (the engine has no place for them between camera and outputs): this one is valid but not applied
+            booth.yaml:6:3: warning: outputs.preview is not supported yet (a preview window is issue 12): the session runs without one
+
+            """)
+        XCTAssertTrue(result.stdout.contains("valid (version 1)"))
     }
 
     private func open(_ example: String) throws -> (DescribedSession, URL) {
