@@ -149,6 +149,43 @@ final class DescriptionFileTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("valid (version 1)"))
     }
 
+    /// An edited description (what SIGHUP re-reads) is applied to the running session: only what
+    /// changed, without stopping it; an output added is reported as needing a new session, not faked.
+    func testReloadAppliesOnlyWhatChangedWithoutStoppingTheSession() async throws {
+        let root = try temporaryFolder()
+        let file = root.appendingPathComponent("kiosk.yaml")
+        let original = try String(contentsOf: Self.pipelines.appendingPathComponent("kiosk-portrait.yaml"), encoding: .utf8)
+        try original.write(to: file, atomically: true, encoding: .utf8)
+        let options = DescriptionOptions(root: root, usesTestDevices: true)
+        let kiosk = try DescribedSession(CaptureDescription.load(contentsOf: file, options: options))
+        let stops = Locked(0)
+        let events = kiosk.session.events()
+        let watcher = Task { for await event in events { if case .didStopRunning = event { stops.withLock { $0 += 1 } } } }
+        defer { watcher.cancel() }
+        try await kiosk.start()
+
+        let edited = original
+            .replacingOccurrences(of: "  preset: hd1280x720", with: "  preset: vga640x480")
+            .replacingOccurrences(of: "microphone: none", with: "microphone: none\nrotation: 90")
+            .replacingOccurrences(of: "    quality: balanced", with: "    quality: speed")
+            .replacingOccurrences(of: "outputs:\n", with: "outputs:\n  frames: true\n")
+        XCTAssertNotEqual(edited, original)
+        try edited.write(to: file, atomically: true, encoding: .utf8)
+        let report = try kiosk.reload(CaptureDescription.load(contentsOf: file, options: options))
+        XCTAssertEqual(report.applied, ["camera.preset", "outputs.photo", "rotation"])
+        XCTAssertEqual(report.needsRestart, ["outputs.frames"])
+        XCTAssertTrue(kiosk.session.isRunning)
+        XCTAssertNil(kiosk.frameOutput)
+
+        let photo = try await kiosk.takePhoto()
+        XCTAssertEqual(stops.withLock { $0 }, 0, "the reload stopped the session")
+        await kiosk.stop()
+        XCTAssertEqual(photo.resolvedSettings.photoQualityPrioritization, .speed)
+        let tags = try exif(try XCTUnwrap(photo.fileURL))
+        XCTAssertEqual(tags["ImageWidth"] as? Int, 640, "mount 90 + rotation 90: a half turn, landscape at the new preset")
+        XCTAssertEqual(tags["ImageHeight"] as? Int, 480)
+    }
+
     private func open(_ example: String) throws -> (DescribedSession, URL) {
         let root = try temporaryFolder()
         let checked = try CaptureDescription.load(contentsOf: Self.pipelines.appendingPathComponent(example), file: example,

@@ -7,65 +7,46 @@ import GStreamerKit
 /// program) takes photos and records through `takePhoto()` and `startRecording(delegate:)`, or through the
 /// outputs themselves.
 public final class DescribedSession: @unchecked Sendable {
-    public let checked: CheckedDescription
-    public var description: CaptureDescription { checked.description }
     public let session: CaptureSession
-    public let cameraInput: CaptureDeviceInput
     public let microphoneInput: CaptureDeviceInput?
     public let photoOutput: CapturePhotoOutput?
     public let movieOutput: CaptureMovieFileOutput?
     public let frameOutput: CaptureVideoDataOutput?
+
+    private struct State {
+        var checked: CheckedDescription
+        var cameraInput: CaptureDeviceInput
+        var rotation: Int
+        var mirrored: Bool
+        var photoFiles: OutputFiles?
+        var movieFiles: OutputFiles?
+    }
+    private let state: Locked<State>
+
+    /// The description in force (the last one `reload` applied).
+    public var checked: CheckedDescription { state.withLock { $0.checked } }
+    public var description: CaptureDescription { checked.description }
+    public var cameraInput: CaptureDeviceInput { state.withLock { $0.cameraInput } }
     /// Where the next photo and movie go (folder and naming rule).
-    public let photoFiles: OutputFiles?
-    public let movieFiles: OutputFiles?
-    private let state: Locked<(rotation: Int, mirrored: Bool)>
+    public var photoFiles: OutputFiles? { state.withLock { $0.photoFiles } }
+    public var movieFiles: OutputFiles? { state.withLock { $0.movieFiles } }
 
     /// Builds the session: inputs, outputs with their settings, preset, rotation and mirroring. Nothing is
     /// opened or written yet (the output folders are made with their first file).
     public init(_ checked: CheckedDescription) throws(CaptureError) {
-        self.checked = checked
         let description = checked.description
-        state = Locked((description.rotation, description.mirrored))
         session = CaptureSession(name: "described")
-        cameraInput = try CaptureDeviceInput(device: checked.camera)
+        let cameraInput = try CaptureDeviceInput(device: checked.camera)
         let recordsAudio = description.outputs.movie?.audio ?? false
         microphoneInput = try recordsAudio ? checked.microphone.map { device throws(CaptureError) in try CaptureDeviceInput(device: device) } : nil
-
-        if let photo = description.outputs.photo, let folder = checked.photoFolder {
-            let output = CapturePhotoOutput()
-            output.isZeroShutterLagEnabled = photo.zeroShutterLag
-            output.isAutoDeferredPhotoDeliveryEnabled = photo.deferred
-            output.deferredPhotoDirectories = [folder]
-            photoOutput = output
-            photoFiles = OutputFiles(folder: folder, pattern: photo.name)
-        } else {
-            photoOutput = nil
-            photoFiles = nil
-        }
-        if let movie = description.outputs.movie, let folder = checked.movieFolder {
-            let output = CaptureMovieFileOutput()
-            output.movieFragmentInterval = movie.fragmentInterval
-            output.maxRecordedDuration = movie.maxDuration
-            output.maxRecordedFileSize = movie.maxSize
-            if let minimum = movie.minFreeDisk { output.minFreeDiskSpaceLimit = minimum }
-            output.fileType = movie.format == "matroska" ? .matroska : .mp4
-            output.videoEncoder = movie.encoder
-            output.videoBitRate = movie.bitRate
-            movieOutput = output
-            movieFiles = OutputFiles(folder: folder, pattern: movie.name)
-        } else {
-            movieOutput = nil
-            movieFiles = nil
-        }
-        if let frames = description.outputs.frames {
-            let output = CaptureVideoDataOutput()
-            output.alwaysDiscardsLateVideoFrames = frames.discardLate
-            if frames.format != nil || frames.width != nil {
-                output.videoSettings = .init(pixelFormat: frames.format, width: frames.width, height: frames.height)
-            }
-            frameOutput = output
-        } else {
-            frameOutput = nil
+        photoOutput = description.outputs.photo.map { _ in CapturePhotoOutput() }
+        movieOutput = description.outputs.movie.map { _ in CaptureMovieFileOutput() }
+        frameOutput = description.outputs.frames.map { _ in CaptureVideoDataOutput() }
+        state = Locked(State(checked: checked, cameraInput: cameraInput, rotation: description.rotation,
+                             mirrored: description.mirrored))
+        configureOutputs(checked)
+        if let frames = description.outputs.frames, let frameOutput, frames.format != nil || frames.width != nil {
+            frameOutput.videoSettings = .init(pixelFormat: frames.format, width: frames.width, height: frames.height)
         }
         applyTurns()
 
@@ -89,6 +70,33 @@ public final class DescribedSession: @unchecked Sendable {
     public func start() async throws(CaptureError) { try await session.start() }
     public func stop() async { await session.stop() }
 
+    /// The settings of outputs that can change while the session runs (they apply from the next photo or
+    /// recording), and their files.
+    private func configureOutputs(_ checked: CheckedDescription) {
+        let description = checked.description
+        if let photo = description.outputs.photo, let photoOutput, let folder = checked.photoFolder {
+            photoOutput.isZeroShutterLagEnabled = photo.zeroShutterLag
+            photoOutput.isAutoDeferredPhotoDeliveryEnabled = photo.deferred
+            photoOutput.deferredPhotoDirectories = [folder]
+            let files = OutputFiles(folder: folder, pattern: photo.name)
+            state.withLock { $0.photoFiles = files }
+        }
+        if let movie = description.outputs.movie, let movieOutput, let folder = checked.movieFolder {
+            movieOutput.movieFragmentInterval = movie.fragmentInterval
+            movieOutput.maxRecordedDuration = movie.maxDuration
+            movieOutput.maxRecordedFileSize = movie.maxSize
+            if let minimum = movie.minFreeDisk { movieOutput.minFreeDiskSpaceLimit = minimum }
+            movieOutput.fileType = movie.format == "matroska" ? .matroska : .mp4
+            movieOutput.videoEncoder = movie.encoder
+            movieOutput.videoBitRate = movie.bitRate
+            let files = OutputFiles(folder: folder, pattern: movie.name)
+            state.withLock { $0.movieFiles = files }
+        }
+        if let frames = description.outputs.frames, let frameOutput {
+            frameOutput.alwaysDiscardsLateVideoFrames = frames.discardLate
+        }
+    }
+
     // MARK: Rotation and mirroring
 
     /// The rotation on top of the camera's mount angle (0, 90, 180, 270).
@@ -111,7 +119,9 @@ public final class DescribedSession: @unchecked Sendable {
     }
 
     /// Degrees photos and movies are turned by: the mount angle plus the rotation.
-    public var effectiveRotation: Int { (description.camera.mount + rotation) % 360 }
+    public var effectiveRotation: Int {
+        state.withLock { ($0.checked.description.camera.mount + $0.rotation) % 360 }
+    }
 
     private func applyTurns() {
         let angle = Double(effectiveRotation)
@@ -123,11 +133,91 @@ public final class DescribedSession: @unchecked Sendable {
         }
     }
 
+    // MARK: Camera
+
+    /// Swaps the camera (and sets the preset) on the session, running or not; when the new camera cannot
+    /// be used, the previous one stays in place and the error says why.
+    public func switchCamera(to device: CaptureDevice, preset: CaptureSession.Preset? = nil) throws(CaptureError) {
+        let old = cameraInput
+        let input = try CaptureDeviceInput(device: device)
+        session.beginConfiguration()
+        session.removeInput(old)
+        do {
+            try session.add(input)
+        } catch {
+            session.addInput(old)
+            session.commitConfiguration()
+            throw error
+        }
+        if let preset { session.sessionPreset = preset }
+        try session.commitAndWait()
+        state.withLock { $0.cameraInput = input }
+    }
+
+    // MARK: Reloading
+
+    /// What `reload` did: the changes applied to the live session, and those it cannot apply while the
+    /// session exists (an output or the microphone added or removed), which need a new session.
+    public struct ReloadReport: Sendable, Equatable {
+        /// Dotted keys, e.g. "rotation", "camera", "outputs.photo".
+        public var applied: [String] = []
+        public var needsRestart: [String] = []
+    }
+
+    /// Applies a newer version of the description (re-read after an edit) to this session, running or not:
+    /// only what changed, without stopping it. Camera and preset are swapped in place; rotation, mirroring
+    /// and the outputs' settings apply from the next photo or recording. Adding or removing an output or the
+    /// microphone cannot be done in place: it is reported in `needsRestart` and left as it was.
+    @discardableResult
+    public func reload(_ new: CheckedDescription) throws(CaptureError) -> ReloadReport {
+        let old = checked
+        let was = old.description, now = new.description
+        var report = ReloadReport()
+        if was.camera != now.camera || old.camera != new.camera {
+            let preset = CaptureSession.Preset(rawValue: now.camera.preset) ?? .high
+            if old.camera != new.camera || was.camera.pattern != now.camera.pattern || was.camera.noise != now.camera.noise {
+                try switchCamera(to: new.camera, preset: preset)
+                report.applied.append("camera")
+            } else if was.camera.preset != now.camera.preset {
+                session.beginConfiguration()
+                session.sessionPreset = preset
+                try session.commitAndWait()
+                report.applied.append("camera.preset")
+            }
+            if was.camera.mount != now.camera.mount { report.applied.append("camera.mount") }
+        }
+        let structural: [(String, Bool)] = [
+            ("outputs.photo", (was.outputs.photo == nil) != (now.outputs.photo == nil)),
+            ("outputs.movie", (was.outputs.movie == nil) != (now.outputs.movie == nil)),
+            ("outputs.frames", was.outputs.frames.map { ($0.format, $0.width, $0.height) } ?? (nil, nil, nil)
+                != now.outputs.frames.map { ($0.format, $0.width, $0.height) } ?? (nil, nil, nil)
+                || (was.outputs.frames == nil) != (now.outputs.frames == nil)),
+            ("microphone", old.microphone != new.microphone || was.outputs.movie?.audio != now.outputs.movie?.audio),
+        ]
+        report.needsRestart = structural.filter(\.1).map(\.0)
+        for (key, changed) in [("outputs.photo", was.outputs.photo != now.outputs.photo && !report.needsRestart.contains("outputs.photo")),
+                               ("outputs.movie", was.outputs.movie != now.outputs.movie && !report.needsRestart.contains("outputs.movie")),
+                               ("outputs.frames", was.outputs.frames?.discardLate != now.outputs.frames?.discardLate
+                                    && !report.needsRestart.contains("outputs.frames"))] where changed {
+            report.applied.append(key)
+        }
+        if was.rotation != now.rotation { report.applied.append("rotation") }
+        if was.mirrored != now.mirrored { report.applied.append("mirror") }
+        state.withLock { state in
+            state.checked = new
+            state.rotation = now.rotation
+            state.mirrored = now.mirrored
+        }
+        configureOutputs(new)
+        applyTurns()
+        return report
+    }
+
     // MARK: Photos and movies
 
     /// Settings for the next photo as the description says: its quality, orientation handling and file.
     public func makePhotoSettings() throws(CaptureError) -> CapturePhotoSettings {
-        guard let photo = description.outputs.photo, let photoFiles else {
+        guard let photo = description.outputs.photo, let photoFiles, photoOutput != nil else {
             throw .invalidSettings("the description has no photo output (outputs.photo)")
         }
         let quality = CapturePhotoOutput.QualityPrioritization.allCases.first { $0.description == photo.quality } ?? .balanced
