@@ -89,6 +89,8 @@ final class DescriptionFileTests: XCTestCase {
                                                   options: .init(safe: true, root: root, usesTestDevices: true))
         XCTAssertEqual(checked.description.outputs.movie?.maxSize, SafeLimits.defaultMaxSize, "an unbounded movie is bounded under --safe")
         XCTAssertEqual(checked.photoFolder?.path, root.appendingPathComponent("photobooth").path)
+        XCTAssertThrowsError(try CaptureDescription.load(contentsOf: Self.pipelines.appendingPathComponent("photobooth.yaml"),
+                                                         options: .init(safe: true, root: nil)), "--safe without a root")
     }
 
     // MARK: The examples

@@ -68,6 +68,10 @@ extension CaptureDescription {
     /// checked again.
     public static func check(_ reading: DescriptionReader.Result, options: DescriptionOptions) throws(DescriptionError) -> CheckedDescription {
         guard let description = reading.description else { throw DescriptionError(reading.errors) }
+        if options.safe, options.root == nil {
+            throw DescriptionError([DescriptionDiagnostic(file: description.file, position: .start,
+                                                          message: "--safe needs a root folder for the outputs to stay inside")])
+        }
         var checker = MachineCheck(description: description, options: options, earlier: reading.diagnostics)
         let result = checker.run()
         let all = (reading.diagnostics + checker.diagnostics).ordered()
