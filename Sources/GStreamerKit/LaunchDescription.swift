@@ -154,7 +154,9 @@ private struct LaunchGraph {
             g_value_init(&value, spec.pointee.value_type)
             defer { g_value_unset(&value) }
             g_object_get_property(object, spec.pointee.name, &value)
-            guard g_param_value_defaults(spec, &value) == 0, let shown = show(&value) else { continue }
+            // Which device or file an element opens is said even when it is the default (/dev/video0).
+            let alwaysShown = name == "device" || name == "location"
+            guard alwaysShown || g_param_value_defaults(spec, &value) == 0, let shown = show(&value), !shown.isEmpty else { continue }
             text += " \(name)=\(quoted(shown))"
         }
         return text
