@@ -305,3 +305,56 @@ final class DescriptionFileTests: XCTestCase {
         XCTAssertThrowsError(try kiosk.setRotation(45))
     }
 }
+
+/// Description files on a real camera (vivid, inside ../shared/testbed/v4l2-vm); skipped elsewhere, as
+/// V4L2DeviceTests are.
+final class DescriptionV4L2Tests: XCTestCase {
+    override func setUpWithError() throws {
+        guard FileManager.default.fileExists(atPath: "/dev/video0") else {
+            if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
+                throw TestEnvironment.MissingPart(description: "inside the v4l2 VM but there is no /dev/video0: vivid did not load")
+            }
+            throw XCTSkip("no V4L2 camera here; run inside ../shared/testbed/v4l2-vm (.ci/run does)")
+        }
+    }
+
+    private func check(_ yaml: String, in folder: URL) throws -> CheckedDescription {
+        let file = folder.appendingPathComponent("camera.yaml")
+        try yaml.write(to: file, atomically: true, encoding: .utf8)
+        return try CaptureDescription.load(contentsOf: file, options: .init(fallsBackToTestDevices: true))
+    }
+
+    /// `position` is a preference: the machine's only camera is used even when it faces another way,
+    /// rather than the test camera standing in for it.
+    func testAutoPrefersThePositionButTakesTheCameraThereIs() throws {
+        let vivid = try XCTUnwrap(CaptureDevice.allDevices.first { $0.nodePath == "/dev/video0" })
+        let elsewhere = vivid.position == .front ? "back" : "front"
+        let checked = try check("version: 1\ncamera:\n  id: auto\n  position: \(elsewhere)\noutputs:\n  frames: true\n",
+                                in: try temporaryFolder())
+        XCTAssertEqual(checked.camera, vivid)
+        XCTAssertEqual(checked.notices, [])
+    }
+
+    func testADescriptionNamingTheCameraTakesAPhotoWithIt() async throws {
+        let folder = try temporaryFolder()
+        let checked = try check("""
+            version: 1
+            camera:
+              id: /dev/video0
+              preset: vga640x480
+              mount: 90
+            outputs:
+              photo:
+                folder: shots
+            """, in: folder)
+        let described = try DescribedSession(checked)
+        XCTAssertTrue(described.launchDescription?.hasPrefix("v4l2src device=/dev/video0") ?? false, described.launchDescription ?? "")
+        try await described.start()
+        let photo = try await described.takePhoto()
+        await described.stop()
+        XCTAssertEqual(photo.fileURL?.path, folder.appendingPathComponent("shots/photo-0001.jpg").path)
+        let tags = try exif(try XCTUnwrap(photo.fileURL))
+        XCTAssertEqual(tags["ImageWidth"] as? Int, 480)
+        XCTAssertEqual(tags["ImageHeight"] as? Int, 640)
+    }
+}

@@ -32,7 +32,7 @@ public struct CaptureDescription: Sendable, Equatable {
 
     public struct Camera: Sendable, Equatable {
         public enum Choice: Sendable, Equatable {
-            /// The system's default camera (at `position` when given).
+            /// The system's default camera (preferring `position` when given).
             case auto
             /// The built-in test camera.
             case test
@@ -42,7 +42,7 @@ public struct CaptureDescription: Sendable, Equatable {
             case source(String)
         }
         public var choice: Choice = .auto
-        /// front, back or unspecified: which camera `auto` picks.
+        /// front, back or unspecified: which camera `auto` prefers (any camera when none faces that way).
         public var position: String = "unspecified"
         /// A CaptureSession.Preset name.
         public var preset: String = "high"

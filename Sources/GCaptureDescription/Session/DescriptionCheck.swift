@@ -158,14 +158,16 @@ struct MachineCheck {
             }
         case .auto:
             let wanted = CaptureDevice.Position(rawValue: camera.position) ?? .unspecified
-            if let found = CaptureDevice.default(for: .video, position: wanted), !found.deviceType.isTest {
+            // The position is a preference: a kiosk's only camera is used wherever it faces.
+            let found = [CaptureDevice.default(for: .video, position: wanted), CaptureDevice.default(for: .video)]
+                .compactMap { $0 }.first { !$0.deviceType.isTest }
+            if let found {
                 device = found
             } else if options.fallsBackToTestDevices {
                 notices.append("no camera found: using the built-in test camera `test`")
                 device = .testCamera
             } else {
-                let at = wanted == .unspecified ? "" : " at position \(wanted.rawValue)"
-                error(position, "no camera\(at) found for `auto`; connect one, or name one by id (see `gcapture devices`), or `test`")
+                error(position, "no camera found for `auto`; connect one, or name one by id (see `gcapture devices`), or `test`")
                 return nil
             }
         case .id(let id):
