@@ -8,14 +8,14 @@ struct InspectCommand: ParsableCommand {
         commandName: "inspect",
         abstract: "Check a description file (YAML) and show the graph it would build, without starting it.",
         discussion: """
-        Every mistake is reported at once, as FILE:LINE:COLUMN: error: ..., and the exit status is 1; a key
-        for a feature this engine does not have yet is a warning. A valid file prints the devices it would
-        open, where its files would go, and its graph in gst-launch syntax (built, no device opened).
+        Every mistake is reported at once, as FILE:LINE:COLUMN: error: ..., and the exit status is 1; a key \
+        for a feature this engine does not have yet is a warning. A valid file prints the devices it would \
+        open, where its files would go, and its graph in gst-launch syntax (built, no device opened). \
         The format: docs/description-files.md.
 
         Examples:
           gcapture inspect pipelines/photobooth.yaml
-          gcapture inspect kiosk.yaml --dot kiosk.dot        then: dot -Tpng kiosk.dot > kiosk.png
+          gcapture inspect kiosk.yaml --dot kiosk.dot    (dot -Tpng kiosk.dot draws it)
           gcapture inspect upload.yaml --safe --root /srv/captures
         """)
 
