@@ -193,6 +193,33 @@ final class DescriptionFileTests: XCTestCase {
         XCTAssertGreaterThan(width, height, "mount 90 + rotation 90: a half turn, landscape")
     }
 
+    /// Units as the reference page gives them reach the engine in its own: bit-rate in kbit/s becomes
+    /// bits per second, sizes with units bytes.
+    func testValuesReachTheOutputsInTheEnginesUnits() throws {
+        let folder = try temporaryFolder()
+        let file = folder.appendingPathComponent("units.yaml")
+        try """
+            version: 1
+            camera: test
+            microphone: test-microphone
+            outputs:
+              movie:
+                bit-rate: 2500
+                max-size: 2MiB
+                min-free-disk: 3GB
+                fragment-interval: 0.5
+                format: matroska
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let described = try DescribedSession(CaptureDescription.load(contentsOf: file))
+        let movie = try XCTUnwrap(described.movieOutput)
+        XCTAssertEqual(movie.videoBitRate, 2_500_000)
+        XCTAssertEqual(movie.maxRecordedFileSize, 2 * 1024 * 1024)
+        XCTAssertEqual(movie.minFreeDiskSpaceLimit, 3_000_000_000)
+        XCTAssertEqual(movie.movieFragmentInterval, 0.5)
+        XCTAssertEqual(movie.fileType, .matroska)
+        XCTAssertEqual(try described.movieFiles?.next().lastPathComponent, "movie-0001.mkv")
+    }
+
     private func open(_ example: String) throws -> (DescribedSession, URL) {
         let root = try temporaryFolder()
         let checked = try CaptureDescription.load(contentsOf: Self.pipelines.appendingPathComponent(example), file: example,

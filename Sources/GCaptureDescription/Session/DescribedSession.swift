@@ -88,7 +88,8 @@ public final class DescribedSession: @unchecked Sendable {
             if let minimum = movie.minFreeDisk { movieOutput.minFreeDiskSpaceLimit = minimum }
             movieOutput.fileType = movie.format == "matroska" ? .matroska : .mp4
             movieOutput.videoEncoder = movie.encoder
-            movieOutput.videoBitRate = movie.bitRate
+            // The file gives kbit/s, as encoders' own settings do; the engine takes bits per second.
+            movieOutput.videoBitRate = movie.bitRate.map { $0 * 1000 }
             let files = OutputFiles(folder: folder, pattern: movie.name)
             state.withLock { $0.movieFiles = files }
         }
