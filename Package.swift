@@ -3,7 +3,8 @@ import PackageDescription
 
 // Layers, each depending only on the ones above it in this list:
 //   CGst (system library) → CGstShim (C macros/variadics) → GStreamerKit (safe Swift over GStreamer,
-//   knows nothing about cameras) → GCapture (the capture engine) → gcapture CLI, benchmark, examples.
+//   knows nothing about cameras) → GCapture (the capture engine) → GCaptureDescription (YAML description
+//   files) → gcapture CLI, benchmark, examples.
 //   CImaging holds the engine's pixel loops (plain C, no GStreamer).
 let package = Package(
     name: "gcapture",
@@ -11,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "GCapture", targets: ["GCapture"]),
         .library(name: "GStreamerKit", targets: ["GStreamerKit"]),
+        .library(name: "GCaptureDescription", targets: ["GCaptureDescription"]),
         .executable(name: "gcapture", targets: ["GCaptureCLI"]),
         .executable(name: "gcapture-bench", targets: ["GCaptureBenchmark"]),
         .executable(name: "frame-counter", targets: ["FrameCounter"]),
@@ -18,6 +20,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         .systemLibrary(
@@ -29,16 +32,20 @@ let package = Package(
         .target(name: "GStreamerKit", dependencies: ["CGst", "CGstShim", .product(name: "Logging", package: "swift-log")]),
         .target(name: "CImaging", linkerSettings: [.linkedLibrary("jpeg")]),
         .target(name: "GCapture", dependencies: ["GStreamerKit", "CImaging", .product(name: "Logging", package: "swift-log")]),
+        // Description files (YAML): read, checked with positions, and built into a session.
+        .target(name: "GCaptureDescription", dependencies: ["GCapture", "GStreamerKit", .product(name: "Yams", package: "Yams")]),
         .executableTarget(
             name: "GCaptureCLI",
-            dependencies: ["GCapture", "GStreamerKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["GCapture", "GCaptureDescription", "GStreamerKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(name: "GCaptureBenchmark", dependencies: ["GCapture", "GStreamerKit"],
                           path: "Benchmarks/GCaptureBenchmark"),
         .executableTarget(name: "FrameCounter", dependencies: ["GCapture"], path: "Examples/FrameCounter"),
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit"]),
-        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GStreamerKit", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
+                    // Description files the tests read from the source tree (#filePath), not resources.
+                    exclude: ["Descriptions"]),
         // The seed documents' AVFoundation code ported by renaming; GCapture alone, in the seeds' Swift 5.
         .testTarget(name: "SeedPortTests", dependencies: ["GCapture"], swiftSettings: [.swiftLanguageMode(.v5)]),
     ]

@@ -26,6 +26,7 @@ struct GCaptureCommand: AsyncParsableCommand {
         in GStreamer's hands.
         """,
         version: "gcapture \(CaptureRuntime.version) (GStreamer \(CaptureRuntime.gstreamerVersion))",
-        subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self, RecordCommand.self, RunCommand.self]
+        subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self, RecordCommand.self, RunCommand.self,
+                      InspectCommand.self]
     )
 }

@@ -250,6 +250,14 @@ public final class CaptureSession: @unchecked Sendable {
     /// The running graph in Graphviz dot form, for `gcapture inspect` and bug reports.
     public var graphDescription: String? { state.withLock { $0.graph }?.pipeline.dotGraph() }
 
+    /// While stopped, the committed configuration's graph that `start` will play, in dot form: built, in
+    /// NULL, no device opened (nil before a commit, or when the configuration could not be built).
+    public var preparedGraphDescription: String? { state.withLock { $0.prepared }?.pipeline.dotGraph() }
+
+    /// The running graph, or while stopped the prepared one, in gst-launch syntax: for `gcapture inspect`.
+    /// A movie output's recording branch is in it only while it records.
+    public var launchDescription: String? { state.withLock { $0.graph ?? $0.prepared }?.pipeline.launchDescription() }
+
     // MARK: On the session queue
 
     private struct Resolved {

@@ -1,0 +1,108 @@
+import ArgumentParser
+import Foundation
+import GCapture
+import GCaptureDescription
+
+struct InspectCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Check a description file (YAML) and show the graph it would build, without starting it.",
+        discussion: """
+        Every mistake is reported at once, as FILE:LINE:COLUMN: error: ..., and the exit status is 1; a key \
+        for a feature this engine does not have yet is a warning. A valid file prints the devices it would \
+        open, where its files would go, and its graph in gst-launch syntax (built, no device opened). \
+        The format: docs/description-files.md.
+
+        Examples:
+          gcapture inspect pipelines/photobooth.yaml
+          gcapture inspect kiosk.yaml --dot kiosk.dot    (dot -Tpng kiosk.dot draws it)
+          gcapture inspect upload.yaml --safe --root /srv/captures
+        """)
+
+    @OptionGroup var logging: LoggingOptions
+
+    @Argument(help: "The description file.")
+    var file: String
+
+    @Option(help: "Also write the graph in Graphviz dot form to this file.")
+    var dot: String?
+
+    @Flag(help: "For descriptions from untrusted hands: no custom GStreamer fragments, output folders inside --root, bounded sizes.")
+    var safe = false
+
+    @Option(help: "With --safe: the folder every output must stay inside (output folders are relative to it).")
+    var root: String?
+
+    func validate() throws {
+        if safe, root == nil { throw ValidationError("--safe needs --root DIR: the folder outputs must stay inside") }
+        if !safe, root != nil { throw ValidationError("--root applies with --safe") }
+    }
+
+    func run() throws {
+        let described = try DescriptionCommandSupport.open(file, safe: safe, root: root)
+        let d = described.description
+        var lines: [String] = ["\(file): valid (version \(d.version))"]
+        let camera = described.cameraInput.device
+        let turned = described.effectiveRotation
+        lines.append("camera: \(camera.description), preset \(d.camera.preset)"
+                     + (d.camera.mount != 0 ? ", mounted at \(d.camera.mount)°" : ""))
+        lines.append("microphone: " + (described.microphoneInput.map { $0.device.description } ?? "none"))
+        lines.append("photos and movies: turned \(turned)° clockwise" + (d.mirrored ? ", mirrored" : ""))
+        if let photo = d.outputs.photo, let files = described.photoFiles {
+            lines.append("photo: \(files.folder.appendingPathComponent(photo.name.text).path) — quality \(photo.quality)"
+                         + (photo.zeroShutterLag ? ", zero shutter lag" : "") + (photo.deferred ? ", deferred" : "")
+                         + (photo.exifOrientation ? ", EXIF orientation" : ""))
+        }
+        if let movie = d.outputs.movie, let files = described.movieFiles, let output = described.movieOutput {
+            var limits: [String] = []
+            if let duration = movie.maxDuration { limits.append("at most \(duration) s") }
+            if let size = movie.maxSize { limits.append("at most \(size) bytes") }
+            lines.append("movie: \(files.folder.appendingPathComponent(movie.name.text).path) — \(movie.format)"
+                         + (described.microphoneInput != nil ? " with audio" : " without audio")
+                         + ", fragments of \(output.movieFragmentInterval) s" + (limits.isEmpty ? "" : ", " + limits.joined(separator: ", ")))
+        }
+        if let frames = d.outputs.frames {
+            let size = frames.width.map { "\($0)x\(frames.height ?? 0)" }
+            lines.append("frames: " + ([frames.format, size].compactMap { $0 }.joined(separator: " ").nonEmpty ?? "as the camera gives them")
+                         + (frames.discardLate ? ", late frames discarded" : ""))
+        }
+        lines.append("graph (gst-launch syntax):")
+        let graph = described.launchDescription ?? "(not built)"
+        lines += graph.split(separator: "\n").map { "  \($0)" }
+        if described.movieOutput != nil {
+            lines.append("  (a recording adds the movie branch to video-tee" + (described.microphoneInput != nil ? " and audio-tee)" : ")"))
+        }
+        print(lines.joined(separator: "\n"))
+        if let dot {
+            guard let graph = described.dotDescription else { throw CommandFailure("the graph could not be built, so there is no dot picture") }
+            do { try graph.write(toFile: dot, atomically: true, encoding: .utf8) }
+            catch { throw CommandFailure("cannot write \(dot): \((error as NSError).localizedDescription)") }
+        }
+    }
+}
+
+/// Reading a description for the commands that take one: diagnostics on stderr in compiler form, and
+/// exit status 1 when there is an error.
+enum DescriptionCommandSupport {
+    static func open(_ file: String, safe: Bool, root: String?) throws -> DescribedSession {
+        let options = DescriptionOptions(safe: safe, root: root.map { URL(fileURLWithPath: $0) }, fallsBackToTestDevices: true)
+        let checked: CheckedDescription
+        do {
+            checked = try CaptureDescription.load(contentsOf: URL(fileURLWithPath: file), file: file, options: options)
+        } catch {
+            FileHandle.standardError.write(Data((error.description + "\n").utf8))
+            throw ExitCode(1)
+        }
+        for warning in checked.warnings { FileHandle.standardError.write(Data("\(warning)\n".utf8)) }
+        for notice in checked.notices { FileHandle.standardError.write(Data("gcapture: \(notice)\n".utf8)) }
+        do {
+            return try DescribedSession(checked)
+        } catch {
+            throw CommandFailure("\(file): the session cannot be built: \(error)")
+        }
+    }
+}
+
+extension String {
+    fileprivate var nonEmpty: String? { isEmpty ? nil : self }
+}

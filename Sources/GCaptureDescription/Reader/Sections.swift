@@ -1,0 +1,237 @@
+import Yams
+
+extension Walker {
+    mutating func readRoot(_ root: Node) -> CaptureDescription {
+        var description = CaptureDescription(file: file, version: 1, camera: .init(), microphone: .none, rotation: 0,
+                                             mirrored: false, outputs: .init(), filters: [], valuePositions: [:],
+                                             keyPositions: [:])
+        guard case .mapping = root else {
+            error(at(root), "a description is a mapping of keys (version, camera, outputs, ...), not \(describe(root)); see docs/description-files.md")
+            return description
+        }
+        guard let top = entries(root, path: "", what: "the description") else { return description }
+        if let node = top["version"] {
+            if let version = integer(node, "version", in: Int.min...Int.max) {
+                if version != 1 { error(at(node), "version \(version) is not known: this gcapture reads version 1") }
+                description.version = version
+            }
+        } else {
+            error(.start, "the description has no `version: 1` line (the format's version, so later ones can change it)")
+        }
+        if let node = top["camera"] { description.camera = readCamera(node) }
+        if let node = top["microphone"] { description.microphone = readMicrophone(node) }
+        if let node = top["rotation"], let value = quarterTurn(node, "rotation") { description.rotation = value }
+        if let node = top["mirror"], let value = bool(node, "mirror") { description.mirrored = value }
+        if let node = top["outputs"] {
+            description.outputs = readOutputs(node)
+            if description.outputs.isEmpty, case .mapping = node {
+                error(at(node), "outputs has none of preview, photo, movie or frames: the session would capture for nobody")
+            }
+        } else {
+            error(.start, "the description has no `outputs:` (preview, photo, movie or frames)")
+        }
+        if let node = top["filters"] { description.filters = readFilters(node) }
+        if let movie = description.outputs.movie, movie.audio, description.microphone == .none,
+           top["outputs"] != nil {
+            let position = valuePositions["outputs.movie.audio"] ?? keyPositions["outputs.movie"] ?? .start
+            if keyPositions["microphone"] != nil {
+                error(valuePositions["microphone"] ?? position, "microphone is none, but outputs.movie records audio: name a microphone (or `default`), or set outputs.movie.audio: false")
+            } else {
+                error(position, "outputs.movie records audio (audio: true is the default) but there is no microphone: add `microphone: default`, or set audio: false")
+            }
+        }
+        description.valuePositions = valuePositions
+        description.keyPositions = keyPositions
+        return description
+    }
+
+    mutating func readCamera(_ node: Node) -> CaptureDescription.Camera {
+        var camera = CaptureDescription.Camera()
+        if case .scalar = node {
+            // `camera: test` is short for `camera: {id: test}`.
+            guard let id = text(node, "camera") else { return camera }
+            camera.choice = cameraChoice(id, node)
+            valuePositions["camera.id"] = at(node)
+            return camera
+        }
+        guard let fields = entries(node, path: "camera", what: "camera") else { return camera }
+        if let node = fields["id"], let id = text(node, "camera.id") { camera.choice = cameraChoice(id, node) }
+        if let node = fields["source"], let fragment = text(node, "camera.source") {
+            if fields["id"] != nil {
+                error(keyPositions["camera.source"]!, "camera has both id and source: a camera is one or the other")
+            } else if safe {
+                error(keyPositions["camera.source"]!, "camera.source is a custom GStreamer fragment, which --safe does not allow")
+            } else if fragment.trimmingCharacters(in: .whitespaces).isEmpty {
+                error(at(node), "camera.source needs a GStreamer fragment, like `v4l2src device=/dev/video0`")
+            } else {
+                camera.choice = .source(fragment)
+            }
+        }
+        if let node = fields["position"], let value = choice(node, "camera.position", among: Schema.positions) {
+            camera.position = value
+            if fields["id"] != nil, case .id = camera.choice {
+                warning(keyPositions["camera.position"]!, "camera.position chooses among cameras for `id: auto`; with an id it changes nothing")
+            }
+        }
+        if let node = fields["preset"], let value = choice(node, "camera.preset", among: Schema.presets) { camera.preset = value }
+        if let node = fields["mount"], let value = quarterTurn(node, "camera.mount") { camera.mount = value }
+        let isTest = camera.choice == .test
+        if let node = fields["pattern"], let value = choice(node, "camera.pattern", among: Schema.patterns) {
+            camera.pattern = value
+            if !isTest { error(keyPositions["camera.pattern"]!, "camera.pattern is for the test camera (`id: test`) only") }
+        }
+        if let node = fields["noise"], let value = integer(node, "camera.noise", in: 0...127, unit: "8-bit steps") {
+            camera.noise = value
+            if !isTest { error(keyPositions["camera.noise"]!, "camera.noise is for the test camera (`id: test`) only") }
+        }
+        return camera
+    }
+
+    private func cameraChoice(_ id: String, _ node: Node) -> CaptureDescription.Camera.Choice {
+        switch id {
+        case "auto": .auto
+        case "test": .test
+        default: .id(id)
+        }
+    }
+
+    mutating func readMicrophone(_ node: Node) -> CaptureDescription.Microphone {
+        guard let id = text(node, "microphone") else { return .none }
+        switch id {
+        case "none": return .none
+        case "default": return .default
+        case "": error(at(node), "microphone needs an id, `default` or `none`"); return .none
+        default: return .id(id)
+        }
+    }
+
+    mutating func readOutputs(_ node: Node) -> CaptureDescription.Outputs {
+        var outputs = CaptureDescription.Outputs()
+        guard let fields = entries(node, path: "outputs", what: "outputs") else { return outputs }
+        if let node = fields["preview"], enabled(node, "outputs.preview") {
+            var preview = CaptureDescription.Preview()
+            if case .mapping = node, let fields = entries(node, path: "outputs.preview", what: "outputs.preview"),
+               let sink = fields["sink"], let value = text(sink, "outputs.preview.sink") {
+                preview.sink = value
+            }
+            outputs.preview = preview
+        }
+        if let node = fields["photo"], enabled(node, "outputs.photo") { outputs.photo = readPhoto(node) }
+        if let node = fields["movie"], enabled(node, "outputs.movie") { outputs.movie = readMovie(node) }
+        if let node = fields["frames"], enabled(node, "outputs.frames") { outputs.frames = readFrames(node) }
+        return outputs
+    }
+
+    /// `photo: true` (defaults), `photo: false` (off) or a mapping.
+    private mutating func enabled(_ node: Node, _ path: String) -> Bool {
+        if case .scalar = node {
+            if DescriptionReader.isNull(node) {
+                error(at(node), "\(path) has no value: write `true` for the defaults, or its keys indented below it")
+                return false
+            }
+            return bool(node, path) ?? false
+        }
+        return true
+    }
+
+    private mutating func readPhoto(_ node: Node) -> CaptureDescription.Photo {
+        var photo = CaptureDescription.Photo()
+        guard case .mapping = node, let fields = entries(node, path: "outputs.photo", what: "outputs.photo") else { return photo }
+        if let node = fields["quality"], let value = choice(node, "outputs.photo.quality", among: Schema.qualities) { photo.quality = value }
+        if let node = fields["zero-shutter-lag"], let value = bool(node, "outputs.photo.zero-shutter-lag") { photo.zeroShutterLag = value }
+        if let node = fields["deferred"], let value = bool(node, "outputs.photo.deferred") {
+            photo.deferred = value
+            if value, photo.quality != "quality" {
+                error(at(node), "deferred photos are made only at `quality: quality` (the averaged frames are what is deferred); this output's quality is \(photo.quality)")
+            }
+        }
+        if let node = fields["exif-orientation"], let value = bool(node, "outputs.photo.exif-orientation") { photo.exifOrientation = value }
+        if let node = fields["folder"], let value = folder(node, "outputs.photo.folder") { photo.folder = value }
+        if let node = fields["name"], let value = pattern(node, "outputs.photo.name", extensions: ["jpg", "jpeg"], what: " (photos are JPEG)") {
+            photo.name = value
+        }
+        return photo
+    }
+
+    private mutating func readMovie(_ node: Node) -> CaptureDescription.Movie {
+        var movie = CaptureDescription.Movie()
+        guard case .mapping = node, let fields = entries(node, path: "outputs.movie", what: "outputs.movie") else {
+            if safe { movie.maxSize = SafeLimits.defaultMaxSize }
+            return movie
+        }
+        let p = "outputs.movie"
+        if let node = fields["audio"], let value = bool(node, "\(p).audio") { movie.audio = value }
+        if let node = fields["format"], let value = choice(node, "\(p).format", among: Schema.movieFormats) { movie.format = value }
+        if let node = fields["fragment-interval"], let value = seconds(node, "\(p).fragment-interval", in: 0.1...60) { movie.fragmentInterval = value }
+        let longest = safe ? SafeLimits.maxDuration : 86_400 * 365
+        if let node = fields["max-duration"], let value = seconds(node, "\(p).max-duration", in: 0.1...longest) { movie.maxDuration = value }
+        if let node = fields["max-size"], let value = bytes(node, "\(p).max-size", minimum: 1024) {
+            if safe, value > SafeLimits.maxSize {
+                error(at(node), "\(p).max-size may be at most 4GiB under --safe")
+            } else {
+                movie.maxSize = value
+            }
+        } else if safe {
+            movie.maxSize = SafeLimits.defaultMaxSize
+        }
+        if let node = fields["min-free-disk"], let value = bytes(node, "\(p).min-free-disk", minimum: 0) { movie.minFreeDisk = value }
+        if let node = fields["encoder"], let value = text(node, "\(p).encoder") {
+            if value.isEmpty || !value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) {
+                error(at(node), "\(p).encoder needs one element name (like x264enc), not '\(value)'")
+            } else {
+                movie.encoder = value
+            }
+        }
+        if let node = fields["bit-rate"], let value = integer(node, "\(p).bit-rate", in: 16...1_000_000, unit: "kbit/s") { movie.bitRate = value }
+        if let node = fields["folder"], let value = folder(node, "\(p).folder") { movie.folder = value }
+        let extensions = movie.format == "mp4" ? ["mp4", "m4v", "mov"] : ["mkv"]
+        if let node = fields["name"], let value = pattern(node, "\(p).name", extensions: extensions, what: " (format: \(movie.format))") {
+            movie.name = value
+        } else if fields["name"] == nil, movie.format == "matroska" {
+            movie.name = try! FileNamePattern(parsing: "movie-{counter}.mkv")
+        }
+        return movie
+    }
+
+    private mutating func readFrames(_ node: Node) -> CaptureDescription.Frames {
+        var frames = CaptureDescription.Frames()
+        guard case .mapping = node, let fields = entries(node, path: "outputs.frames", what: "outputs.frames") else { return frames }
+        if let node = fields["format"], let value = choice(node, "outputs.frames.format", among: Schema.rawFormats) { frames.format = value }
+        if let node = fields["width"], let value = integer(node, "outputs.frames.width", in: 16...7680, unit: "pixels") { frames.width = value }
+        if let node = fields["height"], let value = integer(node, "outputs.frames.height", in: 16...4320, unit: "pixels") { frames.height = value }
+        if (frames.width == nil) != (frames.height == nil), fields["width"] != nil || fields["height"] != nil {
+            let given = frames.width == nil ? "outputs.frames.height" : "outputs.frames.width"
+            if keyPositions[given] != nil, (fields["width"] == nil || fields["height"] == nil) {
+                error(keyPositions[given]!, "outputs.frames needs width and height together")
+            }
+        }
+        if let node = fields["discard-late"], let value = bool(node, "outputs.frames.discard-late") { frames.discardLate = value }
+        return frames
+    }
+
+    mutating func readFilters(_ node: Node) -> [String] {
+        if safe {
+            error(keyPositions["filters"] ?? at(node), "filters are custom GStreamer fragments, which --safe does not allow")
+            return []
+        }
+        guard case .sequence(let sequence) = node else {
+            if case .scalar = node, !DescriptionReader.isNull(node) {
+                error(at(node), "filters is a list: write each fragment on its own line starting with '- '")
+            } else {
+                error(at(node), "filters needs a list of GStreamer fragments, not \(describe(node))")
+            }
+            return []
+        }
+        var filters: [String] = []
+        for (index, item) in sequence.enumerated() {
+            guard let fragment = text(item, "filters[\(index)]") else { continue }
+            if fragment.trimmingCharacters(in: .whitespaces).isEmpty {
+                error(at(item), "filters[\(index)] is empty")
+                continue
+            }
+            valuePositions["filters.\(index)"] = at(item)
+            filters.append(fragment)
+        }
+        return filters
+    }
+}

@@ -1,0 +1,369 @@
+import Foundation
+import GCapture
+import GStreamerKit
+
+/// How a description is read and checked.
+public struct DescriptionOptions: Sendable {
+    /// For descriptions from untrusted hands: no custom GStreamer fragments, every output folder inside
+    /// `root` (no '..', no symbolic link leading out), the sizes and counts of `SafeLimits`.
+    public var safe: Bool
+    /// The folder output folders are relative to: required under `safe`; otherwise the description
+    /// file's own folder when nil.
+    public var root: URL?
+    /// `id: auto` and `microphone: default` take the built-in test devices where the machine has none
+    /// (said in `CheckedDescription.notices`), as the gcapture CLI does; the library alone does not.
+    public var fallsBackToTestDevices: Bool
+    /// Every camera becomes the built-in test camera and every microphone the test microphone, the rest
+    /// of the description as written: a dry run of a description written for another machine (and CI).
+    public var usesTestDevices: Bool
+
+    public init(safe: Bool = false, root: URL? = nil, fallsBackToTestDevices: Bool = false, usesTestDevices: Bool = false) {
+        self.safe = safe
+        self.root = root
+        self.fallsBackToTestDevices = fallsBackToTestDevices
+        self.usesTestDevices = usesTestDevices
+    }
+}
+
+/// A description checked against this machine: the devices it opens and the folders it writes to.
+public struct CheckedDescription: Sendable {
+    public let description: CaptureDescription
+    public let camera: CaptureDevice
+    public let microphone: CaptureDevice?
+    /// Where photos and movies go, absolute (created when the session is built).
+    public let photoFolder: URL?
+    public let movieFolder: URL?
+    /// What runs otherwise than written (keys for features this engine does not have yet).
+    public let warnings: [DescriptionDiagnostic]
+    /// Test devices standing in for missing real ones (only with `fallsBackToTestDevices`).
+    public let notices: [String]
+}
+
+extension CaptureDescription {
+    /// Reads and checks a description file: the schema, then this machine (devices, GStreamer elements,
+    /// folders). Throws every error at once, in file order; warnings are in the result.
+    public static func load(contentsOf url: URL, file: String? = nil,
+                            options: DescriptionOptions = .init()) throws(DescriptionError) -> CheckedDescription {
+        let name = file ?? url.path
+        let data: Data
+        do {
+            if options.safe, let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int,
+               size > SafeLimits.fileBytes {
+                throw DescriptionError([DescriptionDiagnostic(file: name, position: .start, message:
+                    "the file is \(size) bytes; under --safe a description may have at most \(SafeLimits.fileBytes)")])
+            }
+            data = try Data(contentsOf: url)
+        } catch let error as DescriptionError {
+            throw error
+        } catch {
+            throw DescriptionError([DescriptionDiagnostic(file: name, position: .start,
+                                                          message: "cannot read the file: \((error as NSError).localizedDescription)")])
+        }
+        var options = options
+        if options.root == nil, !options.safe { options.root = url.deletingLastPathComponent() }
+        return try check(DescriptionReader.read(data, file: name, safe: options.safe), options: options)
+    }
+
+    /// Checks what the reader found against this machine; a value the reader already refused is not
+    /// checked again.
+    public static func check(_ reading: DescriptionReader.Result, options: DescriptionOptions) throws(DescriptionError) -> CheckedDescription {
+        guard let description = reading.description else { throw DescriptionError(reading.errors) }
+        if options.safe, options.root == nil {
+            throw DescriptionError([DescriptionDiagnostic(file: description.file, position: .start,
+                                                          message: "--safe needs a root folder for the outputs to stay inside")])
+        }
+        var checker = MachineCheck(description: description, options: options, earlier: reading.diagnostics)
+        let result = checker.run()
+        let all = (reading.diagnostics + checker.diagnostics).ordered()
+        let errors = all.filter { $0.severity == .error }
+        guard errors.isEmpty, let result else { throw DescriptionError(errors) }
+        return CheckedDescription(description: description, camera: result.camera, microphone: result.microphone,
+                                  photoFolder: result.photoFolder, movieFolder: result.movieFolder,
+                                  warnings: all.filter { $0.severity == .warning }, notices: checker.notices)
+    }
+}
+
+/// The checks that depend on the machine.
+struct MachineCheck {
+    let description: CaptureDescription
+    let options: DescriptionOptions
+    let earlier: [DescriptionDiagnostic]
+    var diagnostics: [DescriptionDiagnostic] = []
+    var notices: [String] = []
+
+    init(description: CaptureDescription, options: DescriptionOptions, earlier: [DescriptionDiagnostic]) {
+        self.description = description
+        self.options = options
+        self.earlier = earlier
+    }
+
+    struct Found {
+        var camera: CaptureDevice
+        var microphone: CaptureDevice?
+        var photoFolder: URL?
+        var movieFolder: URL?
+    }
+
+    mutating func error(_ position: SourcePosition, _ message: String) {
+        diagnostics.append(DescriptionDiagnostic(file: description.file, position: position, message: message))
+    }
+
+    mutating func warning(_ position: SourcePosition, _ message: String) {
+        diagnostics.append(DescriptionDiagnostic(file: description.file, position: position, severity: .warning, message: message))
+    }
+
+    /// Whether the reader already refused the value at this path (its default stands in for it).
+    func refused(_ path: String) -> Bool {
+        guard let position = description.valuePositions[path] else { return false }
+        return earlier.contains { $0.severity == .error && $0.position == position }
+    }
+
+    mutating func run() -> Found? {
+        GStreamer.initialize()
+        let camera = findCamera()
+        let microphone = findMicrophone()
+        checkFragments()
+        if let movie = description.outputs.movie, let encoder = movie.encoder, !refused("outputs.movie.encoder"),
+           !GStreamer.hasElement(encoder) {
+            error(description.position(of: "outputs.movie.encoder"), ElementPackages.missing(encoder))
+        }
+        if description.outputs.preview != nil {
+            warning(description.keyPosition(of: "outputs.preview"),
+                    "outputs.preview is not supported yet (a preview window is issue 12): the session runs without one")
+        }
+        var found: Found?
+        if let camera { found = Found(camera: camera, microphone: microphone) }
+        let photoFolder = description.outputs.photo.flatMap { folder($0.folder, "outputs.photo.folder") }
+        let movieFolder = description.outputs.movie.flatMap { folder($0.folder, "outputs.movie.folder") }
+        found?.photoFolder = photoFolder
+        found?.movieFolder = movieFolder
+        return found
+    }
+
+    // MARK: Devices
+
+    mutating func findCamera() -> CaptureDevice? {
+        let camera = description.camera
+        let path = "camera.id"
+        let position = description.valuePositions[path] ?? description.keyPositions["camera"] ?? .start
+        if refused(path) { return nil }
+        let device: CaptureDevice
+        switch options.usesTestDevices && camera.choice != .test ? .test : camera.choice {
+        case .test:
+            if camera.pattern != nil || camera.noise != nil {
+                let pattern = camera.pattern.flatMap { name in TestCameraOptions.Pattern.allCases.first { $0.rawValue == name } } ?? .smpte
+                device = CaptureDevice.makeTestCamera(options: TestCameraOptions(pattern: pattern, noiseLevel: camera.noise ?? 0))
+            } else {
+                device = .testCamera
+            }
+        case .auto:
+            let wanted = CaptureDevice.Position(rawValue: camera.position) ?? .unspecified
+            // The position is a preference: a kiosk's only camera is used wherever it faces.
+            let found = [CaptureDevice.default(for: .video, position: wanted), CaptureDevice.default(for: .video)]
+                .compactMap { $0 }.first { !$0.deviceType.isTest }
+            if let found {
+                device = found
+            } else if options.fallsBackToTestDevices {
+                notices.append("no camera found: using the built-in test camera `test`")
+                device = .testCamera
+            } else {
+                error(position, "no camera found for `auto`; connect one, or name one by id (see `gcapture devices`), or `test`")
+                return nil
+            }
+        case .id(let id):
+            guard let found = CaptureDevice.device(withUniqueID: id) else {
+                let cameras = CaptureDevice.allDevices.filter { $0.mediaType == .video }.map(\.uniqueID)
+                let hint = Suggestion.closest(to: id, among: cameras + ["auto", "test"]).map { "did you mean '\($0)'? " } ?? ""
+                error(position, "no camera with id '\(id)' on this machine; \(hint)`gcapture devices` lists the cameras there are")
+                return nil
+            }
+            guard found.mediaType == .video else {
+                error(position, "'\(id)' is a microphone, not a camera (see `gcapture devices`)")
+                return nil
+            }
+            device = found
+        case .source(let fragment):
+            let sourcePosition = description.position(of: "camera.source")
+            if checkFragment(fragment, at: sourcePosition, what: "camera.source") {
+                error(sourcePosition, "camera.source is not supported yet: the engine cannot take its camera from a GStreamer fragment (the fragment itself is valid); name the camera by id")
+            }
+            return nil
+        }
+        if !refused("camera.preset"), let preset = CaptureSession.Preset(rawValue: camera.preset) {
+            let session = CaptureSession(name: "description-check")
+            session.beginConfiguration()
+            if let input = try? CaptureDeviceInput(device: device), (try? session.add(input)) != nil,
+               !session.canSetSessionPreset(preset) {
+                let sizes = Set(device.formats.map { "\($0.width)x\($0.height)" }).sorted()
+                error(description.position(of: "camera.preset"),
+                      "\(device.localizedName) cannot do preset \(preset.rawValue); it offers \(sizes.joined(separator: ", "))")
+            }
+        }
+        return device
+    }
+
+    mutating func findMicrophone() -> CaptureDevice? {
+        let position = description.position(of: "microphone")
+        if refused("microphone") { return nil }
+        if options.usesTestDevices, description.microphone != .none { return .testMicrophone }
+        switch description.microphone {
+        case .none:
+            return nil
+        case .default:
+            if let found = CaptureDevice.default(for: .audio), !found.deviceType.isTest { return found }
+            if options.fallsBackToTestDevices {
+                notices.append("no microphone found: using the built-in test microphone `test-microphone`")
+                return .testMicrophone
+            }
+            error(position, "no microphone found for `default`; name one by id (see `gcapture devices`), `test-microphone`, or `none`")
+            return nil
+        case .id(let id):
+            guard let found = CaptureDevice.device(withUniqueID: id) else {
+                let microphones = CaptureDevice.allDevices.filter { $0.mediaType == .audio }.map(\.uniqueID)
+                let hint = Suggestion.closest(to: id, among: microphones + ["default", "none"]).map { "did you mean '\($0)'? " } ?? ""
+                error(position, "no microphone with id '\(id)' on this machine; \(hint)`gcapture devices` lists the microphones there are")
+                return nil
+            }
+            guard found.mediaType == .audio else {
+                error(position, "'\(id)' is a camera, not a microphone (see `gcapture devices`)")
+                return nil
+            }
+            return found
+        }
+    }
+
+    // MARK: Fragments
+
+    mutating func checkFragments() {
+        for (index, fragment) in description.filters.enumerated() {
+            let position = description.position(of: "filters.\(index)")
+            if checkFragment(fragment, at: position, what: "filters[\(index)]") {
+                warning(position, "filters are not supported yet (the engine has no place for them between camera and outputs): this one is valid but not applied")
+            }
+        }
+    }
+
+    /// Parses a fragment as the engine would; false (reported) when it does not parse or names an element
+    /// this machine lacks.
+    mutating func checkFragment(_ fragment: String, at position: SourcePosition, what: String) -> Bool {
+        do {
+            _ = try Bin.parse(fragment, ghostUnlinkedPads: true)
+            return true
+        } catch let failure as GStreamerError {
+            if let element = ElementPackages.missingElement(in: failure.message) {
+                error(position, "\(what): " + ElementPackages.missing(element))
+            } else if failure.kind == .parse {
+                error(position, "\(what) does not parse as a GStreamer fragment (gst-launch syntax: elements joined by '!'): \(failure.message)")
+            } else {
+                error(position, "\(what) is not a GStreamer fragment this machine can build: \(failure.message)")
+            }
+            return false
+        } catch {
+            self.error(position, "\(what) is not a GStreamer fragment this machine can build: \(error)")
+            return false
+        }
+    }
+
+    // MARK: Folders
+
+    /// The folder's absolute URL; under --safe, only when it stays inside the root once every symbolic
+    /// link on the way is followed.
+    mutating func folder(_ folder: String, _ path: String) -> URL? {
+        if refused(path) { return nil }
+        let position = description.position(of: path)
+        let base = (options.root ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL
+        let url = folder.hasPrefix("/") ? URL(fileURLWithPath: folder).standardizedFileURL
+            : base.appendingPathComponent(folder).standardizedFileURL
+        if options.safe {
+            let root = base.resolvingSymlinksInPath().path
+            let resolved = Self.resolvingExistingPart(of: url).path
+            guard resolved == root || resolved.hasPrefix(root.hasSuffix("/") ? root : root + "/") else {
+                error(position, "\(path) '\(folder)' leads outside the root through a symbolic link, which --safe forbids")
+                return nil
+            }
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
+            if !isDirectory.boolValue {
+                error(position, "\(path) '\(folder)' is a file, not a folder")
+                return nil
+            }
+            if !FileManager.default.isWritableFile(atPath: url.path) {
+                error(position, "\(path) '\(folder)' is not writable by this user")
+                return nil
+            }
+        } else {
+            var ancestor = url.deletingLastPathComponent()
+            while !FileManager.default.fileExists(atPath: ancestor.path), ancestor.path != "/" { ancestor.deleteLastPathComponent() }
+            if !FileManager.default.isWritableFile(atPath: ancestor.path) {
+                error(position, "\(path) '\(folder)' does not exist and cannot be made: \(ancestor.path) is not writable")
+                return nil
+            }
+        }
+        return url
+    }
+
+    /// The path with symbolic links followed as far as it exists; the rest appended as written.
+    static func resolvingExistingPart(of url: URL) -> URL {
+        var existing = url
+        var rest: [String] = []
+        while !FileManager.default.fileExists(atPath: existing.path), existing.path != "/" {
+            rest.insert(existing.lastPathComponent, at: 0)
+            existing.deleteLastPathComponent()
+        }
+        var resolved = existing.resolvingSymlinksInPath()
+        for component in rest { resolved.appendPathComponent(component) }
+        return resolved.standardizedFileURL
+    }
+}
+
+/// Which Debian package provides a GStreamer element, for the ones people commonly name.
+enum ElementPackages {
+    static let table: [String: String] = {
+        var table: [String: String] = [:]
+        let packages: [(String, [String])] = [
+            ("gstreamer1.0-plugins-base", ["videoconvert", "videoscale", "videorate", "videotestsrc", "audiotestsrc",
+                                          "audioconvert", "audioresample", "appsink", "appsrc", "theoraenc", "vorbisenc",
+                                          "oggmux", "tee", "queue", "capsfilter", "compositor", "videoflip"]),
+            ("gstreamer1.0-plugins-good", ["v4l2src", "jpegenc", "jpegdec", "pngenc", "videocrop", "videobox",
+                                          "videobalance", "mp4mux", "qtmux", "matroskamux", "pulsesrc", "autovideosink",
+                                          "agingtv", "edgetv", "dicetv", "warptv", "quarktv", "vertigotv", "shagadelictv",
+                                          "revtv", "streaktv", "radioactv", "rippletv", "optv", "gdkpixbufoverlay",
+                                          "alpha", "deinterlace", "flvmux", "level", "spectrum", "cairooverlay",
+                                          "multifilesink", "splitmuxsink", "rtpjpegpay", "udpsink", "souphttpsrc",
+                                          "vp8enc", "vp9enc", "gamma", "videomixer"]),
+            ("gstreamer1.0-plugins-bad", ["openh264enc", "nvh264enc", "vah264enc", "qsvh264enc", "srtsink", "rtmp2sink",
+                                         "webrtcbin", "kmssink", "waylandsink", "zbar", "rsvgoverlay", "coloreffects",
+                                         "gaussianblur", "x265enc", "faceblur", "watchdog", "intervideosrc", "intervideosink",
+                                         "hlssink2", "fdkaacenc", "chromahold", "bulge", "fisheye", "kaleidoscope",
+                                         "mirror", "pinch", "sphere", "square", "stretch", "tunnel", "twirl", "waterripple"]),
+            ("gstreamer1.0-plugins-ugly", ["x264enc", "mpeg2dec", "a52dec"]),
+            ("gstreamer1.0-libav", ["avenc_mjpeg", "avenc_mpeg4", "avdec_h264", "avenc_aac"]),
+            ("gstreamer1.0-x", ["textoverlay", "clockoverlay", "timeoverlay", "ximagesink", "xvimagesink", "pango"]),
+            ("gstreamer1.0-gl", ["glimagesink", "gleffects", "glupload", "gldownload", "glcolorconvert", "glshader"]),
+            ("gstreamer1.0-gtk3", ["gtksink", "gtkglsink"]),
+            ("gstreamer1.0-pipewire", ["pipewiresrc", "pipewiresink"]),
+            ("gstreamer1.0-libcamera", ["libcamerasrc"]),
+            ("gstreamer1.0-opencv", ["facedetect", "faceblur", "edgedetect", "cvsmooth", "motioncells", "handdetect"]),
+            ("gstreamer1.0-vaapi", ["vaapih264enc", "vaapipostproc", "vaapisink"]),
+            ("frei0r-plugins", ["frei0r-filter-cartoon", "frei0r-filter-sepia"]),
+        ]
+        for (package, elements) in packages { for element in elements where table[element] == nil { table[element] = package } }
+        return table
+    }()
+
+    static func missing(_ element: String) -> String {
+        if let package = table[element] {
+            return "the GStreamer element '\(element)' is not installed on this machine; Debian's package \(package) provides it (apt install \(package))"
+        }
+        return "there is no GStreamer element '\(element)' on this machine (misspelt, or from a plugin package that is not installed; `gst-inspect-1.0 | grep -i \(element)` lists near names)"
+    }
+
+    /// The element a parse error says is missing: GStreamer writes `no element "NAME"`.
+    static func missingElement(in message: String) -> String? {
+        guard let range = message.range(of: "no element \"") else { return nil }
+        let rest = message[range.upperBound...]
+        guard let end = rest.firstIndex(of: "\"") else { return nil }
+        return String(rest[..<end])
+    }
+}
