@@ -84,8 +84,12 @@ struct InspectCommand: ParsableCommand {
 /// Reading a description for the commands that take one: diagnostics on stderr in compiler form, and
 /// exit status 1 when there is an error.
 enum DescriptionCommandSupport {
+    static func options(safe: Bool, root: String?) -> DescriptionOptions {
+        DescriptionOptions(safe: safe, root: root.map { URL(fileURLWithPath: $0) }, fallsBackToTestDevices: true)
+    }
+
     static func open(_ file: String, safe: Bool, root: String?) throws -> DescribedSession {
-        let options = DescriptionOptions(safe: safe, root: root.map { URL(fileURLWithPath: $0) }, fallsBackToTestDevices: true)
+        let options = options(safe: safe, root: root)
         let checked: CheckedDescription
         do {
             checked = try CaptureDescription.load(contentsOf: URL(fileURLWithPath: file), file: file, options: options)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GCapture
+import GCaptureDescription
 import GStreamerKit
 
 struct RunCommand: AsyncParsableCommand {
@@ -8,8 +9,9 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run a capture set-up until told to stop, driven by commands on stdin and by signals.",
         discussion: """
-        This is the form without a description file: the set-up is a camera, a microphone, a photo output \
-        and a movie output, chosen by the options below.
+        With a description FILE (see docs/description-files.md; `gcapture inspect FILE` checks it), the file \
+        is the set-up, and SIGHUP re-reads it and applies what changed to the running session. Without one, \
+        the set-up is a camera, a microphone, a photo output and a movie output, chosen by the options below.
 
         Commands, one per line on stdin, as plain words or as a JSON object (see docs/control-protocol.md):
           \(ControlCommand.synopsis.joined(separator: "\n  "))
@@ -20,16 +22,27 @@ struct RunCommand: AsyncParsableCommand {
           {"id": 2, "command": "record", "action": "start", "path": "clip.mp4"}
 
         Signals: SIGUSR1 takes a photo (the shutter). SIGHUP reloads the set-up (without a file: the \
-        settings in force are applied again). The first INT, TERM or QUIT stops cleanly: the recording is \
+        settings in force are applied again; a file's changes that need a new session, such as an output \
+        added, are reported and left as they were). The first INT, TERM or QUIT stops cleanly: the recording is \
         finalized, the photos requested are written, exit status 0; a second one exits at once. The end of \
         stdin ends the commands, not the run.
 
         Examples:
+          gcapture run pipelines/photobooth.yaml --json
           gcapture run --photo-folder shots --movie-folder clips
           gcapture run --camera test --microphone none --json < commands.jsonl
         """)
 
     @OptionGroup var logging: LoggingOptions
+
+    @Argument(help: "A description file: the whole set-up (the options for devices, folders and names then do not apply).")
+    var file: String?
+
+    @Flag(help: "The description comes from untrusted hands: no custom fragments, every path inside --root.")
+    var safe = false
+
+    @Option(help: "With --safe: the folder every output path must stay inside.")
+    var root: String?
 
     @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
     var camera: String?
@@ -43,11 +56,13 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Folder for movies recorded without a path (created if missing).")
     var movieFolder = "."
 
-    @Option(help: "Photo file names: {counter} is the next free number, {date} the local time.")
-    var photoNaming = "photo-{date}-{counter}.jpg"
+    @Option(help: "Photo file names: {counter} is the next free number, {date} the local time.",
+            transform: { try Self.naming($0, option: "--photo-naming") })
+    var photoNaming = ControlledCaptureSettings.defaultPhotoNaming
 
-    @Option(help: "Movie file names (.mp4, or .mkv for Matroska), with {counter} and {date}.")
-    var movieNaming = "movie-{date}-{counter}.mp4"
+    @Option(help: "Movie file names (.mp4, or .mkv for Matroska), with {counter} and {date}.",
+            transform: { try Self.naming($0, option: "--movie-naming") })
+    var movieNaming = ControlledCaptureSettings.defaultMovieNaming
 
     @Option(help: "Session preset (see `gcapture frames --help`).")
     var preset: CaptureSession.Preset = .high
@@ -62,10 +77,12 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Replies and events as JSON lines, for programs.")
     var json = false
 
+    static func naming(_ text: String, option: String) throws -> FileNamePattern {
+        do { return try FileNamePattern(parsing: text) } catch { throw ValidationError("\(option) \(text): \(error)") }
+    }
+
     func validate() throws {
-        for (option, pattern) in [("--photo-naming", photoNaming), ("--movie-naming", movieNaming)] {
-            if let problem = FileNaming(pattern: pattern).problem { throw ValidationError("\(option) \(problem)") }
-        }
+        if safe, file == nil { throw ValidationError("--safe is for description files: give the FILE") }
     }
 
     func run() async throws {
@@ -101,7 +118,41 @@ struct RunCommand: AsyncParsableCommand {
     /// as a `ControlledCapture` built from the described session, its outputs and settings, with a reload
     /// hook that re-reads the file and returns its settings.
     private func makeCapture() throws -> (ControlledCapture, CaptureController.ReloadHook) {
-        (try captureFromOptions(), CaptureController.reapplyCurrentSettings)
+        guard let file else { return (try captureFromOptions(), CaptureController.reapplyCurrentSettings) }
+        let described = try DescriptionCommandSupport.open(file, safe: safe, root: root)
+        let capture = ControlledCapture(session: described.session, photoOutput: described.photoOutput,
+                                        movieOutput: described.movieOutput, settings: Self.settings(of: described),
+                                        camera: described.cameraInput.device.description,
+                                        microphone: described.microphoneInput?.device.description,
+                                        notices: described.checked.notices)
+        let options = DescriptionCommandSupport.options(safe: safe, root: root)
+        let reload: CaptureController.ReloadHook = { _ in
+            let new = try CaptureDescription.load(contentsOf: URL(fileURLWithPath: file), file: file, options: options)
+            let report = try described.reload(new)
+            if !report.needsRestart.isEmpty {
+                FileHandle.standardError.write(Data("gcapture: \(file): \(report.needsRestart.joined(separator: ", ")) changed; that needs a new run and was left as it was\n".utf8))
+            }
+            return Self.settings(of: described)
+        }
+        return (capture, reload)
+    }
+
+    /// What of a described set-up `run` commands change live.
+    private static func settings(of described: DescribedSession) -> ControlledCaptureSettings {
+        let description = described.description
+        let photo = description.outputs.photo
+        let here = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+        // One spelling of a folder, so that a reload compares folders, not how their URLs were made.
+        func folder(_ url: URL) -> URL { URL(fileURLWithPath: url.path, isDirectory: true).standardizedFileURL }
+        return ControlledCaptureSettings(
+            rotation: described.effectiveRotation,
+            mirrored: described.isMirrored,
+            photoQuality: CapturePhotoOutput.QualityPrioritization.allCases.first { $0.description == photo?.quality } ?? .balanced,
+            photoEXIFOrientation: photo?.exifOrientation ?? false,
+            photoFolder: folder(described.photoFiles?.folder ?? here),
+            movieFolder: folder(described.movieFiles?.folder ?? here),
+            photoNaming: described.photoFiles?.pattern ?? ControlledCaptureSettings.defaultPhotoNaming,
+            movieNaming: described.movieFiles?.pattern ?? ControlledCaptureSettings.defaultMovieNaming)
     }
 
     /// The set-up the options describe.
@@ -112,8 +163,8 @@ struct RunCommand: AsyncParsableCommand {
             rotation: rotation,
             photoFolder: try Self.folder(photoFolder, option: "--photo-folder"),
             movieFolder: try Self.folder(movieFolder, option: "--movie-folder"),
-            photoNaming: FileNaming(pattern: photoNaming),
-            movieNaming: FileNaming(pattern: movieNaming))
+            photoNaming: photoNaming,
+            movieNaming: movieNaming)
         let photos = CapturePhotoOutput()
         let movie = CaptureMovieFileOutput()
         let session = CaptureSession(name: "gcapture-run")

@@ -1,5 +1,6 @@
 import Foundation
 import GCapture
+import GCaptureDescription
 
 /// What a command answers when it worked: the reply's fields (for --json) and its plain words.
 struct ControlReply: Sendable {
@@ -34,7 +35,8 @@ actor CaptureController {
     private let onFatalError: @Sendable (String) -> Void
     private(set) var settings: ControlledCaptureSettings
     private var camera: String
-    private var namer = FileNamer()
+    /// The files handed out per folder and naming rule: numbering goes on after the highest in the folder.
+    private var files: [String: OutputFiles] = [:]
     private var recording: RecordingWatcher?
     private var progress: Task<Void, Never>?
     private var photosInFlight = 0
@@ -117,12 +119,15 @@ actor CaptureController {
     func requestPhoto(path: String?, trigger: String) throws(ControlFailure) -> PhotoTicket {
         try refuseWhenStopping()
         guard let photos = capture.photoOutput else { throw ControlFailure("this set-up takes no photos (it has no photo output)") }
-        let url = path.map(Self.resolve) ?? namer.next(settings.photoNaming, in: settings.photoFolder)
+        let url: URL
+        if let path { url = Self.resolve(path) } else { url = try nextFile(settings.photoNaming, in: settings.photoFolder) }
         photosInFlight += 1
         let watcher = PhotoWatcher()
         // The delegate form takes the request now, on this actor: the async form would take it only when
         // its task runs, after a `rotate` sent later had perhaps been applied.
-        photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: settings.photoQuality, fileURL: url), delegate: watcher)
+        photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: settings.photoQuality,
+                                                       orientationHandling: settings.photoEXIFOrientation ? .exifOrientationOnly : .rotatePixels,
+                                                       fileURL: url), delegate: watcher)
         return PhotoTicket(watcher: watcher, url: url, trigger: trigger)
     }
 
@@ -173,7 +178,8 @@ actor CaptureController {
         try refuseWhenStopping()
         guard let movie = capture.movieOutput else { throw ControlFailure("this set-up records no movies (it has no movie output)") }
         if let recording { throw ControlFailure("already recording to \(recording.url.path); `record stop` first") }
-        let url = path.map(Self.resolve) ?? namer.next(settings.movieNaming, in: settings.movieFolder)
+        let url: URL
+        if let path { url = Self.resolve(path) } else { url = try nextFile(settings.movieNaming, in: settings.movieFolder) }
         let output = output
         let watcher = RecordingWatcher(url: url) { [weak self] watcher, error in
             // Said here, before anyone waiting for the finish hears of it: the event comes before the reply.
@@ -308,9 +314,6 @@ actor CaptureController {
         guard CaptureConnection.supportedVideoRotationAngles.contains(Double(new.rotation)) else {
             throw ControlFailure("rotation \(new.rotation) is not one of \(NumberRanges.rotation.accepted)")
         }
-        for (option, naming) in [("photo naming", new.photoNaming), ("movie naming", new.movieNaming)] {
-            if let problem = naming.problem { throw ControlFailure("the \(option) \"\(naming.pattern)\" \(problem)") }
-        }
         for folder in Set([new.photoFolder, new.movieFolder]) where folder != settings.photoFolder && folder != settings.movieFolder {
             do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
                 throw ControlFailure("cannot create the folder \(folder.path): \(error.localizedDescription)")
@@ -329,6 +332,13 @@ actor CaptureController {
             connection.automaticallyAdjustsVideoMirroring = false
             connection.isVideoMirrored = settings.mirrored
         }
+    }
+
+    private func nextFile(_ naming: FileNamePattern, in folder: URL) throws(ControlFailure) -> URL {
+        let key = folder.path + "/" + naming.text
+        let files = self.files[key] ?? OutputFiles(folder: folder, pattern: naming)
+        self.files[key] = files
+        do { return try files.next() } catch { throw ControlFailure("\(error)") }
     }
 
     /// SIGHUP: the reload hook re-reads the set-up, and what changed is applied on the live session.

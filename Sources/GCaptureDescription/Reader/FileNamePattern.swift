@@ -25,6 +25,9 @@ public struct FileNamePattern: Sendable, Equatable, CustomStringConvertible {
 
     public init(parsing text: String) throws(Problem) {
         self.text = text
+        if text.contains("/") || text.contains("\0") {
+            throw Problem(description: "a name cannot contain '/'; put the folder under `folder:`")
+        }
         var parts: [Part] = []
         var literal = ""
         var rest = Substring(text)
@@ -64,9 +67,6 @@ public struct FileNamePattern: Sendable, Equatable, CustomStringConvertible {
         if !literal.isEmpty { parts.append(.text(literal)) }
         guard parts.contains(where: { if case .counter = $0 { true } else { false } }) else {
             throw Problem(description: "the name has no {counter}: every file would overwrite the one before")
-        }
-        if text.contains("/") || text.contains("\0") {
-            throw Problem(description: "a name cannot contain '/'; put the folder under `folder:`")
         }
         self.parts = parts
     }
