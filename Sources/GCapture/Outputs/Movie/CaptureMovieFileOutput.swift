@@ -366,7 +366,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             }
             self.delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, from: [self.connection], error: outcome) }
             // The recording's encoders, muxers and the copy have all been freed by now.
-            FreedMemory.release()
+            ProcessHeap.release()
         }
     }
 
