@@ -1,0 +1,212 @@
+import Foundation
+@testable import GCapture
+import GStreamerKit
+import XCTest
+
+/// The movie output across interruptions (issue 11, "nothing captured is lost"), on a real session whose
+/// devices InterruptionDriver interrupts the way the session's machinery does; files checked by ffprobe and
+/// ffmpeg.
+final class RecordingInterruptionTests: XCTestCase {
+    private let camera = CaptureDevice.makeTestCamera(options: .init(maxFrameRate: 30))
+
+    /// Each frame's mean luma (8-bit, 16 black), in presentation order, as ffmpeg decodes the movie.
+    private func frameLumas(_ url: URL) throws -> [UInt8] {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("lumas-\(UUID().uuidString).raw")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", url.path, "-an",
+                                                      "-vf", "scale=1:1,format=gray", "-f", "rawvideo", output.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        return [UInt8](try Data(contentsOf: output))
+    }
+
+    /// Seconds of each track, as ffprobe reads them from the file.
+    private func trackDurations(_ url: URL) throws -> (video: Double, audio: Double) {
+        let probed = try probe(url, countFrames: false)
+        let video = try XCTUnwrap((probed.stream("video")?["duration"] as? String).flatMap(Double.init), "no video track")
+        let audio = try XCTUnwrap((probed.stream("audio")?["duration"] as? String).flatMap(Double.init), "no audio track")
+        return (video, audio)
+    }
+
+    private func pause(_ seconds: Double) async throws { try await Task.sleep(for: .milliseconds(Int(seconds * 1000))) }
+
+    func testByDefaultARecordingGoesThroughACameraInterruptionInOneFile() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput(), driver = InterruptionDriver()
+        XCTAssertEqual(movie.interruptionBehavior, .continueThroughGap)
+        let session = try await startSession(camera: camera, microphone: .testMicrophone, outputs: [movie, driver])
+        let url = folder.appendingPathComponent("clip.mp4")
+        let log = RecordingLog()
+        movie.startRecording(to: url, recordingDelegate: log)
+        try await log.wait(for: 1, "the recording's start")
+        try await pause(1.5)
+        // The camera goes away as v4l2src does: its end-of-stream runs through the tee first.
+        try await driver.interrupt(.videoDeviceUnplugged, pushEndOfStream: true)
+        try await pause(1.5)
+        XCTAssertTrue(movie.isRecording)
+        XCTAssertEqual(movie.outputFileURL, url)
+        try await driver.endInterruption(.videoDeviceUnplugged)
+        try await pause(1.5)
+        movie.stopRecording()
+        try await log.wait(for: 2, "the recording's end")
+        await session.stop()
+
+        XCTAssertEqual(log.events, [.started(url), .finished(url, nil)])
+        XCTAssertGreaterThan(driver.fillerBuffers.withLock { $0 }, 20, "the filler delivered frames")
+        let probed = try probe(url)
+        XCTAssertEqual(probed.duration, 4.5, accuracy: 0.4, "one timeline through the gap")
+        let (video, audio) = try trackDurations(url)
+        XCTAssertEqual(video, audio, accuracy: 0.1, "video \(video) s, audio \(audio) s")
+        XCTAssertTrue(try ffmpegDecodes(url))
+        // Colour bars, then the filler's black for about the gap, then colour bars again.
+        let lumas = try frameLumas(url)
+        let black = lumas.filter { $0 < 24 }.count
+        XCTAssertEqual(Double(black) / 30, 1.5, accuracy: 0.35, "\(black) black frames of \(lumas.count)")
+        XCTAssertGreaterThan(lumas.first ?? 0, 40)
+        XCTAssertGreaterThan(lumas.last ?? 0, 40, "the camera's frames after recovery are in the file")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: folder.appendingPathComponent("clip-2.mp4").path))
+    }
+
+    func testFinalizeAndResumeEndsTheFileAtTheInterruptionAndGoesOnInTheNextFile() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput(), driver = InterruptionDriver()
+        movie.interruptionBehavior = .finalizeAndResume
+        let session = try await startSession(camera: camera, microphone: .testMicrophone, outputs: [movie, driver])
+        let first = folder.appendingPathComponent("clip.mp4"), second = folder.appendingPathComponent("clip-2.mp4")
+        let log = RecordingLog()
+        movie.startRecording(to: first, recordingDelegate: log)
+        try await log.wait(for: 1, "the recording's start")
+        try await pause(1.5)
+        // The session hears of the cause after its filler is in: the filler's frames stay out all the same.
+        try await driver.interrupt(.videoDeviceInUseByAnotherClient, pushEndOfStream: true, hooksAfter: 0.2)
+        // Finalized while the camera is still away: the file is complete and plays now.
+        try await log.wait(for: 2, "the first file's end")
+        XCTAssertEqual(log.events.last, .finished(first, .sessionWasInterrupted(.videoDeviceInUseByAnotherClient)))
+        XCTAssertTrue(CaptureError.sessionWasInterrupted(.videoDeviceInUseByAnotherClient).recordingFinishedSuccessfully)
+        XCTAssertTrue(movie.isRecording, "the recording waits for the camera")
+        XCTAssertNil(movie.outputFileURL, "no file is open between files")
+        XCTAssertEqual(try probe(first).duration, 1.5, accuracy: 0.3)
+        XCTAssertTrue(try ffmpegDecodes(first))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: first).path))
+        try await pause(1)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: second.path), "nothing is recorded while the camera is away")
+        try await driver.endInterruption(.videoDeviceInUseByAnotherClient)
+        try await log.wait(for: 3, "the next file's start")
+        XCTAssertEqual(movie.outputFileURL, second)
+        try await pause(1.5)
+        movie.stopRecording()
+        try await log.wait(for: 4, "the next file's end")
+        await session.stop()
+
+        XCTAssertEqual(log.events, [.started(first), .finished(first, .sessionWasInterrupted(.videoDeviceInUseByAnotherClient)),
+                                    .started(second), .finished(second, nil)])
+        XCTAssertGreaterThan(driver.fillerBuffers.withLock { $0 }, 20, "the filler delivered frames")
+        for url in [first, second] {
+            XCTAssertTrue(try ffmpegDecodes(url), url.lastPathComponent)
+            let (video, audio) = try trackDurations(url)
+            XCTAssertEqual(video, audio, accuracy: 0.1, "\(url.lastPathComponent): video \(video) s, audio \(audio) s")
+            let lumas = try frameLumas(url)
+            XCTAssertEqual(lumas.filter { $0 < 24 }.count, 0, "\(url.lastPathComponent) holds filler frames: \(lumas)")
+        }
+        XCTAssertEqual(try probe(second).duration, 1.5, accuracy: 0.3)
+    }
+
+    func testFinalizeAndResumeNamesTheNextFileAfterOnesThatExist() throws {
+        let folder = try temporaryFolder()
+        let url = folder.appendingPathComponent("take.mov.mp4")
+        XCTAssertEqual(CaptureMovieFileOutput.nextFileURL(after: url, number: 2).lastPathComponent, "take.mov-2.mp4")
+        FileManager.default.createFile(atPath: folder.appendingPathComponent("take.mov-2.mp4").path, contents: Data())
+        FileManager.default.createFile(atPath: MovieRecovery.sidecarURL(for: folder.appendingPathComponent("take.mov-3.mp4")).path,
+                                       contents: Data())
+        XCTAssertEqual(CaptureMovieFileOutput.nextFileURL(after: url, number: 2).lastPathComponent, "take.mov-4.mp4")
+    }
+
+    func testFinalizeAndResumeStartedWhileInterruptedBeginsWhenTheCameraIsBackAndAStopBetweenFilesEndsIt() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput(), driver = InterruptionDriver()
+        movie.interruptionBehavior = .finalizeAndResume
+        let session = try await startSession(camera: camera, outputs: [movie, driver])
+        let url = folder.appendingPathComponent("late.mp4")
+        try await driver.interrupt(.videoDeviceUnplugged)
+        let log = RecordingLog()
+        movie.startRecording(to: url, recordingDelegate: log)
+        try await pause(0.8)
+        XCTAssertEqual(log.events, [], "no file begins while the camera is away")
+        XCTAssertTrue(movie.isRecording)
+        try await driver.endInterruption(.videoDeviceUnplugged)
+        try await log.wait(for: 1, "the start once the camera is back")
+        XCTAssertEqual(log.events, [.started(url)], "the first file is the one asked for")
+        try await pause(1)
+        try await driver.interrupt(.videoDeviceStalled)
+        try await log.wait(for: 2, "the file's end at the second interruption")
+        // Stopped between files: the recording ends, with no file to finish and no further callback.
+        movie.stopRecording()
+        XCTAssertFalse(movie.isRecording)
+        try await driver.endInterruption(.videoDeviceStalled)
+        try await pause(0.8)
+        await session.stop()
+        XCTAssertEqual(log.events, [.started(url), .finished(url, .sessionWasInterrupted(.videoDeviceStalled))])
+        XCTAssertEqual(try probe(url).duration, 1, accuracy: 0.3)
+        XCTAssertEqual(try frameLumas(url).filter { $0 < 24 }.count, 0, "filler frames in the file")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: folder.appendingPathComponent("late-2.mp4").path))
+    }
+
+    func testAnAudioInterruptionKeepsTheRecordingGoingWithItsAudioInSync() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput(), driver = InterruptionDriver()
+        let session = try await startSession(camera: camera, microphone: .testMicrophone, outputs: [movie, driver])
+        let url = folder.appendingPathComponent("audio-gap.mp4")
+        let log = RecordingLog()
+        movie.startRecording(to: url, recordingDelegate: log)
+        try await log.wait(for: 1, "the recording's start")
+        try await pause(1.5)
+        // The audio server goes away as pulsesrc reports it: end-of-stream through the audio tee first.
+        try await driver.interrupt(.audioServerUnavailable, pushEndOfStream: true)
+        try await pause(1.5)
+        XCTAssertTrue(movie.isRecording, "an audio interruption does not end the recording")
+        try await driver.endInterruption(.audioServerUnavailable)
+        try await pause(1.5)
+        movie.stopRecording()
+        try await log.wait(for: 2, "the recording's end")
+        await session.stop()
+        XCTAssertEqual(log.events, [.started(url), .finished(url, nil)])
+        XCTAssertEqual(try probe(url).duration, 4.5, accuracy: 0.4)
+        let (video, audio) = try trackDurations(url)
+        XCTAssertEqual(video, audio, accuracy: 0.1, "video \(video) s, audio \(audio) s")
+        XCTAssertTrue(try ffmpegDecodes(url))
+    }
+}
+
+/// What a movie output tells its delegate, in order.
+final class RecordingLog: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
+    enum Event: Equatable, CustomStringConvertible {
+        case started(URL)
+        case finished(URL, CaptureError?)
+        var description: String {
+            switch self {
+            case .started(let url): "started \(url.lastPathComponent)"
+            case .finished(let url, let error): "finished \(url.lastPathComponent)" + (error.map { ": \($0)" } ?? "")
+            }
+        }
+    }
+
+    private let lock = NSLock()
+    private var logged: [Event] = []
+    var events: [Event] { lock.withLock { logged } }
+
+    func fileOutput(_ output: CaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
+        lock.withLock { logged.append(.started(fileURL)) }
+    }
+    func fileOutput(_ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
+                    error: (any Error)?) {
+        lock.withLock { logged.append(.finished(outputFileURL, error.map { $0 as! CaptureError })) }
+    }
+
+    /// Waits until `count` events have come (15 s at most).
+    func wait(for count: Int, _ what: String) async throws {
+        let deadline = Date().addingTimeInterval(15)
+        while events.count < count {
+            guard Date() < deadline else { throw DeadlineExceeded(description: "\(what): only \(events) within 15 s") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
