@@ -55,6 +55,7 @@ final class RecordingInterruptionTests: XCTestCase {
         let probed = try probe(url)
         XCTAssertEqual(probed.duration, 4.5, accuracy: 0.4, "one timeline through the gap")
         let (video, audio) = try trackDurations(url)
+        print("through the gap: \(probed.duration) s, video \(video) s, audio \(audio) s")
         XCTAssertEqual(video, audio, accuracy: 0.1, "video \(video) s, audio \(audio) s")
         XCTAssertTrue(try ffmpegDecodes(url))
         // Colour bars, then the filler's black for about the gap, then colour bars again.
@@ -108,6 +109,32 @@ final class RecordingInterruptionTests: XCTestCase {
             XCTAssertEqual(lumas.filter { $0 < 24 }.count, 0, "\(url.lastPathComponent) holds filler frames: \(lumas)")
         }
         XCTAssertEqual(try probe(second).duration, 1.5, accuracy: 0.3)
+    }
+
+    func testFinalizeAndResumeAcrossABriefInterruptionTellsTheDelegateInOrder() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput(), driver = InterruptionDriver()
+        movie.interruptionBehavior = .finalizeAndResume
+        let session = try await startSession(camera: camera, microphone: .testMicrophone, outputs: [movie, driver])
+        let first = folder.appendingPathComponent("brief.mp4"), second = folder.appendingPathComponent("brief-2.mp4")
+        let log = RecordingLog()
+        movie.startRecording(to: first, recordingDelegate: log)
+        try await log.wait(for: 1, "the recording's start")
+        try await pause(1)
+        // Back before the first file is settled (its fragments are rewritten as a plain MP4 meanwhile).
+        try await driver.interrupt(.videoDeviceUnplugged)
+        try await driver.endInterruption(.videoDeviceUnplugged)
+        try await log.wait(for: 3, "the next file's start")
+        try await pause(1)
+        movie.stopRecording()
+        try await log.wait(for: 4, "the next file's end")
+        await session.stop()
+        XCTAssertEqual(log.events, [.started(first), .finished(first, .sessionWasInterrupted(.videoDeviceUnplugged)),
+                                    .started(second), .finished(second, nil)])
+        for url in [first, second] {
+            XCTAssertEqual(try probe(url).duration, 1, accuracy: 0.3, url.lastPathComponent)
+            XCTAssertTrue(try ffmpegDecodes(url), url.lastPathComponent)
+        }
     }
 
     func testFinalizeAndResumeNamesTheNextFileAfterOnesThatExist() throws {
@@ -171,6 +198,7 @@ final class RecordingInterruptionTests: XCTestCase {
         XCTAssertEqual(log.events, [.started(url), .finished(url, nil)])
         XCTAssertEqual(try probe(url).duration, 4.5, accuracy: 0.4)
         let (video, audio) = try trackDurations(url)
+        print("across the audio interruption: video \(video) s, audio \(audio) s")
         XCTAssertEqual(video, audio, accuracy: 0.1, "video \(video) s, audio \(audio) s")
         XCTAssertTrue(try ffmpegDecodes(url))
     }

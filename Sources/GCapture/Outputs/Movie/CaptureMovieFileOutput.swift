@@ -150,7 +150,12 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
 
     override var drainsOnDetach: Bool { true }
 
-    override func didJoin(_ context: OutputContext, branch: Bin?) { locked { self.context = context } }
+    override func didJoin(_ context: OutputContext, branch: Bin?) {
+        locked {
+            self.context = context
+            videoInterruption = nil
+        }
+    }
 
     override func didDetach() { didDetach(drained: true) }
 
@@ -306,10 +311,15 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             recording?.waitingFor = nil
             return recording?.delegate
         }) else { return }
+        // Told through the queue that settles finished files, so that after a brief interruption the delegate
+        // hears the previous file end before this one start.
+        let tell: @Sendable (@escaping @Sendable () -> Void) -> Void = { callback in
+            self.workQueue.async { self.delegateQueue.async(execute: callback) }
+        }
         do throws(CaptureError) {
             guard let graph else { throw .sessionNotRunning }
             try attachRecording(to: graph, url: url)
-            delegateQueue.async { delegate.fileOutput(self, didStartRecordingTo: url, from: [self.connection]) }
+            tell { delegate.fileOutput(self, didStartRecordingTo: url, from: [self.connection]) }
         } catch {
             let lock = locked { () -> SidecarLock? in
                 defer { recording = nil }
@@ -319,7 +329,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             // locked holds nothing, and neither does a movie no frame reached.
             if lock != nil { try? FileManager.default.removeItem(at: MovieRecovery.sidecarURL(for: url)) }
             MovieFiles.removeIfEmpty(url)
-            delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, from: [self.connection], error: error) }
+            tell { delegate.fileOutput(self, didFinishRecordingTo: url, from: [self.connection], error: error) }
         }
     }
 
