@@ -177,6 +177,26 @@ final class RecordingInterruptionTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: folder.appendingPathComponent("late-2.mp4").path))
     }
 
+    func testFinalizeAndResumeStartedWhileInterruptedAndStoppedBeforeTheCameraIsBackIsAnswered() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput(), driver = InterruptionDriver()
+        movie.interruptionBehavior = .finalizeAndResume
+        let session = try await startSession(camera: camera, outputs: [movie, driver])
+        let url = folder.appendingPathComponent("never.mp4")
+        try await driver.interrupt(.videoDeviceUnplugged)
+        let log = RecordingLog()
+        movie.startRecording(to: url, recordingDelegate: log)
+        try await pause(0.3)
+        movie.stopRecording()
+        try await log.wait(for: 1, "the answer to the start")
+        try await driver.endInterruption(.videoDeviceUnplugged)
+        try await pause(0.5)
+        await session.stop()
+        XCTAssertEqual(log.events, [.finished(url, .noFramesRecorded)])
+        XCTAssertFalse(movie.isRecording)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: url.path))
+    }
+
     func testAnAudioInterruptionKeepsTheRecordingGoingWithItsAudioInSync() async throws {
         let folder = try temporaryFolder()
         let movie = CaptureMovieFileOutput(), driver = InterruptionDriver()

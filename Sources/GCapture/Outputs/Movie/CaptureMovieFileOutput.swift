@@ -503,15 +503,17 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     // MARK: Finishing
 
     private func stop(with error: CaptureError?) {
-        let (context, proceed) = locked { () -> (OutputContext?, Bool) in
-            guard let current = recording, !current.stopping else { return (nil, false) }
+        let (context, proceed, unstarted) = locked { () -> (OutputContext?, Bool, Recording?) in
+            guard let current = recording, !current.stopping else { return (nil, false, nil) }
             recording?.stopping = true
             recording?.monitor?.cancel()
             // Between files nothing is open (the delegate has heard the last file end): the recording just
             // ends. A file being cut at an interruption ends the recording once it is finalized.
             if current.waitingFor != nil { recording = nil }
-            return (self.context, current.waitingFor == nil && !current.splitting)
+            return (self.context, current.waitingFor == nil && !current.splitting,
+                    current.waitingFor != nil && current.filesStarted == 0 ? current : nil)
         }
+        if let unstarted { endUnstarted(unstarted, error: error) }
         guard proceed else { return }
         guard let context else { return complete(error: error, drained: false) }
         context.onSessionQueue { graph in
@@ -527,8 +529,19 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             return recording
         }) else { return }
         // Between files nothing is open: the delegate has heard the last file end already.
-        guard finished.waitingFor == nil else { return }
+        guard finished.waitingFor == nil else {
+            if finished.filesStarted == 0 { endUnstarted(finished, error: error) }
+            return
+        }
         finishFile(finished, error: error, drained: drained)
+    }
+
+    /// A recording asked for while the camera was interrupted ended before its first file began: its
+    /// delegate hears that no frame was recorded (the one answer to its startRecording).
+    private func endUnstarted(_ recording: Recording, error: CaptureError?) {
+        let url = recording.requestedURL, delegate = recording.delegate
+        let outcome = error.flatMap { $0.recordingFinishedSuccessfully ? nil : $0 } ?? .noFramesRecorded
+        workQueue.async { self.delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, from: [self.connection], error: outcome) } }
     }
 
     /// Settles the recording's current file (off the session's queue) and tells the delegate it finished.
