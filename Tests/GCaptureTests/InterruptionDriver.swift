@@ -22,8 +22,10 @@ final class InterruptionDriver: CaptureOutput, @unchecked Sendable {
     /// The source in the slot is unplugged, the filler takes its place, the outputs hear of it.
     /// `pushEndOfStream`: the dying source's end-of-stream first goes through the tee, as v4l2src's and
     /// pulsesrc's do when their device goes away. `hooksAfter`: seconds the filler runs before the outputs
-    /// hear of the interruption (the session may classify the failure after the filler is in).
-    func interrupt(_ reason: CaptureSession.InterruptionReason, pushEndOfStream: Bool = false, hooksAfter: Double = 0) async throws {
+    /// hear of the interruption (the session may classify the failure after the filler is in). `fillerAfter`:
+    /// seconds with no source at all before the filler comes (the session's reaction time).
+    func interrupt(_ reason: CaptureSession.InterruptionReason, pushEndOfStream: Bool = false, hooksAfter: Double = 0,
+                   fillerAfter: Double = 0) async throws {
         let video = reason.affectsVideo
         try await onSessionQueue("interrupting the \(video ? "camera" : "microphone")") { graph in
             let slot: SessionGraph.Slot = video ? .video : .audio
@@ -36,6 +38,10 @@ final class InterruptionDriver: CaptureOutput, @unchecked Sendable {
                 _ = pad.peer?.send(.endOfStream())
             }
             self.interrupted.withLock { $0[video] = failing }
+            if fillerAfter > 0 {
+                try graph.setSource(nil, for: slot)
+                usleep(UInt32(fillerAfter * 1e6))
+            }
             try graph.setSource(self.filler(for: failing.0, selection: failing.1, name: graph.makeSourceName(slot)), for: slot)
             if hooksAfter > 0 { usleep(UInt32(hooksAfter * 1e6)) }
             for output in graph.members { output.sessionWasInterrupted(reason) }
