@@ -156,9 +156,9 @@ final class RecordingInterruptionTests: XCTestCase {
         let folder = try temporaryFolder()
         let url = folder.appendingPathComponent("take.mov.mp4")
         XCTAssertEqual(CaptureMovieFileOutput.nextFileURL(after: url, number: 2).lastPathComponent, "take.mov-2.mp4")
-        FileManager.default.createFile(atPath: folder.appendingPathComponent("take.mov-2.mp4").path, contents: Data())
-        FileManager.default.createFile(atPath: MovieRecovery.sidecarURL(for: folder.appendingPathComponent("take.mov-3.mp4")).path,
-                                       contents: Data())
+        XCTAssertTrue(FileManager.default.createFile(atPath: folder.appendingPathComponent("take.mov-2.mp4").path, contents: Data()))
+        let sidecar = MovieRecovery.sidecarURL(for: folder.appendingPathComponent("take.mov-3.mp4"))
+        XCTAssertTrue(FileManager.default.createFile(atPath: sidecar.path, contents: Data()))
         XCTAssertEqual(CaptureMovieFileOutput.nextFileURL(after: url, number: 2).lastPathComponent, "take.mov-4.mp4")
     }
 
