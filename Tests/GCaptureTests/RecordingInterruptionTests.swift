@@ -174,6 +174,58 @@ final class RecordingInterruptionTests: XCTestCase {
         }
     }
 
+    func testFinalizeAndResumeCarriesAPauseToTheNextFileAndAResumeBetweenFilesToo() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput(), driver = InterruptionDriver()
+        movie.interruptionBehavior = .finalizeAndResume
+        let session = try await startSession(camera: camera, outputs: [movie, driver])
+        let first = folder.appendingPathComponent("paused.mp4"), second = folder.appendingPathComponent("paused-2.mp4")
+        let third = folder.appendingPathComponent("paused-3.mp4")
+        let log = RecordingLog()
+        movie.startRecording(to: first, recordingDelegate: log)
+        try await log.wait(for: 1, "the recording's start")
+        try await pause(1)
+        movie.pauseRecording()
+        try await driver.interrupt(.videoDeviceUnplugged)
+        try await log.wait(for: 2, "the first file's end")
+        XCTAssertTrue(movie.isRecordingPaused, "paused between files")
+        try await driver.endInterruption(.videoDeviceUnplugged)
+        try await log.wait(for: 3, "the second file's start")
+        try await pause(0.8)
+        XCTAssertTrue(movie.isRecordingPaused, "the next file begins paused")
+        XCTAssertEqual(movie.recordedDuration, 0, "nothing recorded while paused")
+        movie.resumeRecording()
+        try await pause(1)
+        try await driver.interrupt(.videoDeviceUnplugged)
+        try await log.wait(for: 4, "the second file's end")
+        // Paused and resumed between files: the third file records from its start.
+        movie.pauseRecording()
+        movie.resumeRecording()
+        XCTAssertFalse(movie.isRecordingPaused)
+        try await driver.endInterruption(.videoDeviceUnplugged)
+        try await log.wait(for: 5, "the third file's start")
+        try await pause(1)
+        movie.stopRecording()
+        try await log.wait(for: 6, "the third file's end")
+        await session.stop()
+        for url in [first, second, third] {
+            XCTAssertEqual(try probe(url).duration, 1, accuracy: 0.3, url.lastPathComponent)
+        }
+    }
+
+    /// A file begun paused (a pause carried across an interruption, or one right after the start, before the
+    /// first frame) starts at the first frame after the resume: the pause took nothing out of it. The
+    /// timeline used to count that pause against a start it did not have yet and trapped on the underflow.
+    func testATimelinePausedBeforeItsFirstFrameStartsAtTheResume() {
+        let timeline = RecordingTimeline()
+        let second: ClockTime = 1_000_000_000, frame: ClockTime = 33_333_333
+        timeline.pause()
+        XCTAssertNil(timeline.admitVideo(second, duration: frame))
+        timeline.resume()
+        XCTAssertEqual(timeline.admitVideo(2 * second, duration: frame), 2 * second, "the file starts at this frame")
+        XCTAssertEqual(timeline.admitVideo(2 * second + frame, duration: frame), 2 * second)
+    }
+
     func testFinalizeAndResumeNamesTheNextFileAfterOnesThatExist() throws {
         let folder = try temporaryFolder()
         let url = folder.appendingPathComponent("take.mov.mp4")

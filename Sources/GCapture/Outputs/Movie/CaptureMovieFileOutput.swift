@@ -119,7 +119,9 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     /// True from startRecording until the recording's last file is finished, including the time between
     /// files of a `.finalizeAndResume` recording while the camera is interrupted.
     public override var isRecording: Bool { locked { recording != nil } }
-    public override var isRecordingPaused: Bool { locked { recording?.timeline?.isPaused ?? false } }
+    public override var isRecordingPaused: Bool {
+        locked { recording?.timeline?.isPaused ?? (recording?.waitingFor != nil && recording?.pausedAcrossFiles == true) }
+    }
     /// The file being written; nil between the files of a recording that waits for the camera to come back.
     public override var outputFileURL: URL? { locked { recording?.waitingFor == nil ? recording?.url : nil } }
     /// The element encoding the current recording's video (see `videoEncoder`).
@@ -336,16 +338,31 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     /// Stops and finalizes the file; the delegate hears when it is complete.
     public override func stopRecording() { stop(with: nil) }
 
-    public override func pauseRecording() {
-        guard let (timeline, url, delegate) = locked({ recording.flatMap { r in r.timeline.map { ($0, r.url, r.delegate) } } }) else { return }
-        timeline.pause()
-        delegateQueue.async { delegate.fileOutput(self, didPauseRecordingTo: url, from: [self.connection]) }
-    }
+    /// Between the files of a recording that waits for the camera, pausing (and resuming) applies to the
+    /// next file; the delegate hears of it with the last file's URL.
+    public override func pauseRecording() { setPaused(true) }
 
-    public override func resumeRecording() {
-        guard let (timeline, url, delegate) = locked({ recording.flatMap { r in r.timeline.map { ($0, r.url, r.delegate) } } }) else { return }
-        timeline.resume()
-        delegateQueue.async { delegate.fileOutput(self, didResumeRecordingTo: url, from: [self.connection]) }
+    public override func resumeRecording() { setPaused(false) }
+
+    private func setPaused(_ paused: Bool) {
+        guard let (url, delegate) = locked({ () -> (URL, any CaptureFileOutputRecordingDelegate)? in
+            guard let current = recording else { return nil }
+            if let timeline = current.timeline {
+                if paused { timeline.pause() } else { timeline.resume() }
+            } else if current.waitingFor != nil {
+                recording?.pausedAcrossFiles = paused
+            } else {
+                return nil
+            }
+            return (current.url, current.delegate)
+        }) else { return }
+        delegateQueue.async {
+            if paused {
+                delegate.fileOutput(self, didPauseRecordingTo: url, from: [self.connection])
+            } else {
+                delegate.fileOutput(self, didResumeRecordingTo: url, from: [self.connection])
+            }
+        }
     }
 
     /// Recovers every interrupted recording in `directory` (see MovieRecovery); blocks while remuxing.

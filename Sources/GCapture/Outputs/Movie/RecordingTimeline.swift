@@ -127,8 +127,9 @@ final class RecordingTimeline: @unchecked Sendable {
                 return nil
             }
             if resumeRequested, let pausedAt {
-                // The pause lasted from its first dropped frame to this one.
-                pausedTotal += time - pausedAt
+                // The pause lasted from its first dropped frame to this one; one that began before the
+                // file's first frame (a file begun paused) took nothing out of the file's time.
+                if start != nil { pausedTotal += time - pausedAt }
                 self.pausedAt = nil
                 pauseRequested = false
                 resumeRequested = false
