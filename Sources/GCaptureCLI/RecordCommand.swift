@@ -11,11 +11,17 @@ struct RecordCommand: AsyncParsableCommand {
         The movie is written in fragments of one second, so a crash or power cut costs at most that and the
         file plays as it is; the next recording in the same folder recovers it to within milliseconds.
 
+        When the camera is interrupted (unplugged, taken by another program, stalled), the recording goes on
+        through the gap in the same file with black frames and silence (--on-interruption continue), or the
+        file is finalized at the interruption and recording goes on in the next file beside it once the
+        camera is back: clip.mp4, clip-2.mp4, ... (--on-interruption split). Each finished file is printed.
+
         \(StopSignals.helpText)
 
         Examples:
           gcapture record --output clip.mp4 --duration 10
           gcapture record --camera /dev/video0 --microphone none --output clip.mp4 --max-size 50000000 --json
+          gcapture record --camera /dev/video0 --output clip.mp4 --on-interruption split
         """)
 
     @OptionGroup var logging: LoggingOptions
@@ -50,7 +56,10 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
     var noise: Int = 0
 
-    @Flag(help: "Print one JSON object per line: recordingStarted, progress, recordingFinished.")
+    @Option(help: "What a camera interruption does: `continue` (one file, the gap filled with black frames and silence) or `split` (the file ends at the interruption, recording goes on in clip-2.mp4 ... once the camera is back).")
+    var onInterruption: InterruptionChoice = .continue
+
+    @Flag(help: "Print one JSON object per line: recordingStarted, progress, recordingFinished (one per file).")
     var json = false
 
     func run() async throws {
@@ -66,6 +75,7 @@ struct RecordCommand: AsyncParsableCommand {
         movie.maxRecordedDuration = duration
         movie.fileType = url.pathExtension.lowercased() == "mkv" ? .matroska : .mp4
         movie.connection.videoRotationAngle = Double(rotation)
+        movie.interruptionBehavior = onInterruption.behavior
 
         let session = CaptureSession(name: "gcapture-record")
         session.beginConfiguration()
@@ -81,53 +91,107 @@ struct RecordCommand: AsyncParsableCommand {
         movie.startRecording(to: url, recordingDelegate: recorder)
         StopSignals.shared.onStop { _ in movie.stopRecording() }
 
-        var finished: (URL, CaptureError?)?
-        var announced = false
-        while finished == nil {
+        // The recording's last word: a file that ended for any reason but an interruption (after which the
+        // recording goes on in the next file), or none at all when it was stopped between files.
+        var last: (url: URL, error: CaptureError?)?
+        var ended = false
+        var filesStarted = 0
+        var idlePolls = 0
+        while !ended {
             try await Task.sleep(for: .milliseconds(200))
-            if !announced, recorder.started != nil {
-                announced = true
-                events.emit(["event": "recordingStarted", "path": url.path, "camera": camera.description,
-                             "microphone": microphone?.description ?? "none", "videoEncoder": movie.activeVideoEncoder ?? NSNull()]
-                                .merging(DeviceChoice.startedFields([cameraChoice, microphoneChoice])) { $1 },
-                            text: "recording \(url.path) from \(camera.localizedName)" + (microphone.map { " and \($0.localizedName)" } ?? ""))
+            for event in recorder.takeEvents() {
+                switch event {
+                case .started(let file):
+                    filesStarted += 1
+                    if filesStarted == 1 {
+                        events.emit(["event": "recordingStarted", "path": file.path, "camera": camera.description,
+                                     "microphone": microphone?.description ?? "none", "videoEncoder": movie.activeVideoEncoder ?? NSNull()]
+                                        .merging(DeviceChoice.startedFields([cameraChoice, microphoneChoice])) { $1 },
+                                    text: "recording \(file.path) from \(camera.localizedName)" + (microphone.map { " and \($0.localizedName)" } ?? ""))
+                    } else {
+                        events.emit(["event": "recordingStarted", "path": file.path, "file": filesStarted],
+                                    text: "the camera is back: recording goes on in \(file.path)")
+                    }
+                case .finished(let file, let error):
+                    last = (file, error)
+                    report(finished: file, error: error, stats: movie.lastStatistics, events: events)
+                    if case .sessionWasInterrupted? = error {} else { ended = true }
+                }
             }
-            finished = recorder.finished
+            // Stopped between files (the camera still away): no callback is due, the last file has been reported.
+            // Two quiet polls in a row, since a recording that ends tells its delegate just after.
+            idlePolls = !movie.isRecording && recorder.isIdle ? idlePolls + 1 : 0
+            if idlePolls >= 2 { ended = true }
             // Between the stop and the delegate's answer the file is being finalized: nothing to report.
-            if finished == nil, announced, movie.isRecording { events.progress(movie) }
+            if !ended, filesStarted > 0, movie.outputFileURL != nil { events.progress(movie) }
         }
         await session.stop()
-        let stats = movie.lastStatistics
-        let error = finished?.1
+        if let error = last?.error, !error.recordingFinishedSuccessfully { throw error }
+    }
+
+    /// One line (or JSON object) per finished file, with what the recording's statistics say of it.
+    private func report(finished file: URL, error: CaptureError?, stats: CaptureMovieFileOutput.Statistics, events: EventPrinter) {
         let succeeded = error == nil || error!.recordingFinishedSuccessfully
         let signal = StopSignals.shared.receivedName
-        var finishedEvent: [String: Any] = ["event": "recordingFinished", "path": url.path, "duration": stats.duration,
+        var finishedEvent: [String: Any] = ["event": "recordingFinished", "path": file.path, "duration": stats.duration,
                                             "frames": stats.frames, "dropped": stats.droppedFrames,
                                             "error": error.map { "\($0)" } ?? NSNull()]
+        if case .sessionWasInterrupted(let reason)? = error { finishedEvent["interruption"] = reason.rawValue }
         if let signal { finishedEvent["stoppedBy"] = signal }
-        events.emit(finishedEvent,
-                    text: "\n" + (succeeded ? "finished" : "stopped") + " \(url.path): \(String(format: "%.2f", stats.duration)) s, "
-                        + "\(stats.frames) frames, \(stats.droppedFrames) dropped" + (error.map { " (\($0))" } ?? "")
-                        + (signal.map { " (stopped by \($0))" } ?? ""))
-        if let error, !succeeded { throw error }
+        let figures = "\(String(format: "%.2f", stats.duration)) s, \(stats.frames) frames, \(stats.droppedFrames) dropped"
+        let why = (error.map { " (\($0))" } ?? "") + (signal.map { " (stopped by \($0))" } ?? "")
+        events.emit(finishedEvent, text: "\n" + (succeeded ? "finished" : "stopped") + " \(file.path): " + figures + why)
     }
 }
 
-/// Collects what the movie output tells its delegate.
+/// `--on-interruption`: the movie output's InterruptionBehavior in a word.
+enum InterruptionChoice: String, CaseIterable, ExpressibleByArgument {
+    case `continue`, split
+
+    var behavior: CaptureMovieFileOutput.InterruptionBehavior {
+        switch self {
+        case .continue: .continueThroughGap
+        case .split: .finalizeAndResume
+        }
+    }
+}
+
+/// Collects what the movie output tells its delegate, in order: a recording split at interruptions
+/// starts and finishes several files.
 final class RecordingObserver: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
+    enum Event {
+        case started(URL)
+        case finished(URL, CaptureError?)
+    }
+
     private let lock = NSLock()
-    private var startedURL: URL?
-    private var result: (URL, CaptureError?)?
-    var started: URL? { lock.withLock { startedURL } }
-    var finished: (URL, CaptureError?)? { lock.withLock { result } }
+    private var pending: [Event] = []
+    private var open = 0
+
+    /// The events since the last call.
+    func takeEvents() -> [Event] {
+        lock.withLock {
+            defer { pending = [] }
+            return pending
+        }
+    }
+
+    /// No file started is waiting for its end, and nothing is left to take.
+    var isIdle: Bool { lock.withLock { open == 0 && pending.isEmpty } }
 
     func fileOutput(_ output: CaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
-        lock.withLock { startedURL = fileURL }
+        lock.withLock {
+            open += 1
+            pending.append(.started(fileURL))
+        }
     }
     func fileOutput(_ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
                     error: (any Error)?) {
         let failure = error.map { $0 as? CaptureError ?? .recordingFailed(reason: "\($0)", underlying: nil) }
-        lock.withLock { result = (outputFileURL, failure) }
+        lock.withLock {
+            open = max(0, open - 1)
+            pending.append(.finished(outputFileURL, failure))
+        }
     }
 }
 

@@ -28,6 +28,11 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
     case recordingFailed(reason: String, underlying: GStreamerError?)
     /// Stopped before any frame reached the file; no file is left.
     case noFramesRecorded
+    /// The session's camera was interrupted (unplugged, held by another program, stalled...). A recording
+    /// whose `interruptionBehavior` is `.finalizeAndResume` ends here, complete (its file plays to the
+    /// interruption), and goes on in the next file when the interruption ends; a photo asked for, or still
+    /// waiting for its frame, while the camera is interrupted fails with it.
+    case sessionWasInterrupted(CaptureSession.InterruptionReason)
     /// The system's device discovery (GStreamer's device monitor) could not start: no real device is listed.
     case deviceDiscoveryFailed(classes: [String], underlying: GStreamerError)
 
@@ -35,7 +40,7 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
     /// "recording successfully finished" flag).
     public var recordingFinishedSuccessfully: Bool {
         switch self {
-        case .maximumDurationReached, .maximumFileSizeReached, .diskSpaceLimitReached: true
+        case .maximumDurationReached, .maximumFileSizeReached, .diskSpaceLimitReached, .sessionWasInterrupted: true
         default: false
         }
     }
@@ -64,6 +69,7 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
         case .diskSpaceLimitReached: "free disk space fell under the recording's limit"
         case .audioDeviceFailed(let device, let underlying): "the microphone \(device) failed: \(underlying)"
         case .recordingFailed(let reason, let underlying): "recording failed: \(reason)" + (underlying.map { " (\($0))" } ?? "")
+        case .sessionWasInterrupted(let reason): "the session was interrupted: \(reason)"
         case .noFramesRecorded: "the recording stopped before any frame reached the file"
         case .tooManyPendingCaptures(let limit):
             "\(limit) photos are already waiting to be processed; wait for readiness before capturing more"

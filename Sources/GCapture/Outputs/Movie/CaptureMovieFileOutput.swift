@@ -10,6 +10,22 @@ import GStreamerKit
 public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendable {
     public enum FileType: String, Sendable, Codable { case mp4, matroska }
 
+    /// What a recording does when the session's camera is interrupted (unplugged, held by another program,
+    /// stalled) and comes back. Either way nothing captured is lost and the recording goes on by itself
+    /// after recovery; an interrupted microphone never ends a recording (the session's silence fills the
+    /// audio track, which stays in sync).
+    public enum InterruptionBehavior: String, Sendable, Codable, CaseIterable {
+        /// The default: one file on one timeline. The session fills the gap with black frames and silence,
+        /// so the movie shows how long the camera was gone and plays on when it is back.
+        case continueThroughGap
+        /// AVFoundation's: the file is finalized at the interruption (the delegate hears
+        /// `didFinishRecordingTo` with `CaptureError.sessionWasInterrupted(reason)`, whose
+        /// `recordingFinishedSuccessfully` is true: the file is complete), and when the interruption ends the
+        /// recording goes on in the next file beside it (clip.mp4, then clip-2.mp4, clip-3.mp4..., the first
+        /// name no file has), announced by `didStartRecordingTo`. No filler frame enters either file.
+        case finalizeAndResume
+    }
+
     public struct Statistics: Sendable {
         /// Seconds recorded, pauses excluded.
         public var duration: Double
@@ -21,15 +37,30 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         public var firstAudioTime: Double?
     }
 
+    /// A recording, from startRecording to its end; with `.finalizeAndResume` it spans several files, and
+    /// what describes the file being written (url to sidecarLock) is replaced at each.
     private struct Recording {
-        let url: URL
+        /// The file startRecording named; the files after interruptions are named after it.
+        let requestedURL: URL
+        var url: URL
         let delegate: any CaptureFileOutputRecordingDelegate
         var encoding: MovieEncoding
+        let interruptionBehavior: InterruptionBehavior
         var timeline: RecordingTimeline?
         var bin: Bin?
         var monitor: DispatchSourceTimer?
         var sidecarLock: SidecarLock?
         var stopping = false
+        /// Files begun so far.
+        var filesStarted = 0
+        /// Identifies the file being written, so that work queued for one file never touches the next.
+        var fileID: UInt64 = 0
+        /// The file is being finalized at a video interruption (its branch not yet drained).
+        var splitting = false
+        /// Between files: no file is open until the interruption ends.
+        var waitingFor: CaptureSession.InterruptionReason?
+        /// The file ended at the interruption was paused: so is the next.
+        var pausedAcrossFiles = false
     }
 
     private let lock = NSLock()
@@ -37,7 +68,10 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     private var recording: Recording?
     private var settings = (fragmentInterval: 1.0, maxDuration: Double?.none, maxFileSize: Int64?.none,
                             minFreeDisk: Int64(0), fileType: FileType.mp4, videoBitRate: Int?.none, defragments: true,
-                            videoEncoder: String?.none)
+                            videoEncoder: String?.none, interruptionBehavior: InterruptionBehavior.continueThroughGap)
+    /// The session's camera is interrupted now (set and cleared by the session's hooks, on its queue).
+    private var videoInterruption: CaptureSession.InterruptionReason?
+    private var fileCounter: UInt64 = 0
     private let workQueue = DispatchQueue(label: "gcapture.movie")
     public let delegateQueue = DispatchQueue(label: "gcapture.movie.delegate")
 
@@ -73,12 +107,23 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     public var videoEncoder: String? { get { locked { settings.videoEncoder } } set { locked { settings.videoEncoder = newValue } } }
     /// Video bits per second; nil picks one from the frame size (1080p: 8 Mbit/s).
     public var videoBitRate: Int? { get { locked { settings.videoBitRate } } set { locked { settings.videoBitRate = newValue } } }
+    /// What a recording does across an interruption of the session's camera: `.continueThroughGap` (the
+    /// default: one file, the gap filled with black frames and silence) or `.finalizeAndResume`
+    /// (AVFoundation's: the file ends at the interruption, the recording goes on in clip-2.mp4 after it).
+    public var interruptionBehavior: InterruptionBehavior {
+        get { locked { settings.interruptionBehavior } } set { locked { settings.interruptionBehavior = newValue } }
+    }
 
     // MARK: State
 
+    /// True from startRecording until the recording's last file is finished, including the time between
+    /// files of a `.finalizeAndResume` recording while the camera is interrupted.
     public override var isRecording: Bool { locked { recording != nil } }
-    public override var isRecordingPaused: Bool { locked { recording?.timeline?.isPaused ?? false } }
-    public override var outputFileURL: URL? { locked { recording?.url } }
+    public override var isRecordingPaused: Bool {
+        locked { recording?.timeline?.isPaused ?? (recording?.waitingFor != nil && recording?.pausedAcrossFiles == true) }
+    }
+    /// The file being written; nil between the files of a recording that waits for the camera to come back.
+    public override var outputFileURL: URL? { locked { recording?.waitingFor == nil ? recording?.url : nil } }
     /// The element encoding the current recording's video (see `videoEncoder`).
     public var activeVideoEncoder: String? { locked { recording?.timeline == nil ? nil : recording?.encoding.videoEncoder.factory } }
     /// Seconds recorded so far, pauses excluded.
@@ -107,7 +152,12 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
 
     override var drainsOnDetach: Bool { true }
 
-    override func didJoin(_ context: OutputContext, branch: Bin?) { locked { self.context = context } }
+    override func didJoin(_ context: OutputContext, branch: Bin?) {
+        locked {
+            self.context = context
+            videoInterruption = nil
+        }
+    }
 
     override func didDetach() { didDetach(drained: true) }
 
@@ -127,8 +177,88 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         complete(error: failure, drained: false)
     }
 
+    /// A microphone that failed in a way the session could not call an interruption (it fills no gap for
+    /// it): the recording ends, finalized up to that moment.
     override func audioSourceDidFail(_ device: CaptureDevice, error: GStreamerError) {
         stop(with: .audioDeviceFailed(device: device.description, underlying: error))
+    }
+
+    // MARK: Interruptions (the session's hooks, on its queue)
+
+    override func sessionWasInterrupted(_ reason: CaptureSession.InterruptionReason) {
+        // An interrupted microphone needs nothing here: the session's silence keeps the audio track going
+        // and in step with the video, and its end-of-stream never reaches the file (see attachRecording).
+        guard reason.affectsVideo else { return }
+        let split: (OutputContext, UInt64)? = locked {
+            videoInterruption = reason
+            guard let current = recording, current.interruptionBehavior == .finalizeAndResume, !current.stopping,
+                  !current.splitting, current.waitingFor == nil, let timeline = current.timeline, let context else { return nil }
+            // Frames from now on are the session's filler, not this file's; the branch drains just after.
+            timeline.end()
+            recording?.splitting = true
+            recording?.pausedAcrossFiles = timeline.isPaused
+            recording?.monitor?.cancel()
+            return (context, current.fileID)
+        }
+        guard let (context, fileID) = split else { return }
+        context.onSessionQueue { graph in
+            let drained = graph?.detachBranch(of: self, drain: true) ?? false
+            self.finishFileAtInterruption(fileID, reason: reason, drained: drained, graph: graph)
+        }
+    }
+
+    override func sessionInterruptionEnded(_ reason: CaptureSession.InterruptionReason) {
+        guard reason.affectsVideo else { return }
+        let context: OutputContext? = locked {
+            videoInterruption = nil
+            return recording?.waitingFor != nil ? self.context : nil
+        }
+        context?.onSessionQueue { graph in self.resumeIfCameraIsBack(in: graph) }
+    }
+
+    /// On the session queue, once the file cut at an interruption has drained: it is settled and the
+    /// delegate hears why it ended; the recording then waits for the camera, or goes on at once when the
+    /// interruption ended meanwhile. A stop asked for meanwhile ends the recording with this file.
+    private func finishFileAtInterruption(_ fileID: UInt64, reason: CaptureSession.InterruptionReason, drained: Bool,
+                                          graph: SessionGraph?) {
+        guard let file = locked({ () -> Recording? in
+            guard let current = recording, current.fileID == fileID, current.splitting else { return nil }
+            if current.stopping {
+                recording = nil
+            } else {
+                recording?.splitting = false
+                recording?.waitingFor = reason
+                recording?.timeline = nil
+                recording?.bin = nil
+                recording?.monitor = nil
+                recording?.sidecarLock = nil
+            }
+            return current
+        }) else { return }
+        finishFile(file, error: .sessionWasInterrupted(reason), drained: drained)
+        resumeIfCameraIsBack(in: graph)
+    }
+
+    /// On the session queue: a recording waiting between files opens its next one if the camera delivers
+    /// again (no interruption is going on).
+    private func resumeIfCameraIsBack(in graph: SessionGraph?) {
+        guard locked({ recording?.waitingFor != nil && recording?.stopping == false && videoInterruption == nil }) else { return }
+        beginFile(in: graph)
+    }
+
+    /// The file after `url` for a recording resumed after an interruption: clip.mp4 → clip-`number`.mp4,
+    /// or the first number after it that names neither a file nor a recovery sidecar, so that no file the
+    /// app did not name is ever replaced.
+    static func nextFileURL(after url: URL, number: Int) -> URL {
+        let folder = url.deletingLastPathComponent(), base = url.deletingPathExtension().lastPathComponent
+        let suffix = url.pathExtension.isEmpty ? "" : "." + url.pathExtension
+        var number = max(2, number)
+        while true {
+            let candidate = folder.appendingPathComponent("\(base)-\(number)\(suffix)")
+            if !FileManager.default.fileExists(atPath: candidate.path),
+               !FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: candidate).path) { return candidate }
+            number += 1
+        }
     }
 
     // MARK: Recording
@@ -147,7 +277,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         do throws(CaptureError) { encoding = try encodingSettings() } catch { return fail(error) }
         let reserved: Bool = locked {
             guard recording == nil else { return false }
-            recording = Recording(url: url, delegate: delegate, encoding: encoding)
+            recording = Recording(requestedURL: url, url: url, delegate: delegate, encoding: encoding,
+                                  interruptionBehavior: settings.interruptionBehavior)
             return true
         }
         guard reserved else { return fail(.recordingFailed(reason: "already recording", underlying: nil)) }
@@ -155,38 +286,83 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             // Work a crash left behind in this folder is finished first.
             _ = Self.recoverInterruptedRecordings(in: url.deletingLastPathComponent())
             context.onSessionQueue { graph in
-                do throws(CaptureError) {
-                    guard let graph else { throw .sessionNotRunning }
-                    try self.attachRecording(to: graph, url: url)
-                    self.delegateQueue.async { delegate.fileOutput(self, didStartRecordingTo: url, from: [self.connection]) }
-                } catch {
-                    let lock = self.locked { () -> SidecarLock? in
-                        defer { self.recording = nil }
-                        return self.recording?.sidecarLock
-                    }
-                    // A recording that did not start leaves nothing: the sidecar this attempt created and
-                    // locked holds nothing, and neither does a movie no frame reached.
-                    if lock != nil { try? FileManager.default.removeItem(at: MovieRecovery.sidecarURL(for: url)) }
-                    MovieFiles.removeIfEmpty(url)
-                    fail(error)
+                // Asked for while the camera is interrupted, a recording that keeps filler out of its files
+                // begins when the camera is back.
+                let waits: Bool = self.locked {
+                    guard let reason = self.videoInterruption, self.recording?.interruptionBehavior == .finalizeAndResume,
+                          self.recording?.filesStarted == 0 else { return false }
+                    self.recording?.waitingFor = reason
+                    return true
                 }
+                if !waits { self.beginFile(in: graph) }
             }
+        }
+    }
+
+    /// On the session queue: opens the recording's next file (the first: the one asked for), attaches its
+    /// branch and tells the delegate it started, or why it could not (which ends the recording).
+    private func beginFile(in graph: SessionGraph?) {
+        guard let (requested, number) = locked({ recording.map { ($0.requestedURL, $0.filesStarted + 1) } }) else { return }
+        let url = number == 1 ? requested : Self.nextFileURL(after: requested, number: number)
+        guard let delegate = locked({ () -> (any CaptureFileOutputRecordingDelegate)? in
+            guard recording != nil else { return nil }
+            fileCounter += 1
+            recording?.url = url
+            recording?.fileID = fileCounter
+            recording?.filesStarted = number
+            recording?.waitingFor = nil
+            return recording?.delegate
+        }) else { return }
+        // Told through the queue that settles finished files, so that after a brief interruption the delegate
+        // hears the previous file end before this one start.
+        let tell: @Sendable (@escaping @Sendable () -> Void) -> Void = { callback in
+            self.workQueue.async { self.delegateQueue.async(execute: callback) }
+        }
+        do throws(CaptureError) {
+            guard let graph else { throw .sessionNotRunning }
+            try attachRecording(to: graph, url: url)
+            tell { delegate.fileOutput(self, didStartRecordingTo: url, from: [self.connection]) }
+        } catch {
+            let lock = locked { () -> SidecarLock? in
+                defer { recording = nil }
+                return recording?.sidecarLock
+            }
+            // A recording that did not start leaves nothing: the sidecar this attempt created and
+            // locked holds nothing, and neither does a movie no frame reached.
+            if lock != nil { try? FileManager.default.removeItem(at: MovieRecovery.sidecarURL(for: url)) }
+            MovieFiles.removeIfEmpty(url)
+            tell { delegate.fileOutput(self, didFinishRecordingTo: url, from: [self.connection], error: error) }
         }
     }
 
     /// Stops and finalizes the file; the delegate hears when it is complete.
     public override func stopRecording() { stop(with: nil) }
 
-    public override func pauseRecording() {
-        guard let (timeline, url, delegate) = locked({ recording.flatMap { r in r.timeline.map { ($0, r.url, r.delegate) } } }) else { return }
-        timeline.pause()
-        delegateQueue.async { delegate.fileOutput(self, didPauseRecordingTo: url, from: [self.connection]) }
-    }
+    /// Between the files of a recording that waits for the camera, pausing (and resuming) applies to the
+    /// next file; the delegate hears of it with the last file's URL.
+    public override func pauseRecording() { setPaused(true) }
 
-    public override func resumeRecording() {
-        guard let (timeline, url, delegate) = locked({ recording.flatMap { r in r.timeline.map { ($0, r.url, r.delegate) } } }) else { return }
-        timeline.resume()
-        delegateQueue.async { delegate.fileOutput(self, didResumeRecordingTo: url, from: [self.connection]) }
+    public override func resumeRecording() { setPaused(false) }
+
+    private func setPaused(_ paused: Bool) {
+        guard let (url, delegate) = locked({ () -> (URL, any CaptureFileOutputRecordingDelegate)? in
+            guard let current = recording else { return nil }
+            if let timeline = current.timeline {
+                if paused { timeline.pause() } else { timeline.resume() }
+            } else if current.waitingFor != nil {
+                recording?.pausedAcrossFiles = paused
+            } else {
+                return nil
+            }
+            return (current.url, current.delegate)
+        }) else { return }
+        delegateQueue.async {
+            if paused {
+                delegate.fileOutput(self, didPauseRecordingTo: url, from: [self.connection])
+            } else {
+                delegate.fileOutput(self, didResumeRecordingTo: url, from: [self.connection])
+            }
+        }
     }
 
     /// Recovers every interrupted recording in `directory` (see MovieRecovery); blocks while remuxing.
@@ -267,14 +443,27 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         } catch {
             throw .configurationFailed(reason: "cannot set up the recording", underlying: error as? GStreamerError)
         }
-        let limits = locked { settings }
+        let (limits, behavior, paused) = locked { (settings, recording?.interruptionBehavior, recording?.pausedAcrossFiles ?? false) }
         let timeline = RecordingTimeline(
             limits: .init(maxDuration: limits.maxDuration.map { UInt64(($0 * 1e9).rounded()) }, maxFileSize: limits.maxFileSize),
+            dropsFillerFrames: behavior == .finalizeAndResume,
             onLimit: { [weak self] reason in self?.stop(with: reason) })
+        if paused { timeline.pause() }
         pads.first?.addProbe(.buffer) { info in
-            guard let shift = timeline.admitVideo(info.bufferPTS, duration: info.bufferDuration) else { return .drop }
+            guard let shift = timeline.admitVideo(info.bufferPTS, duration: info.bufferDuration, isFiller: info.isGapBuffer) else {
+                return .drop
+            }
             info.shiftBufferTimestamps(earlierBy: shift)
             return .ok
+        }
+        // A source that dies (a camera unplugged, an audio server gone) pushes end-of-stream through the
+        // session's tee: in the file it would end that track for good, and the session's filler and the
+        // device after recovery could add nothing to it. Only the end this output's own detach sends (into
+        // the input once it is unlinked from the tee) finalizes the file.
+        for pad in pads {
+            pad.addProbe(.downstreamEvent) { info in
+                info.eventType == .endOfStream && info.isPadLinked ? .drop : .ok
+            }
         }
         if pads.count > 1 {
             pads[1].addProbe(.buffer) { info in
@@ -331,12 +520,17 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     // MARK: Finishing
 
     private func stop(with error: CaptureError?) {
-        let (context, proceed) = locked { () -> (OutputContext?, Bool) in
-            guard recording != nil, recording?.stopping == false else { return (nil, false) }
+        let (context, proceed, unstarted) = locked { () -> (OutputContext?, Bool, Recording?) in
+            guard let current = recording, !current.stopping else { return (nil, false, nil) }
             recording?.stopping = true
             recording?.monitor?.cancel()
-            return (self.context, true)
+            // Between files nothing is open (the delegate has heard the last file end): the recording just
+            // ends. A file being cut at an interruption ends the recording once it is finalized.
+            if current.waitingFor != nil { recording = nil }
+            return (self.context, current.waitingFor == nil && !current.splitting,
+                    current.waitingFor != nil && current.filesStarted == 0 ? current : nil)
         }
+        if let unstarted { endUnstarted(unstarted, error: error) }
         guard proceed else { return }
         guard let context else { return complete(error: error, drained: false) }
         context.onSessionQueue { graph in
@@ -351,6 +545,24 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             defer { recording = nil }
             return recording
         }) else { return }
+        // Between files nothing is open: the delegate has heard the last file end already.
+        guard finished.waitingFor == nil else {
+            if finished.filesStarted == 0 { endUnstarted(finished, error: error) }
+            return
+        }
+        finishFile(finished, error: error, drained: drained)
+    }
+
+    /// A recording asked for while the camera was interrupted ended before its first file began: its
+    /// delegate hears that no frame was recorded (the one answer to its startRecording).
+    private func endUnstarted(_ recording: Recording, error: CaptureError?) {
+        let url = recording.requestedURL, delegate = recording.delegate
+        let outcome = error.flatMap { $0.recordingFinishedSuccessfully ? nil : $0 } ?? .noFramesRecorded
+        workQueue.async { self.delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, from: [self.connection], error: outcome) } }
+    }
+
+    /// Settles the recording's current file (off the session's queue) and tells the delegate it finished.
+    private func finishFile(_ finished: Recording, error: CaptureError?, drained: Bool) {
         finished.monitor?.cancel()
         let stats = finished.timeline?.stats ?? RecordingTimeline.Statistics()
         let defragments = locked { () -> Bool in

@@ -51,6 +51,13 @@ final class RecordingTimeline: @unchecked Sendable {
 
     private let lock = NSLock()
     private let limits: Limits
+    /// Whether frames marked as filler (GST_BUFFER_FLAG_GAP: the session's black frames while the camera is
+    /// interrupted) stay out of the file: a file that ends at an interruption and one that begins after it.
+    private let dropsFillerFrames: Bool
+    /// Set when the file ends at an interruption: no frame enters any more, and no audio past the last frame.
+    private var ended = false
+    /// Where the last admitted frame ends, in the frames' own time.
+    private var lastVideoEnd: UInt64?
     private let onLimit: @Sendable (CaptureError) -> Void
     private var start: UInt64?
     private var pausedTotal: UInt64 = 0
@@ -71,8 +78,9 @@ final class RecordingTimeline: @unchecked Sendable {
     private var firstMuxedVideo: UInt64?
     private var statistics = Statistics()
 
-    init(limits: Limits = Limits(), onLimit: @escaping @Sendable (CaptureError) -> Void = { _ in }) {
+    init(limits: Limits = Limits(), dropsFillerFrames: Bool = false, onLimit: @escaping @Sendable (CaptureError) -> Void = { _ in }) {
         self.limits = limits
+        self.dropsFillerFrames = dropsFillerFrames
         self.onLimit = onLimit
     }
 
@@ -81,6 +89,10 @@ final class RecordingTimeline: @unchecked Sendable {
 
     func pause() { lock.withLock { pauseRequested = true; resumeRequested = false } }
     func resume() { lock.withLock { if pauseRequested { resumeRequested = true } } }
+
+    /// Ends the file where it is, before its branch is drained: frames from now on (the session's filler
+    /// for an interrupted camera) stay out, and so does audio past the last frame, so the tracks end together.
+    func end() { lock.withLock { ended = true } }
 
     /// Under the lock: closes the timeline; true the first time a limit is reached, so the output hears
     /// it once (outside the lock).
@@ -96,21 +108,28 @@ final class RecordingTimeline: @unchecked Sendable {
 
     /// For the video input's probe: nil when the frame stays out of the file, else how much earlier its
     /// timestamps must move.
-    func admitVideo(_ pts: ClockTime?, duration: ClockTime?) -> ClockTime? {
+    func admitVideo(_ pts: ClockTime?, duration: ClockTime?, isFiller: Bool = false) -> ClockTime? {
         guard let pts else { return nil }
         let time = UInt64(pts)
         var reached = false
         defer { report(.maximumDurationReached, if: reached) }
         return lock.withLock { () -> ClockTime? in
+            if isFiller, dropsFillerFrames {
+                // The camera is gone: the file ends with its last frame, the audio too (the session may
+                // say why only later). Filler before the first frame is only skipped.
+                if start != nil { ended = true }
+                return nil
+            }
             if let duration, duration > 0 { frameInterval = UInt64(duration) }
-            guard !closed else { return nil }
+            guard !closed, !ended else { return nil }
             if pauseRequested, !resumeRequested {
                 if pausedAt == nil { pausedAt = time }
                 return nil
             }
             if resumeRequested, let pausedAt {
-                // The pause lasted from its first dropped frame to this one.
-                pausedTotal += time - pausedAt
+                // The pause lasted from its first dropped frame to this one; one that began before the
+                // file's first frame (a file begun paused) took nothing out of the file's time.
+                if start != nil { pausedTotal += time - pausedAt }
                 self.pausedAt = nil
                 pauseRequested = false
                 resumeRequested = false
@@ -123,6 +142,7 @@ final class RecordingTimeline: @unchecked Sendable {
                 reached = reachLimit()
                 return nil
             }
+            lastVideoEnd = time + interval
             return ClockTime((start ?? time) + pausedTotal)
         }
     }
@@ -133,6 +153,7 @@ final class RecordingTimeline: @unchecked Sendable {
         guard let pts else { return nil }
         return lock.withLock { () -> ClockTime? in
             guard let start, !pauseRequested, UInt64(pts) >= start + pausedTotal else { return nil }
+            if ended, UInt64(pts) >= lastVideoEnd ?? 0 { return nil }
             let fileTime = UInt64(pts) - start - pausedTotal
             if full { return nil }
             if let maxDuration = limits.maxDuration, fileTime + UInt64(duration ?? 0) > maxDuration { return nil }

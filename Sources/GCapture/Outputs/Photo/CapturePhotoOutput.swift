@@ -80,6 +80,8 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     private var ring: FrameRing?
     private var context: OutputContext?
     private var isReceiving = false
+    /// The session's camera is interrupted now: captures fail at once, as AVFoundation's do.
+    private var interruption: CaptureSession.InterruptionReason?
     private var momentary = 0
     private var waitingForCapture = 0
     private var inFlight = 0
@@ -133,10 +135,17 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             self.ring = ring
             self.context = context
             isReceiving = false
+            interruption = nil
         }
         sink.setSampleHandler { [weak self, ring] sample in
-            ring.store(sample)
-            self?.frameArrived()
+            // Filler frames while the camera is interrupted are no photo's: the ring keeps none.
+            if ring.store(sample) { self?.frameArrived() }
+        }
+        // A camera that dies pushes end-of-stream through the session's tee; past it the branch would refuse
+        // every later frame (the session's filler, the camera after recovery), and its error would stop the
+        // filler. Photos never need an end-of-stream: the branch is only ever torn down.
+        branch?.staticPad("sink")?.addProbe(.downstreamEvent) { info in
+            info.eventType == .endOfStream ? .drop : .ok
         }
         // The encoder's pipeline is made now, not on the first press.
         processingQueue.async { [weak self] in _ = try? self?.sharedEncoder() }
@@ -149,8 +158,35 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             ring = nil
             context = nil
             isReceiving = false
+            interruption = nil
             readinessChanged()
         }
+    }
+
+    /// On the session's queue. While the camera is interrupted no photo can be of the moment asked for (the
+    /// session feeds filler frames): captures asked for fail at once with `.sessionWasInterrupted`, those
+    /// waiting for a frame fail with it now, and readiness is `.sessionNotRunning` (the session is not
+    /// running for AVFoundation while interrupted). Captures whose frames were chosen before finish.
+    override func sessionWasInterrupted(_ reason: CaptureSession.InterruptionReason) {
+        guard reason.affectsVideo else { return }
+        let ring: FrameRing? = locked {
+            interruption = reason
+            isReceiving = false
+            readinessChanged()
+            return self.ring
+        }
+        // After the flag: a capture released here must find the reason.
+        ring?.suspend()
+    }
+
+    /// On the session's queue: photos can be taken again from the camera's first frame from now on.
+    override func sessionInterruptionEnded(_ reason: CaptureSession.InterruptionReason) {
+        guard reason.affectsVideo else { return }
+        let (ring, now): (FrameRing?, UInt64?) = locked {
+            interruption = nil
+            return (self.ring, context?.runningTime())
+        }
+        ring?.resume(keepingFramesFrom: now ?? 0)
     }
 
     private func frameArrived() {
@@ -260,6 +296,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         return try locked { () throws(CaptureError) -> (FrameRing, PhotoJob, PhotoProcessor.FilePath?, Bool, ContinuousClock.Instant, UInt64) in
             // Attached is enough: right after start the first frame may still be on its way to the ring.
             guard let ring, let context, let requestTime = context.runningTime() else { throw .sessionNotRunning }
+            if let interruption { throw .sessionWasInterrupted(interruption) }
             guard inFlight + slotWaiters.count < maxInFlight + Self.maxWaitingCaptures else {
                 throw .tooManyPendingCaptures(limit: Self.maxWaitingCaptures)
             }
@@ -413,6 +450,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         }
         locked { waitingForCapture -= 1; momentary += 1; readinessChanged() }
         guard let first = frames.first else {
+            if let reason = locked({ interruption }) { throw .sessionWasInterrupted(reason) }
             throw .timedOut("waiting \(Int(timeout)) s for a frame from the camera")
         }
         if averagesEarlier { frames += ring.frames(atOrBefore: first.presentationTime - 1, limit: count - 1) }

@@ -58,6 +58,11 @@ final class FrameRing: @unchecked Sendable {
     }
     private var waiters: [Waiter] = []
     private var nextWaiterID: UInt64 = 0
+    /// While the camera is interrupted: frames are not kept (what reaches the ring is the session's filler)
+    /// and no capture waits for one.
+    private var suspended = false
+    /// Frames exposed before this are not kept: filler still on its way when the camera came back.
+    private var keepsFramesFrom: UInt64 = 0
 
     init(depth: Int) {
         self.depth = max(1, depth)
@@ -73,22 +78,30 @@ final class FrameRing: @unchecked Sendable {
         return depth <= (maximum - pool.minimum) / 2
     }
 
-    /// Keeps a frame, replacing the oldest. Runs on the streaming thread.
-    func store(_ sample: Sample) {
-        guard let pts = sample.presentationTime, let info = sample.videoInfo(cache: layoutCache),
-              let caps = sample.caps else { return }
+    /// Keeps a frame, replacing the oldest; returns whether it was kept. Filler (a frame marked as a gap, or
+    /// one arriving while the ring is suspended) never is. Runs on the streaming thread.
+    @discardableResult
+    func store(_ sample: Sample) -> Bool {
+        guard !sample.isGap, let pts = sample.presentationTime, let info = sample.videoInfo(cache: layoutCache),
+              let caps = sample.caps else { return false }
+        guard condition.withLock({ !suspended && UInt64(pts) >= keepsFramesFrom }) else { return false }
         var kept = sample, borrowed = false
         if let pool = sample.bufferPool, pool.maximum != nil {
             if Self.canBorrow(depth, from: pool) {
                 borrowed = true
             } else {
-                guard let copy = sample.copy() else { return }
+                guard let copy = sample.copy() else { return false }
                 kept = copy
             }
         }
         let slot = Slot(frame: CapturedFrame(sample: kept, presentationTime: UInt64(pts), caps: caps, info: info),
                         isBorrowed: borrowed)
         condition.lock()
+        // Checked again: the ring may have been suspended while the frame was being copied.
+        guard !suspended else {
+            condition.unlock()
+            return false
+        }
         let evicted = slots[next]
         slots[next] = slot
         next = (next + 1) % depth
@@ -103,6 +116,27 @@ final class FrameRing: @unchecked Sendable {
         // Captures resume, and the oldest frame goes back to its pool, outside the lock.
         for (continuation, later) in satisfied { continuation.resume(returning: later) }
         withExtendedLifetime(evicted) {}
+        return true
+    }
+
+    /// The camera is interrupted: forgets its frames, keeps none until `resume`, and hands every capture
+    /// waiting for a frame what it has (nothing), at once, rather than at its timeout.
+    func suspend() {
+        let (dropped, released) = condition.withLock { () -> ([Slot?], [Waiter]) in
+            suspended = true
+            defer { slots = Array(repeating: nil, count: depth); waiters = [] }
+            return (slots, waiters)
+        }
+        for waiter in released { waiter.continuation.resume(returning: []) }
+        withExtendedLifetime(dropped) {}
+    }
+
+    /// The camera delivers again: frames exposed from `time` on are kept.
+    func resume(keepingFramesFrom time: UInt64) {
+        condition.withLock {
+            suspended = false
+            keepsFramesFrom = time
+        }
     }
 
     /// Forgets the frames (the session stopped: they would be stale at the next start) and lets their
@@ -142,7 +176,7 @@ final class FrameRing: @unchecked Sendable {
         let later: [Slot] = await withCheckedContinuation { continuation in
             condition.lock()
             let now = slots(after: time)
-            guard now.count < limit, timeout > 0 else {
+            guard now.count < limit, timeout > 0, !suspended else {
                 condition.unlock()
                 return continuation.resume(returning: now)
             }
