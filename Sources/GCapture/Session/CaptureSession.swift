@@ -369,13 +369,15 @@ public final class CaptureSession: @unchecked Sendable {
         }
         var heldElsewhere: CaptureDevice?
         if let (failure, device) = graph.startPlaying() {
-            graph.shutDown()
             // A camera another program streams from: AVFoundation starts the session interrupted and
             // resumes when it is let go. Black frames keep the outputs running meanwhile.
             guard let device, device.mediaType == .video, resolved.video != nil,
                   InterruptionClassifier.reason(for: failure, from: device) == .videoDeviceInUseByAnotherClient else {
+                graph.shutDown()
                 throw SessionGraph.startFailure(failure, device: device)
             }
+            // Its outputs are not told they stopped (a frame stream would end): they rejoin the next graph.
+            graph.discard()
             heldElsewhere = device
             graph = try buildGraph(configuration, resolved, videoFiller: true)
             do { try graph.play() } catch { graph.shutDown(); throw error }

@@ -121,6 +121,9 @@ final class SessionGraph: @unchecked Sendable {
                 }
                 return nil
             }
+            // The rest of what a failed source says (a stream error after its read error), even once it
+            // was removed from the graph: it was already dealt with.
+            if state.failedSources.contains(where: { message.isFrom(inside: $0) }) { return nil }
             for attached in state.branches.values where message.isFrom(inside: attached.path) {
                 let first = !attached.branch.hasFailed
                 attached.branch.markFailed()

@@ -166,8 +166,10 @@ extension CaptureSession {
         Log.session.notice("\(name): interrupted, \(reason) (\(source.device))")
         for output in graph.members { output.sessionWasInterrupted(reason) }
         post(.wasInterrupted(reason))
+        let swapStarted = ContinuousClock.now
         do {
             try graph.setSource(SourceBuilder.filler(for: source.device, selection: source.selection, name: graph.makeSourceName(slot)), for: slot)
+            Log.session.debug("\(name): filler in place after \(ContinuousClock.now - swapStarted)")
         } catch {
             // Nothing can keep the timeline going: the session cannot wait this out.
             _ = recovery.end(slot)
