@@ -245,6 +245,31 @@ final class InterruptionDeviceTests: XCTestCase {
         await session.stop()
     }
 
+    /// The reproduction: `gcapture frames --json` with the camera disconnected at 3 s reports the
+    /// interruption and its end, keeps running, and delivers frames after it (it printed nothing and
+    /// "finished" with 27 frames before).
+    func testTheFramesCommandReportsTheInterruptionAndKeepsCapturing() throws {
+        let command = try launch("gcapture", ["frames", "--camera", "/dev/video0", "--preset", Self.preset.rawValue,
+                                              "--duration", "10", "--json"])
+        XCTAssertTrue(command.waitForEvent("started", timeout: 60), command.errorOutput)
+        Thread.sleep(forTimeInterval: 3)
+        try shell("v4l2-ctl -d /dev/video0 --set-ctrl disconnect=1")
+        XCTAssertTrue(command.waitForEvent("interrupted", timeout: 10), command.output + command.errorOutput)
+        XCTAssertTrue(command.waitForEvent("interruptionEnded", timeout: 20), command.output + command.errorOutput)
+        XCTAssertTrue(command.waitForExit(timeout: 60))
+        XCTAssertEqual(command.status, 0, command.errorOutput)
+        let interrupted = try XCTUnwrap(command.events("interrupted").first)
+        XCTAssertEqual(interrupted["reason"] as? String, "videoDeviceUnplugged")
+        XCTAssertEqual(interrupted["reasonCode"] as? Int, 100)
+        XCTAssertEqual(command.events("interruptionEnded").first?["reason"] as? String, "videoDeviceUnplugged")
+        let finished = try XCTUnwrap(command.events("finished").first)
+        // Frames throughout: the camera's before and after, black ones in the gap (vivid's low preset is
+        // 320x180 at up to 30 fps; the VM emulates its CPU, so most frames, not all).
+        XCTAssertGreaterThan(finished["frames"] as? Int ?? 0, 100, "\(finished)")
+        let order = command.events.compactMap { $0["event"] as? String }
+        XCTAssertEqual(order, ["started", "interrupted", "interruptionEnded", "finished"])
+    }
+
     /// Each frame's mean luma, as ffmpeg decodes the file (0-255 full range: black is 0, not 16).
     private func frameLumas(_ url: URL) throws -> [Double] {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("lumas-\(UUID().uuidString).raw")
