@@ -321,6 +321,8 @@ public final class CaptureSession: @unchecked Sendable {
             throw .configurationFailed(reason: error.description, underlying: nil)
         }
         for output in removed { graph.leave(output) }
+        if videoChanged { endInterruptionIfReplaced(.video, in: graph) }
+        if audioChanged { endInterruptionIfReplaced(.audio, in: graph) }
         state.withLock { $0.committed = configuration }
     }
 

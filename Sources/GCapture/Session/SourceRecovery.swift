@@ -26,6 +26,8 @@ final class SourceRecovery: Sendable {
 
     private let state = Locked(State())
 
+    deinit { state.withLock { $0.deviceEvents }?.cancel() }
+
     /// Retry delays, from the interruption or the previous failed attempt. Fast at first, because the common
     /// interruptions end quickly: vivid (like a USB camera whose link reset) is back the moment the last
     /// handle closes, a program that borrowed the camera for a snapshot lets go within a second, an audio
@@ -237,6 +239,13 @@ extension CaptureSession {
         guard let ended = recovery.end(slot) else { return }
         let gap = ContinuousClock.now - ended.since
         Log.session.notice("\(name): interruption ended, \(device) back after \(gap) (attempt \(attempt))")
+        for output in graph.members { output.sessionInterruptionEnded(ended.reason) }
+        post(.interruptionEnded(ended.reason))
+    }
+
+    /// The app replaced or removed an interrupted input (a commit): what it was waiting for is moot.
+    func endInterruptionIfReplaced(_ slot: SessionGraph.Slot, in graph: SessionGraph) {
+        guard graph.source(for: slot)?.isFiller != true, let ended = recovery.end(slot) else { return }
         for output in graph.members { output.sessionInterruptionEnded(ended.reason) }
         post(.interruptionEnded(ended.reason))
     }
