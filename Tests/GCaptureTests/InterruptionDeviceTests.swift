@@ -125,24 +125,24 @@ final class InterruptionDeviceTests: XCTestCase {
         let brightness = BrightnessLog(frames)
         let session = try makeSession(camera: try vivid(), preset: Self.preset, outputs: [movie, frames])
         let log = SessionEventLog(session)
+        // The notification as an app observing it hears it, on the posting thread: no hop through a task.
+        let notified = Locked<Double?>(nil)
+        let observer = NotificationCenter.default.addObserver(forName: CaptureSession.wasInterruptedNotification, object: session,
+                                                              queue: nil) { _ in notified.withLock { $0 = $0 ?? monotonicMilliseconds() } }
+        defer { NotificationCenter.default.removeObserver(observer) }
         try await session.start()
         let url = folder.appendingPathComponent("disconnect.mp4")
         let waiter = await startRecording(movie, to: url)
         let recordingStarted = monotonicMilliseconds()
         try await Task.sleep(for: .milliseconds(1500))
 
-        // The notification as an app observing it hears it, on the posting thread: no hop through a task.
-        let notified = Locked<Double?>(nil)
-        let observer = NotificationCenter.default.addObserver(forName: CaptureSession.wasInterruptedNotification, object: session,
-                                                              queue: nil) { _ in notified.withLock { $0 = $0 ?? monotonicMilliseconds() } }
-        defer { NotificationCenter.default.removeObserver(observer) }
         let before = try disconnectVivid()
         let interrupted = await log.wait(timeout: 5) { !$0.interruptions.isEmpty }
         XCTAssertTrue(interrupted, "no interruption within 5 s: \(log.all.map { "\($0.event)" })")
         XCTAssertEqual(log.interruptions.map(\.reason), [.videoDeviceUnplugged])
-        if let at = notified.withLock({ $0 }) {
-            print("BENCH disconnect → wasInterruptedNotification: \(String(format: "%.0f", at - before)) ms (goal ≤ 100 ms)")
-        }
+        let heard = notified.withLock { $0 }
+        print("BENCH disconnect → wasInterruptedNotification: \(heard.map { String(format: "%.0f ms", $0 - before) } ?? "not heard"), "
+              + "→ events(): \(log.interruptions.first.map { String(format: "%.0f ms", $0.at - before) } ?? "none") (goal ≤ 100 ms)")
         XCTAssertTrue(session.isRunning)
 
         let ended = await log.wait(timeout: 15) { !$0.endings.isEmpty }
@@ -240,8 +240,14 @@ final class InterruptionDeviceTests: XCTestCase {
     /// (its source stopped, the fd closed), which is what lets rmmod through. It then comes back by its
     /// stable id. Only inside the VM.
     func testACameraUnloadedAndLoadedAgainIsFoundByItsStableID() async throws {
-        guard ProcessInfo.processInfo.environment["V4L2VM"] == "1" else {
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["V4L2VM"] == "1" else {
             throw XCTSkip("reloads the vivid kernel module: only inside ../shared/testbed/v4l2-vm")
+        }
+        // As V4L2DeviceTests' hotplug test: a process that streamed before may still hold the device through
+        // v4l2src's orphaned buffer pool, and then the module cannot be unloaded. .ci/run runs it alone.
+        if !V4L2DeviceTests.openCameraNodes().isEmpty, environment["GCAPTURE_HOTPLUG_TEST"] != "1" {
+            throw XCTSkip("this process has streamed from the camera already; run this test on its own")
         }
         let camera = try vivid()
         let frames = CaptureVideoDataOutput()

@@ -83,6 +83,14 @@ final class InterruptionTests: XCTestCase {
         let session = try makeSession(camera: CaptureDevice.makeTestCamera(uniqueID: "test-bars", options: TestCameraOptions()),
                                       preset: .vga640x480, outputs: [frames, movie])
         let log = SessionEventLog(session)
+        // AVFoundation's way: the notification with the reason's raw value under the key.
+        let posted = Locked<[String]>([])
+        let observers = [CaptureSession.wasInterruptedNotification, CaptureSession.interruptionEndedNotification].map { name in
+            NotificationCenter.default.addObserver(forName: name, object: session, queue: nil) { note in
+                posted.withLock { $0.append("\(note.name.rawValue) \(note.userInfo?[CaptureSessionInterruptionReasonKey] as? Int ?? -1)") }
+            }
+        }
+        defer { observers.forEach(NotificationCenter.default.removeObserver) }
         try await session.start()
         let url = try temporaryFolder().appendingPathComponent("gap.mp4")
         let waiter = await startRecording(movie, to: url)
@@ -95,6 +103,7 @@ final class InterruptionTests: XCTestCase {
         XCTAssertTrue(ended, "\(log.all.map { "\($0.event)" })")
         XCTAssertEqual(log.endings.map(\.reason), [.videoDeviceStalled])
         XCTAssertFalse(session.isInterrupted)
+        XCTAssertEqual(posted.withLock { $0 }, ["GCaptureSessionWasInterrupted 101", "GCaptureSessionInterruptionEnded 101"])
         try await Task.sleep(for: .milliseconds(700))
         movie.stopRecording()
         let finished = await waiter.waitForFinish()
