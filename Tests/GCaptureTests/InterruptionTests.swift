@@ -23,6 +23,10 @@ final class InterruptionTests: XCTestCase {
             poll error 1: No data available (61)
             """)
         XCTAssertEqual(InterruptionClassifier.reason(for: unplugged, from: camera), .videoDeviceUnplugged)
+        // The same disconnect, when the allocation failure is posted before the poll error (seen under load).
+        let allocation = resourceError(14, "Failed to allocate a buffer",
+                                       "../sys/v4l2/gstv4l2src.c(1374): gst_v4l2src_create (): /GstPipeline:session-1/GstBin:video-source-1/GstV4l2Src:v4l2src0")
+        XCTAssertEqual(InterruptionClassifier.reason(for: allocation, from: camera), .videoDeviceUnplugged)
         let busy = resourceError(4, "Device '/dev/video0' is busy", """
             ../sys/v4l2/gstv4l2object.c(4103): gst_v4l2_object_set_format_full (): /GstPipeline:pipeline0/GstV4l2Src:v4l2src0:
             Call to S_FMT failed for YUYV @ 640x480: Device or resource busy

@@ -8,7 +8,7 @@ enum InterruptionClassifier {
 
     /// GstResourceError codes (gst/gsterror.h); GStreamerKit keeps the raw code.
     private enum ResourceCode: Int {
-        case failed = 1, notFound = 3, busy = 4, openRead = 5, openReadWrite = 7, read = 9, settings = 13
+        case failed = 1, notFound = 3, busy = 4, openRead = 5, openReadWrite = 7, read = 9, settings = 13, noSpaceLeft = 14
     }
 
     private static let resourceDomain = "gst-resource-error-quark"
@@ -35,7 +35,8 @@ enum InterruptionClassifier {
 
     /// v4l2src, as GStreamer 1.22 reports it (verified with vivid, see the testbed's README):
     /// - unplugged while streaming: RESOURCE_ERROR READ "Could not read from resource." with a poll error
-    ///   (POLLERR; the errno text is stale), or an ioctl answering ENODEV ("No such device");
+    ///   (POLLERR; the errno text is stale), or NO_SPACE_LEFT "Failed to allocate a buffer" from its create
+    ///   (the same vb2 queue error, when that message wins the race), or an ioctl answering ENODEV;
     /// - opened while unplugged: OPEN_READ_WRITE / NOT_FOUND with ENODEV or ENOENT;
     /// - another process streams from it: RESOURCE_ERROR BUSY "Device '/dev/video0' is busy", S_FMT
     ///   answering EBUSY ("Device or resource busy").
@@ -52,6 +53,10 @@ enum InterruptionClassifier {
             // A read that failed for any other cause (a driver bug answering EIO) is not an unplug the
             // session can wait out.
             return debug.contains("poll error") || mentionsNoDevice(debug) ? .videoDeviceUnplugged : nil
+        case .noSpaceLeft:
+            // The buffer pool's acquire failing inside v4l2src's create: vb2's queue went into error. Its
+            // poll usually reports it first (READ above), but not always: under load this came first.
+            return debug.contains("gst_v4l2src_create") ? .videoDeviceUnplugged : nil
         case .notFound, .openRead, .openReadWrite, .settings, .failed:
             return mentionsNoDevice(debug) || mentionsNoDevice(error.message) ? .videoDeviceUnplugged : nil
         }
