@@ -159,6 +159,8 @@ final class InterruptionDeviceTests: XCTestCase {
         let interrupted = await log.wait(timeout: 5) { !$0.interruptions.isEmpty }
         XCTAssertTrue(interrupted, "no interruption within 5 s: \(log.all.map { "\($0.event)" })")
         XCTAssertEqual(log.interruptions.map(\.reason), [.videoDeviceUnplugged])
+        // events() yields before the notification is posted: wait for that too.
+        _ = await log.wait(timeout: 2) { _ in notified.withLock { $0 } != nil }
         let heard = notified.withLock { $0 }
         print("BENCH disconnect → wasInterruptedNotification: \(heard.map { String(format: "%.0f ms", $0 - before) } ?? "not heard"), "
               + "→ events(): \(log.interruptions.first.map { String(format: "%.0f ms", $0.at - before) } ?? "none") (goal ≤ 100 ms)")
@@ -229,11 +231,11 @@ final class InterruptionDeviceTests: XCTestCase {
         XCTAssertTrue(brightness.all.count > 10 && !brightness.all.contains(where: BrightnessLog.isPicture),
                       "black frames stand in while the camera is held: \(brightness.all.count) frames")
 
+        let released = monotonicMilliseconds()
         kill(holder.processIdentifier, SIGKILL)
         let exitDeadline = Date().addingTimeInterval(10)
         while holder.isRunning, Date() < exitDeadline { try await Task.sleep(for: .milliseconds(5)) }
         XCTAssertFalse(holder.isRunning, "v4l2-ctl did not exit")
-        let released = monotonicMilliseconds()
         let ended = await log.wait(timeout: 10) { !$0.endings.isEmpty }
         XCTAssertTrue(ended, "no interruptionEnded within 10 s of the camera being released")
         XCTAssertEqual(log.endings.map(\.reason), [.videoDeviceInUseByAnotherClient])
