@@ -114,7 +114,9 @@ final class SessionGraph: @unchecked Sendable {
     private func attribute(_ error: GStreamerError, from message: Message) -> GraphEvent? {
         busState.withLock { state -> GraphEvent? in
             if let trial = state.trialPath, message.isFrom(inside: trial) {
-                state.failedSources.insert(trial)
+                // A source on trial is done with at its first error; the whole graph on trial (play) is not
+                // marked, so a graph that is kept after all still reports its errors.
+                if trial != pipeline.path { state.failedSources.insert(trial) }
                 if state.trialError == nil {
                     state.trialError = error
                     state.trialDevice = state.sources.first { message.isFrom(inside: $0.path) }?.device
