@@ -24,12 +24,12 @@ struct FramesCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
     var noise: Int = 0
 
-    @Flag(help: "Print one JSON object per line (started, finished).")
+    @Flag(help: "Print one JSON object per line (started, interrupted, interruptionEnded, finished).")
     var json = false
 
     func run() async throws {
         StopSignals.shared.install()
-        let report = try await FrameCapture(camera: camera, preset: preset, duration: duration, noise: noise).run { started in
+        let report = try await FrameCapture(camera: camera, preset: preset, duration: duration, noise: noise, json: json).run { started in
             if json {
                 JSONLine.print(["event": "started", "camera": started.camera, "preset": preset.rawValue,
                                 "startToFirstFrameMs": started.startMilliseconds].merging(started.deviceFields) { $1 })
@@ -65,6 +65,8 @@ struct FrameCapture {
     var preset: CaptureSession.Preset
     var duration: Double
     var noise: Int
+    /// How interruptions are reported (JSON events or lines on stderr).
+    var json = false
 
     func run(onStart: (Started) -> Void) async throws -> Report {
         let choice = try DeviceChoice.camera(camera, noise: noise)
@@ -76,6 +78,8 @@ struct FrameCapture {
         try session.add(output)
         session.sessionPreset = preset
         try session.commitAndWait()
+        let interruptions = InterruptionReporter(session, json: json)
+        defer { withExtendedLifetime(interruptions) {} }
 
         let frames = output.sampleBuffers()
         let clock = ContinuousClock()

@@ -97,6 +97,8 @@ struct PhotoCommand: AsyncParsableCommand {
         try session.add(photos)
         session.sessionPreset = preset
         try session.commitAndWait()
+        let interruptions = InterruptionReporter(session, json: json)
+        defer { withExtendedLifetime(interruptions) {} }
         try await session.start()
         if json {
             events.emit(["event": "started", "camera": choice.device.description].merging(DeviceChoice.startedFields([choice])) { $1 },

@@ -84,6 +84,8 @@ struct RecordCommand: AsyncParsableCommand {
         try session.add(movie)
         session.sessionPreset = preset
         try session.commitAndWait()
+        let interruptions = InterruptionReporter(session, json: json)
+        defer { withExtendedLifetime(interruptions) {} }
         try await session.start()
 
         let events = EventPrinter(json: json)

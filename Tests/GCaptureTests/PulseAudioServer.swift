@@ -34,6 +34,17 @@ final class PulseAudioServer: @unchecked Sendable {
             """
         let scriptURL = folder.appendingPathComponent("default.pa")
         try script.write(to: scriptURL, atomically: true, encoding: .utf8)
+        try launch()
+        // Clients of this process (pulsesrc) find the server through the environment.
+        setenv("PULSE_SERVER", address, 1)
+    }
+
+    /// Starts the daemon on the folder's script and socket; returns once it answers.
+    private func launch() throws {
+        let scriptURL = folder.appendingPathComponent("default.pa")
+        let socket = folder.appendingPathComponent("native").path
+        try? FileManager.default.removeItem(atPath: socket)
+        try? FileManager.default.removeItem(at: folder.appendingPathComponent("run/pid"))
         // -n: no default script (it expects sound cards); runs as root as a normal per-user daemon. It
         // daemonizes, so no child of ours stays behind for Foundation's Process to track.
         var environment = ProcessInfo.processInfo.environment
@@ -58,8 +69,12 @@ final class PulseAudioServer: @unchecked Sendable {
             }
             usleep(20_000)
         }
-        // Clients of this process (pulsesrc) find the server through the environment.
-        setenv("PULSE_SERVER", address, 1)
+    }
+
+    /// Starts the server again after kill(), at the same address, as a restarted audio server would be.
+    func restart() throws {
+        kill()
+        try launch()
     }
 
     /// Ends the server at once, as a crash of the audio server would.

@@ -58,7 +58,9 @@ public final class CaptureSession: @unchecked Sendable {
     private let state = Locked(State())
     private let errors = Broadcast<RuntimeError>()
     private let sessionEvents = Broadcast<Event>()
-    private let queue: DispatchQueue
+    let queue: DispatchQueue
+    /// Interrupted inputs and their retries (SourceRecovery.swift).
+    let recovery = SourceRecovery()
     private let onQueueKey = DispatchSpecificKey<Bool>()
     private static let counter = Atomic<Int>(0)
 
@@ -328,19 +330,24 @@ public final class CaptureSession: @unchecked Sendable {
             throw .configurationFailed(reason: error.description, underlying: nil)
         }
         for output in removed { graph.leave(output) }
+        if videoChanged { endInterruptionIfReplaced(.video, in: graph) }
+        if audioChanged { endInterruptionIfReplaced(.audio, in: graph) }
         state.withLock { $0.committed = configuration }
     }
 
     /// Builds the whole graph for a configuration, in NULL: elements made and linked, no device opened.
-    private func buildGraph(_ configuration: Configuration, _ resolved: Resolved) throws(CaptureError) -> SessionGraph {
+    /// `videoFiller`: black frames stand in for the camera (which another program holds).
+    private func buildGraph(_ configuration: Configuration, _ resolved: Resolved,
+                            videoFiller: Bool = false) throws(CaptureError) -> SessionGraph {
         let graph = try SessionGraph(name: name) { [weak self] graph, event in
             guard let self else { return }
             self.queue.async { self.handle(event, from: graph) }
         }
         do {
             if let video = resolved.video {
-                try graph.setSource(SourceBuilder.videoSource(for: video.device, selection: video.selection,
-                                                              name: graph.makeSourceName(.video)), for: .video)
+                let name = graph.makeSourceName(.video)
+                try graph.setSource(videoFiller ? SourceBuilder.filler(for: video.device, selection: video.selection, name: name)
+                                    : SourceBuilder.videoSource(for: video.device, selection: video.selection, name: name), for: .video)
             }
             if let audio = resolved.audio {
                 try graph.setSource(SourceBuilder.audioSource(for: audio, name: graph.makeSourceName(.audio)), for: .audio)
@@ -362,25 +369,58 @@ public final class CaptureSession: @unchecked Sendable {
             return (state.committed, state.prepared)
         }
         // Devices may have come or gone since the graph was prepared: check again, cheaply.
-        let graph: SessionGraph
+        var graph: SessionGraph
+        let resolved: Resolved
         do throws(CaptureError) {
-            let resolved = try resolve(configuration)
+            resolved = try resolve(configuration)
             if let prepared { graph = prepared } else { graph = try buildGraph(configuration, resolved) }
         } catch {
             prepared?.discard()
             throw error
         }
-        do {
-            try graph.play()
-        } catch {
-            graph.shutDown()
-            throw error
+        var heldElsewhere: CaptureDevice?
+        if let (failure, device) = graph.startPlaying() {
+            // A camera another program streams from: AVFoundation starts the session interrupted and
+            // resumes when it is let go. Black frames keep the outputs running meanwhile.
+            guard let device, device.mediaType == .video, resolved.video != nil,
+                  InterruptionClassifier.reason(for: failure, from: device) == .videoDeviceInUseByAnotherClient else {
+                graph.shutDown()
+                throw SessionGraph.startFailure(failure, device: device)
+            }
+            // Its outputs are not told they stopped (a frame stream would end): they rejoin the next graph.
+            graph.discard()
+            heldElsewhere = device
+            graph = try buildGraph(configuration, resolved, videoFiller: true)
+            do { try graph.play() } catch { graph.shutDown(); throw error }
         }
         state.withLock { $0.graph = graph; $0.isRunning = true }
         post(.didStartRunning)
+        watchDevices(of: graph)
+        if let heldElsewhere, let video = resolved.video {
+            beginInterrupted(.video, reason: .videoDeviceInUseByAnotherClient, device: heldElsewhere,
+                             selection: video.selection, graph: graph)
+        }
+    }
+
+    /// The running graph, if any (read on the session queue for changes).
+    var runningGraph: SessionGraph? { state.withLock { $0.graph } }
+
+    /// An input that cannot even be filled in for: the session fails as it did before interruptions existed.
+    func failWithoutRecovery(_ slot: SessionGraph.Slot, device: CaptureDevice, error: CaptureError) {
+        let underlying = GStreamerError(kind: .stateChange, message: "\(error)")
+        if slot == .audio, let graph = runningGraph, graph.hasSource(.video) {
+            try? graph.setSource(nil, for: .audio)
+            for output in graph.members { output.audioSourceDidFail(device, error: underlying) }
+            publish(RuntimeError(error: .audioDeviceFailed(device: device.description, underlying: underlying), output: nil, isFatal: false))
+            return
+        }
+        stopOnQueue()
+        publish(RuntimeError(error: .deviceFailed(device: device.description, underlying: underlying), output: nil, isFatal: true))
     }
 
     private func stopOnQueue() {
+        // The app's intent to run ends here: no retry may bring a device back into a stopped session.
+        recovery.cancelAll()
         guard let graph = state.withLock({ state -> SessionGraph? in
             defer { state.graph = nil; state.isRunning = false }
             return state.graph
@@ -400,6 +440,13 @@ public final class CaptureSession: @unchecked Sendable {
     private func handle(_ event: GraphEvent, from source: SessionGraph) {
         // Events of a graph that has since stopped concern nobody.
         guard let graph = state.withLock({ $0.graph }), graph === source else { return }
+        if case .sourceFailed(let device?, let error) = event, let reason = InterruptionClassifier.reason(for: error, from: device) {
+            let slot: SessionGraph.Slot = device.mediaType == .video ? .video : .audio
+            if graph.source(for: slot)?.device == device {
+                if graph.source(for: slot)?.isFiller == true { return }
+                return interrupt(slot, reason: reason)
+            }
+        }
         switch event {
         case .outputFailed(let output, let error):
             graph.detachBranch(of: output)
@@ -433,7 +480,7 @@ public final class CaptureSession: @unchecked Sendable {
             })
     }
 
-    private func publish(_ error: RuntimeError) {
+    func publish(_ error: RuntimeError) {
         errors.yield(error)
         post(.runtimeError(error))
     }

@@ -41,6 +41,9 @@ final class SessionGraph: @unchecked Sendable {
         /// The source the trial's error came from, if it came from one.
         var trialDevice: CaptureDevice?
         var sources: [(path: String, device: CaptureDevice)] = []
+        /// Sources (or sources on trial) that posted an error: only their first error counts, and the EOS
+        /// their element pushes after it must not reach the tee, or every output would end with them.
+        var failedSources: Set<String> = []
         var qosMessages = 0
         var qosDropped: [String: UInt64] = [:]
     }
@@ -111,19 +114,29 @@ final class SessionGraph: @unchecked Sendable {
     private func attribute(_ error: GStreamerError, from message: Message) -> GraphEvent? {
         busState.withLock { state -> GraphEvent? in
             if let trial = state.trialPath, message.isFrom(inside: trial) {
+                // A source on trial is done with at its first error; the whole graph on trial (play) is not
+                // marked, so a graph that is kept after all still reports its errors.
+                if trial != pipeline.path { state.failedSources.insert(trial) }
                 if state.trialError == nil {
                     state.trialError = error
                     state.trialDevice = state.sources.first { message.isFrom(inside: $0.path) }?.device
                 }
                 return nil
             }
+            // The rest of what a failed source says (a stream error after its read error), even once it
+            // was removed from the graph: it was already dealt with.
+            if state.failedSources.contains(where: { message.isFrom(inside: $0) }) { return nil }
             for attached in state.branches.values where message.isFrom(inside: attached.path) {
                 let first = !attached.branch.hasFailed
                 attached.branch.markFailed()
                 return first ? .outputFailed(attached.output, error) : nil
             }
-            let device = state.sources.first { message.isFrom(inside: $0.path) }?.device
-            return .sourceFailed(device: device, error)
+            guard let source = state.sources.first(where: { message.isFrom(inside: $0.path) }) else {
+                return .sourceFailed(device: nil, error)
+            }
+            // A camera that goes away posts three errors (read, allocation, stream): the first says why.
+            guard state.failedSources.insert(source.path).inserted else { return nil }
+            return .sourceFailed(device: source.device, error)
         }
     }
 
@@ -133,17 +146,28 @@ final class SessionGraph: @unchecked Sendable {
     /// be opened (a source the audio server does not have, or no server) fails the start as surely as a
     /// camera, before anything is recorded. Errors name the device they came from.
     func play(timeout: Duration = .seconds(5)) throws(CaptureError) {
-        let sources = [videoSource, audioSource].compactMap { $0 }
-        guard let (failure, device) = onTrial(pipeline.path, waitingForFirstBufferFrom: sources, timeout: timeout, {
-            try pipeline.setState(.playing)
-        }) else {
-            Log.session.debug("\(pipeline.name) playing: first buffer from \(sources.map(\.device.description).joined(separator: ", "))")
-            return
-        }
+        guard let (failure, device) = startPlaying(timeout: timeout) else { return }
+        throw Self.startFailure(failure, device: device)
+    }
+
+    static func startFailure(_ failure: GStreamerError, device: CaptureDevice?) -> CaptureError {
         if let device {
-            throw .startFailed(reason: SourceBuilder.openFailure(of: device, failure), underlying: nil)
+            return .startFailed(reason: SourceBuilder.openFailure(of: device, failure), underlying: nil)
         }
-        throw .startFailed(reason: "the pipeline failed", underlying: failure)
+        return .startFailed(reason: "the pipeline failed", underlying: failure)
+    }
+
+    /// play() that hands back the failure as GStreamer said it, and the device it is due to, for a caller
+    /// that classifies it (a camera held by another program starts the session interrupted).
+    func startPlaying(timeout: Duration = .seconds(5)) -> (GStreamerError, CaptureDevice?)? {
+        let sources = [videoSource, audioSource].compactMap { $0 }
+        let failure = onTrial(pipeline.path, waitingForFirstBufferFrom: sources, timeout: timeout) {
+            try pipeline.setState(.playing)
+        }
+        if failure == nil {
+            Log.session.debug("\(pipeline.name) playing: first buffer from \(sources.map(\.device.description).joined(separator: ", "))")
+        }
+        return failure
     }
 
     /// Runs `action`, treating errors from inside `path` as its own failure rather than the session's,
@@ -252,6 +276,12 @@ final class SessionGraph: @unchecked Sendable {
         }
         // The bin's path as messages name it ("/GstPipeline:session/GstBin:video-source-1"), now it is in.
         let path = unit.bin.path
+        busState.withLock { _ = $0.failedSources.remove(path) }
+        // A live source that fails pushes EOS after its error; the session replaces it rather than ending.
+        unit.bin.staticPad("src")?.addProbe(.downstreamEvent) { [busState] info in
+            guard info.eventType == .endOfStream, busState.withLock({ $0.failedSources.contains(path) }) else { return .ok }
+            return .drop
+        }
         guard let timeout else {
             busState.withLock { $0.sources.append((path, unit.device)) }
             return
@@ -340,6 +370,8 @@ final class SessionGraph: @unchecked Sendable {
     var currentVideoDevice: CaptureDevice? {
         busState.withLock { state in state.sources.last { $0.device.mediaType == .video }?.device }
     }
+
+    func source(for slot: Slot) -> SourceUnit? { slot == .video ? videoSource : audioSource }
 
     /// Whether the session has a source for the media type now.
     func hasSource(_ mediaType: MediaType) -> Bool { mediaType == .video ? videoSource != nil : audioSource != nil }

@@ -7,6 +7,8 @@ struct SourceUnit {
     let device: CaptureDevice
     let selection: FormatSelection?
     let bin: Bin
+    /// A stand-in (black frames, silence) for an interrupted device.
+    var isFiller = false
 
     /// What identifies the source: a change means the source must be rebuilt.
     var key: String { device.uniqueID + "|" + (selection?.caps ?? "audio") }
