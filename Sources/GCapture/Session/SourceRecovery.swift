@@ -142,6 +142,12 @@ extension SourceBuilder {
         do {
             let bin = try Bin.parse(description)
             try bin.set("name", name)
+            // Marked as GStreamer marks filler (GST_BUFFER_FLAG_GAP): a photo must not be of it, and a
+            // recording that ends at the interruption must not take it in.
+            bin.staticPad("src")?.addProbe(.buffer) { info in
+                info.markBufferAsGap()
+                return .ok
+            }
             return SourceUnit(device: device, selection: selection, bin: bin, isFiller: true)
         } catch {
             throw .missingPlugin("videotestsrc/audiotestsrc (gst-plugins-base) to fill the gap of an interrupted device: \(error)")
