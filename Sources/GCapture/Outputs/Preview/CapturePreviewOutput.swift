@@ -119,6 +119,7 @@ public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
             fragment += " name=preview-sink"
             // The newest frame at once: waiting for the clock only makes a late frame later.
             if properties.contains("sync") { fragment += " sync=false" }
+            if let display = sink.display, properties.contains("display") { fragment += " display=\"\(display)\"" }
             if properties.contains("force-aspect-ratio") {
                 fragment += " force-aspect-ratio=\(settings.videoGravity != .resize)"
             }

@@ -19,6 +19,8 @@ struct PreviewSink: Sendable, Equatable {
     var description: String
     /// The sink's factory, when the branch ends in one element whose properties are known.
     var factory: String?
+    /// The display the sink was chosen for (its `display` property), when the environment named one.
+    var display: String?
 
     /// The X sinks in the order tried: Xv scales in the server; ximagesink needs nothing but X and costs the
     /// least CPU where there is no Xv (a virtual or remote display); glimagesink for a machine without the
@@ -32,7 +34,7 @@ struct PreviewSink: Sendable, Equatable {
     /// The sink for `named` (a factory or a gst-launch fragment of the user's), else the first that can open
     /// a display under `environment`; throws `noDisplay` naming everything tried.
     static func choose(named: String?, environment: [String: String],
-                       opens: (String) -> Bool = PreviewSink.opens,
+                       opens: (_ factory: String, _ display: String?) -> Bool = PreviewSink.opens,
                        hasDRMDevice: () -> Bool = PreviewSink.hasDRMDevice) throws(CaptureError) -> PreviewSink {
         if let named {
             let trimmed = named.trimmingCharacters(in: .whitespaces)
@@ -40,30 +42,30 @@ struct PreviewSink: Sendable, Equatable {
             let isFactory = trimmed.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }
             if isFactory {
                 guard GStreamer.hasElement(trimmed) else { throw .missingPlugin(trimmed) }
-                return PreviewSink(description: trimmed, factory: trimmed)
+                return PreviewSink(description: trimmed, factory: trimmed, display: nil)
             }
-            return PreviewSink(description: trimmed, factory: nil)
+            return PreviewSink(description: trimmed, factory: nil, display: nil)
         }
         var tried: [String] = []
-        func attempt(_ factory: String) -> PreviewSink? {
-            if opens(factory) { return PreviewSink(description: factory, factory: factory) }
+        func attempt(_ factory: String, display: String?) -> PreviewSink? {
+            if opens(factory, display) { return PreviewSink(description: factory, factory: factory, display: display) }
             tried.append(GStreamer.hasElement(factory) ? "\(factory) (cannot open the display)" : "\(factory) (not installed)")
             return nil
         }
         if let wayland = environment["WAYLAND_DISPLAY"], !wayland.isEmpty {
-            if let sink = attempt("waylandsink") { return sink }
+            if let sink = attempt("waylandsink", display: wayland) { return sink }
         } else {
             tried.append("waylandsink (WAYLAND_DISPLAY is not set)")
         }
         if let display = environment["DISPLAY"], !display.isEmpty {
-            for factory in xSinks { if let sink = attempt(factory) { return sink } }
+            for factory in xSinks { if let sink = attempt(factory, display: display) { return sink } }
         } else {
             tried.append("\(xSinks.joined(separator: ", ")) (DISPLAY is not set)")
         }
         // Only where there is no desktop at all: under one, KMS belongs to the compositor.
         if tried.allSatisfy({ $0.hasSuffix("is not set)") }) {
             if hasDRMDevice() {
-                if let sink = attempt("kmssink") { return sink }
+                if let sink = attempt("kmssink", display: nil) { return sink }
             } else {
                 tried.append("kmssink (no screen under \(drmDevices))")
             }
@@ -72,9 +74,13 @@ struct PreviewSink: Sendable, Equatable {
     }
 
     /// Whether a sink of this factory opens its display (the NULL to READY change connects to the X server
-    /// or compositor, and checks Xv for xvimagesink).
-    static func opens(_ factory: String) -> Bool {
+    /// or compositor, and checks Xv for xvimagesink). glimagesink has no display property: it takes the
+    /// process's environment.
+    static func opens(_ factory: String, display: String?) -> Bool {
         guard let element = try? Element.make(factory) else { return false }
+        if let display, element.hasProperty("display") {
+            guard (try? element.set("display", display)) != nil else { return false }
+        }
         defer { _ = try? element.setState(.null) }
         return (try? element.setState(.ready)) != nil
     }
