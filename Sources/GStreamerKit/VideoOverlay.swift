@@ -15,8 +15,9 @@ extension Element {
         CGstShim_video_overlay_set_window_handle(pointer, guintptr(handle)) != 0
     }
 
-    /// Where in its window the video is drawn, in window pixels; nil for the whole window. False when there
-    /// is no overlay or it refused the rectangle (a sink that draws only whole windows, as ximagesink).
+    /// Where in its window the video is drawn, in window pixels. False when there
+    /// is no overlay or it refused the rectangle (a sink that draws only whole windows, as ximagesink);
+    /// width and height -1 are the whole window.
     @discardableResult
     public func setRenderRectangle(x: Int, y: Int, width: Int, height: Int) -> Bool {
         CGstShim_video_overlay_set_render_rectangle(pointer, gint(x), gint(y), gint(width), gint(height)) != 0

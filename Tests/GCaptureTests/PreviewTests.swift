@@ -106,6 +106,44 @@ final class PreviewTests: XCTestCase {
         XCTAssertGreaterThan(Int(profile.first!), Int(profile.last!) + 60, "\(profile)")
     }
 
+    /// ximagesink cannot scale: the branch scales to the render rectangle's size, keeping the aspect with
+    /// bars (resizeAspect) or cropping (resizeAspectFill).
+    func testGravityFitsTheRenderRectangleOnASinkThatCannotScale() async throws {
+        let display = try VirtualDisplay()
+        defer { display.stop() }
+        let folder = try temporaryFolder()
+        // Rows of the screen's left column band, top to bottom, for a 2:1 rectangle of 480x240.
+        func shown(_ gravity: CapturePreviewOutput.VideoGravity) async throws -> (inside: [UInt8], below: [UInt8], wide: [UInt8]) {
+            let preview = preview(on: display)
+            preview.videoGravity = gravity
+            preview.renderRectangle = .init(x: 0, y: 0, width: 480, height: 240)
+            let session = try await startSession(camera: camera(position: .back, id: "preview-\(gravity)"), outputs: [preview])
+            await waitUntilShown(preview)
+            let window = folder.appendingPathComponent("\(gravity).png"), below = folder.appendingPathComponent("\(gravity)-below.png")
+            try screenshot(display, width: 480, height: 240, to: window)
+            try screenshot(display, x: 0, y: 250, width: 480, height: 200, to: below)
+            await session.stop()
+            // Columns of the window's middle rows: letterboxing leaves the sides black.
+            let middle = folder.appendingPathComponent("\(gravity)-middle.png")
+            let crop = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-i", window.path,
+                                                       "-vf", "crop=480:120:0:0", middle.path])
+            XCTAssertEqual(crop.status, 0, crop.stderr)
+            return (try lumaProfile(middle, width: 16), try lumaProfile(below, width: 4), try lumaProfile(window, width: 16))
+        }
+        let fit = try await shown(.resizeAspect)
+        // 640x480 into 480x240 at 4:3: 320 wide, 80 of black on each side.
+        XCTAssertLessThan(Int(fit.inside.first!), 30, "no bar on the left: \(fit.inside)")
+        XCTAssertLessThan(Int(fit.inside.last!), 30, "no bar on the right: \(fit.inside)")
+        XCTAssertGreaterThan(Int(fit.inside[3]), 150, "no picture in the middle: \(fit.inside)")
+        XCTAssertLessThan(fit.below.map(Int.init).max()!, 30, "the window is taller than the rectangle: \(fit.below)")
+        let fill = try await shown(.resizeAspectFill)
+        XCTAssertGreaterThan(Int(fill.inside.first!), 150, "aspect fill left bars at the side: \(fill.inside)")
+        XCTAssertGreaterThan(Int(fill.inside.first!), Int(fill.inside.last!) + 60, "\(fill.inside)")
+        let stretched = try await shown(.resize)
+        XCTAssertGreaterThan(Int(stretched.inside.first!), 150, "resize left bars at the side: \(stretched.inside)")
+        XCTAssertLessThan(Int(stretched.inside.last!), 100, "\(stretched.inside)")
+    }
+
     /// A display too slow to keep up costs the preview frames, never the recording.
     func testASlowPreviewDropsItsOwnFramesOnlyWhileAMovieRecords() async throws {
         let folder = try temporaryFolder()

@@ -50,11 +50,12 @@ final class VirtualDisplay: @unchecked Sendable {
         while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
+
 }
 
 extension XCTestCase {
-    /// A screenshot of the display's root window, cropped to `width`x`height` at its top left, as a PNG.
-    func screenshot(_ display: VirtualDisplay, width: Int, height: Int, to url: URL) throws {
+    /// A screenshot of the display's root window, cropped to `width`x`height` at (x, y), as a PNG.
+    func screenshot(_ display: VirtualDisplay, x: Int = 0, y: Int = 0, width: Int, height: Int, to url: URL) throws {
         let dump = url.deletingPathExtension().appendingPathExtension("xwd")
         defer { try? FileManager.default.removeItem(at: dump) }
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/xwd") else {
@@ -63,7 +64,7 @@ extension XCTestCase {
         let grab = try runTool("/usr/bin/xwd", ["-root", "-silent", "-display", display.name, "-out", dump.path], timeout: 20)
         XCTAssertEqual(grab.status, 0, grab.stderr)
         let convert = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-i", dump.path,
-                                                      "-vf", "crop=\(width):\(height):0:0", url.path], timeout: 20)
+                                                      "-vf", "crop=\(width):\(height):\(x):\(y)", url.path], timeout: 20)
         XCTAssertEqual(convert.status, 0, convert.stderr)
     }
 }
