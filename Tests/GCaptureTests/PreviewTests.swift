@@ -237,48 +237,6 @@ final class PreviewTests: XCTestCase {
         XCTAssertFalse(CaptureVideoDataOutput().connection.isVideoMirroringSupported)
     }
 
-    /// The yardstick, side by side on one Xvfb: the preview's own branch (as the engine builds it)
-    /// against a plain `queue ! videoconvert ! ximagesink` on the same source and tee, each minus the CPU of
-    /// the source and tee alone. Printed; the assertion holds the preview to at most 1.10x the plain branch.
-    func testPreviewBranchCostsNoMoreCPUThanAPlainXBranch() throws {
-        let display = try VirtualDisplay(width: 1280, height: 720)
-        defer { display.stop() }
-        let launcher = "/usr/bin/gst-launch-1.0"
-        guard FileManager.default.isExecutableFile(atPath: launcher) else { throw TestEnvironment.missing("gst-launch-1.0") }
-        let branch = try XCTUnwrap(try CapturePreviewOutput(environment: ["DISPLAY": display.name]).branchDescription())
-        let frames = 120
-        let source = "videotestsrc is-live=true pattern=smpte num-buffers=\(frames) ! "
-            + "video/x-raw,format=NV12,width=1280,height=720,framerate=30/1 ! tee name=t t. ! "
-        let pipelines = [
-            "source": source + "queue ! fakesink",
-            "plain": source + "queue ! videoconvert ! ximagesink display=\"\(display.name)\"",
-            "preview": source + "queue leaky=downstream max-size-buffers=1 max-size-bytes=0 max-size-time=0 ! " + branch,
-        ]
-        func cpuSeconds(_ description: String) throws -> Double {
-            var before = rusage(), after = rusage()
-            getrusage(RUSAGE_CHILDREN.rawValue, &before)
-            // gst-launch takes the pipeline as words, one per argument.
-            let run = try runTool(launcher, ["-q"] + description.split(separator: " ").map(String.init), timeout: 60)
-            getrusage(RUSAGE_CHILDREN.rawValue, &after)
-            XCTAssertEqual(run.status, 0, run.stderr)
-            func seconds(_ usage: rusage) -> Double {
-                Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-            }
-            return seconds(after) - seconds(before)
-        }
-        var samples: [String: [Double]] = [:]
-        for _ in 0..<3 {
-            for name in ["source", "plain", "preview"] { samples[name, default: []].append(try cpuSeconds(pipelines[name]!)) }
-        }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-        let alone = median(samples["source"]!)
-        let plain = median(samples["plain"]!) - alone, preview = median(samples["preview"]!) - alone
-        print(String(format: "preview branch CPU: %.3f s vs plain ximagesink branch %.3f s for %d frames at 720p30 (%.2fx); source and tee alone %.3f s",
-                     preview, plain, frames, preview / plain, alone))
-        XCTAssertGreaterThan(plain, 0.05, "the plain branch cost nothing: the measurement measured nothing")
-        XCTAssertLessThanOrEqual(preview, plain * 1.10, "the preview branch costs more CPU than a plain X branch")
-    }
-
     // MARK: gcapture preview
 
     func testPreviewCommandRunsUnderXvfbAndFailsClearlyWithoutADisplay() throws {

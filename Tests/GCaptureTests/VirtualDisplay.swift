@@ -16,29 +16,35 @@ final class VirtualDisplay: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw TestEnvironment.missing("Xvfb is not installed (apt install xvfb, or bash scripts/install-deps.sh)")
         }
-        // A number whose lock and socket are both absent; the lock file settles a race with another server.
-        let number = (90..<190).first { candidate in
-            !FileManager.default.fileExists(atPath: "/tmp/.X\(candidate)-lock")
-                && !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(candidate)")
-        } ?? 190
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [":\(number)", "-screen", "0", "\(width)x\(height)x24", "-nolisten", "tcp", "-noreset"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.number = number
-        self.width = width
-        self.height = height
-        self.process = process
-        let deadline = Date().addingTimeInterval(timeout)
-        while !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)"), process.isRunning, Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
+        // A number whose lock and socket are both absent; another server may take it between the look and the
+        // start (the lock file settles that race: the loser exits at once), so a few numbers are tried.
+        var lastNumber = 0
+        for _ in 0..<5 {
+            guard let number = (90..<190).first(where: { candidate in
+                candidate > lastNumber && !FileManager.default.fileExists(atPath: "/tmp/.X\(candidate)-lock")
+                    && !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(candidate)")
+            }) else { break }
+            lastNumber = number
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = [":\(number)", "-screen", "0", "\(width)x\(height)x24", "-nolisten", "tcp", "-noreset"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(timeout)
+            while !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)"), process.isRunning, Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            if process.isRunning, FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") {
+                self.number = number
+                self.width = width
+                self.height = height
+                self.process = process
+                return
+            }
+            if process.isRunning { process.terminate(); process.waitUntilExit() }
         }
-        guard process.isRunning, FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") else {
-            stop()
-            throw TestEnvironment.missing("Xvfb did not start on :\(number) within \(timeout) s")
-        }
+        throw TestEnvironment.missing("Xvfb did not start on a free display within \(timeout) s")
     }
 
     deinit { stop() }
