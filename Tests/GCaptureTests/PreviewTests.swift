@@ -249,6 +249,15 @@ final class PreviewTests: XCTestCase {
         let finished = try XCTUnwrap(shown.stdout.split(separator: "\n").last)
         let shownFrames = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(finished.utf8)) as? [String: Any])?["framesShown"] as? Int)
         XCTAssertGreaterThan(shownFrames, 5, shown.stdout)
+        let turned = try runProduct("gcapture", ["preview", "--camera", "test", "--preset", "vga640x480", "--duration", "0.5",
+                                                 "--mirror", "on", "--rotation", "90", "--json"],
+                                    environment: ["DISPLAY": display.name, "WAYLAND_DISPLAY": ""], timeout: 60)
+        XCTAssertEqual(turned.status, 0, turned.stderr)
+        XCTAssertTrue(turned.stdout.contains("\"mirrored\":true") && turned.stdout.contains("\"rotation\":90"), turned.stdout)
+        let fullscreen = try runProduct("gcapture", ["preview", "--camera", "test", "--duration", "0.5", "--fullscreen"],
+                                        environment: ["DISPLAY": display.name, "WAYLAND_DISPLAY": ""], timeout: 60)
+        XCTAssertEqual(fullscreen.status, 1)
+        XCTAssertTrue(fullscreen.stderr.contains("ximagesink cannot show the preview fullscreen"), fullscreen.stderr)
 
         guard !PreviewSink.hasDRMDevice() else {
             throw XCTSkip("this machine has a KMS screen: without a desktop the preview would use it")
