@@ -86,6 +86,29 @@ final class PreviewTests: XCTestCase {
         XCTAssertGreaterThan(Int(backShown.first!), Int(backShown.last!) + 60, "a back camera's preview is mirrored: \(backShown)")
     }
 
+    /// A switch of camera tells the preview (videoDeviceDidChange); automatic mirroring then follows the new
+    /// camera's position in the running branch.
+    func testAutomaticMirroringFollowsTheCameraInARunningPreview() async throws {
+        let display = try VirtualDisplay()
+        defer { display.stop() }
+        let folder = try temporaryFolder()
+        let preview = preview(on: display)
+        let session = try await startSession(camera: camera(position: .back, id: "preview-follow"), outputs: [preview])
+        await waitUntilShown(preview)
+        let before = folder.appendingPathComponent("back.png"), after = folder.appendingPathComponent("front.png")
+        try screenshot(display, width: 640, height: 480, to: before)
+        XCTAssertFalse(preview.connection.isVideoMirrored)
+        preview.videoDeviceDidChange(camera(position: .front, id: "preview-follow-front"))
+        XCTAssertTrue(preview.connection.isVideoMirrored)
+        let shownThen = preview.shownFrameCount
+        await waitUntilShown(preview, frames: shownThen + 10)
+        try screenshot(display, width: 640, height: 480, to: after)
+        await session.stop()
+        let back = try lumaProfile(before), front = try lumaProfile(after)
+        XCTAssertGreaterThan(Int(back.first!), Int(back.last!) + 60, "\(back)")
+        assertMirror(front, back, "after the switch to a front camera")
+    }
+
     func testRotationTurnsThePreview() async throws {
         let display = try VirtualDisplay()
         defer { display.stop() }

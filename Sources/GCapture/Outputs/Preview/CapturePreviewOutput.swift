@@ -39,6 +39,8 @@ public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
         var renderRectangle: Rect?
         var windowHandle: UInt?
         var sinkInUse: String?
+        /// The branch's videoflip while the output is part of a running graph.
+        var flip: Element?
     }
 
     private let state = Locked(State())
@@ -151,10 +153,9 @@ public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
 
     override func didJoin(_ context: OutputContext, branch: Bin?) {
         guard let branch else { return }
-        let position = context.videoDevice()?.position
-        connection.adjustMirroringAutomatically(position == .front)
-        let transform = FrameTransform(rotation: Int(connection.videoRotationAngle), mirrored: connection.isVideoMirrored)
-        try? branch.element(named: "preview-flip")?.set("video-direction", transform.rawValue)
+        let flip = branch.element(named: "preview-flip")
+        state.withLock { $0.flip = flip }
+        videoDeviceDidChange(context.videoDevice())
         let settings = state.withLock { $0 }
         if let handle = settings.windowHandle { branch.setWindowHandle(handle) }
         if let rect = settings.renderRectangle {
@@ -164,5 +165,18 @@ public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
             self?.shown.add(1, ordering: .relaxed)
             return .ok
         }
+    }
+
+    override func didDetach() {
+        state.withLock { $0.flip = nil }
+    }
+
+    /// Automatic mirroring follows the camera: a switch to a front camera mirrors the running preview, a
+    /// switch to a back one stops mirroring it, without rebuilding the branch (videoflip takes a new
+    /// direction between two frames).
+    override func videoDeviceDidChange(_ device: CaptureDevice?) {
+        connection.adjustMirroringAutomatically(device?.position == .front)
+        let transform = FrameTransform(rotation: Int(connection.videoRotationAngle), mirrored: connection.isVideoMirrored)
+        try? state.withLock({ $0.flip })?.set("video-direction", transform.rawValue)
     }
 }
