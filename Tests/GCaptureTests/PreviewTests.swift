@@ -109,6 +109,26 @@ final class PreviewTests: XCTestCase {
         assertMirror(front, back, "after the switch to a front camera")
     }
 
+    /// Mirroring set on the connection of a running preview shows at once, without a rebuild.
+    func testMirroringSetWhileRunningShowsAtOnce() async throws {
+        let display = try VirtualDisplay()
+        defer { display.stop() }
+        let folder = try temporaryFolder()
+        let preview = preview(on: display)
+        let session = try await startSession(camera: camera(position: .back, id: "preview-live"), outputs: [preview])
+        await waitUntilShown(preview)
+        let before = folder.appendingPathComponent("before.png"), after = folder.appendingPathComponent("after.png")
+        try screenshot(display, width: 640, height: 480, to: before)
+        preview.connection.automaticallyAdjustsVideoMirroring = false
+        preview.connection.isVideoMirrored = true
+        await waitUntilShown(preview, frames: preview.shownFrameCount + 10)
+        try screenshot(display, width: 640, height: 480, to: after)
+        await session.stop()
+        let plain = try lumaProfile(before), mirrored = try lumaProfile(after)
+        XCTAssertGreaterThan(Int(plain.first!), Int(plain.last!) + 60, "\(plain)")
+        assertMirror(mirrored, plain, "mirroring turned on while running")
+    }
+
     func testRotationTurnsThePreview() async throws {
         let display = try VirtualDisplay()
         defer { display.stop() }

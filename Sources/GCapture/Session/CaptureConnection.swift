@@ -11,6 +11,8 @@ public final class CaptureConnection: @unchecked Sendable {
         var automaticMirroring = false
     }
     private let state = Locked(State())
+    /// Told after a setting changes, outside the lock: an output that applies settings while it runs.
+    private let changeHandler = Locked<(@Sendable () -> Void)?>(nil)
     /// Whether the output applies rotation and mirroring (photos, movies) or not (frames to code).
     private let turnsCapturedFrames: Bool
 
@@ -28,6 +30,7 @@ public final class CaptureConnection: @unchecked Sendable {
                          turnsCapturedFrames ? "videoRotationAngle must be 0, 90, 180 or 270"
                                              : "this output delivers frames as the camera gives them: videoRotationAngle must be 0")
             state.withLock { $0.videoRotationAngle = newValue }
+            changed()
         }
     }
 
@@ -57,6 +60,7 @@ public final class CaptureConnection: @unchecked Sendable {
                              "isVideoMirrored cannot be set while automaticallyAdjustsVideoMirroring is true: set that to false first")
                 state.isVideoMirrored = newValue
             }
+            changed()
         }
     }
 
@@ -64,7 +68,19 @@ public final class CaptureConnection: @unchecked Sendable {
     /// everything captured as the scene is). Turn it off to choose with isVideoMirrored.
     public var automaticallyAdjustsVideoMirroring: Bool {
         get { state.withLock { $0.automaticallyAdjustsVideoMirroring } }
-        set { state.withLock { $0.automaticallyAdjustsVideoMirroring = newValue } }
+        set {
+            state.withLock { $0.automaticallyAdjustsVideoMirroring = newValue }
+            changed()
+        }
+    }
+
+    /// Calls `handler` after each change of rotation or mirroring (a preview applies them while it runs).
+    func onChange(_ handler: (@Sendable () -> Void)?) {
+        changeHandler.withLock { $0 = handler }
+    }
+
+    private func changed() {
+        changeHandler.withLock { $0 }?()
     }
 
     /// Records what automatic adjustment chose for the camera now feeding the output.

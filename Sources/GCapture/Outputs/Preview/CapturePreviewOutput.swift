@@ -11,8 +11,9 @@ import Synchronization
 ///
 /// Its connection mirrors like AVFoundation's preview: with automaticallyAdjustsVideoMirroring on (the
 /// default) a front camera's picture is mirrored, as in a mirror, while photos and movies of the same session
-/// are not. The connection's videoRotationAngle turns the picture. Settings take effect when the session
-/// next builds the branch (start, or a configuration commit that adds the output).
+/// are not. The connection's videoRotationAngle turns the picture. Rotation and mirroring apply at once,
+/// also while running; the sink, gravity, place and window take effect when the session next builds the
+/// branch (start, or a configuration commit that adds the output).
 public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
     /// How the picture fills its rectangle (AVLayerVideoGravity).
     public enum VideoGravity: String, Sendable, Hashable, CaseIterable {
@@ -50,10 +51,20 @@ public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
 
     public override init() {
         environment = ProcessInfo.processInfo.environment
+        super.init()
+        followConnection()
     }
 
     init(environment: [String: String]) {
         self.environment = environment
+        super.init()
+        followConnection()
+    }
+
+    /// Rotation and mirroring set on the connection while the preview runs show at once, as a turned
+    /// device's preview must (a RotationCoordinator sets the angle live).
+    private func followConnection() {
+        connection.onChange { [weak self] in self?.applyOrientation() }
     }
 
     override class var turnsCapturedFrames: Bool { true }
@@ -176,6 +187,10 @@ public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
     /// direction between two frames).
     override func videoDeviceDidChange(_ device: CaptureDevice?) {
         connection.adjustMirroringAutomatically(device?.position == .front)
+        applyOrientation()
+    }
+
+    private func applyOrientation() {
         let transform = FrameTransform(rotation: Int(connection.videoRotationAngle), mirrored: connection.isVideoMirrored)
         try? state.withLock({ $0.flip })?.set("video-direction", transform.rawValue)
     }
