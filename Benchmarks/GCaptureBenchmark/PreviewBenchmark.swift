@@ -23,8 +23,21 @@ enum PreviewBenchmark {
 
     static func run(seconds: Double, rounds: Int, progress: (String) -> Void) throws -> Result {
         var xvfb: Process?
-        defer { if let xvfb, xvfb.isRunning { xvfb.terminate(); xvfb.waitUntilExit() } }
         var display = ProcessInfo.processInfo.environment["DISPLAY"] ?? ""
+        defer {
+            if let xvfb {
+                if xvfb.isRunning { xvfb.terminate() }
+                xvfb.waitUntilExit()
+                // Xvfb started by a Swift program may leave its lock and socket behind; ours to remove.
+                let number = display.dropFirst()
+                let lock = "/tmp/.X\(number)-lock"
+                if (try? String(contentsOfFile: lock, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+                    == String(xvfb.processIdentifier) {
+                    try? FileManager.default.removeItem(atPath: lock)
+                    try? FileManager.default.removeItem(atPath: "/tmp/.X11-unix/X\(number)")
+                }
+            }
+        }
         if display.isEmpty {
             (xvfb, display) = try startXvfb()
         }
