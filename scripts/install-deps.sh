@@ -10,6 +10,9 @@ packages=(
   gstreamer1.0-pulseaudio pulseaudio pulseaudio-utils
   libjpeg-dev
   ffmpeg libimage-exiftool-perl v4l-utils
+  # The preview's X sinks (ximagesink, xvimagesink; glimagesink), and a display without a screen for its tests
+  # (Xvfb) with xwd to take screenshots of it.
+  gstreamer1.0-x gstreamer1.0-gl xvfb x11-apps
 )
 
 missing=()

@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions }
+    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview }
 
     var seconds = 10.0
     var rounds = 3
@@ -23,6 +23,7 @@ struct Options {
                gcapture-bench --only soak [--soak-minutes M] [--json]
                gcapture-bench --only v4l2 [--seconds S] [--rounds N] [--json]     (where /dev/video0 is a camera)
                gcapture-bench --only interruptions [--rounds N] [--json]          (where /dev/video0 is vivid)
+               gcapture-bench --only preview [--seconds S] [--rounds N] [--json]  (on DISPLAY, else its own Xvfb)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -44,6 +45,8 @@ struct Options {
         ring on a real V4L2 camera's bounded pool against a hand-written copying ring in plain GStreamer.
         `--only interruptions` (the same) unplugs and silences vivid's camera under a running session: how soon
         the session says it was interrupted, and how soon it is back, against a plain v4l2src's start.
+        `--only preview` (never part of the default run) compares the CPU of a CapturePreviewOutput's branch with a
+        plain `queue ! videoconvert ! ximagesink` branch on the same source and tee.
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -81,7 +84,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2 or interruptions, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions or preview, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -91,7 +94,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -103,6 +106,7 @@ if arguments.first == "child" {
     if childArguments.first == RecordingChild.childMode { exit(await RecordingChild.childMain(childArguments)) }
     if childArguments.first?.hasPrefix("soak-") == true { exit(await SoakChild.childMain(childArguments)) }
     if childArguments.first?.hasPrefix("v4l2-") == true { exit(await V4L2RingChild.childMain(childArguments)) }
+    if childArguments.first == PreviewBenchmark.childMode { exit(await PreviewBenchmark.childMain(Array(childArguments.dropFirst()))) }
     exit(await FrameChild.main(childArguments))
 }
 
@@ -116,6 +120,18 @@ do {
 } catch {
     printError("gcapture-bench: \(error)\n\n\(Options.usage)")
     exit(2)
+}
+
+// The preview part reports on its own: it needs a display, which the other parts do not.
+if options.only == .preview {
+    do {
+        let result = try PreviewBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
+        print(options.json ? String(decoding: try JSONEncoder().encode(result), as: UTF8.self) : PreviewBenchmark.table(result))
+        exit(0)
+    } catch {
+        printError("gcapture-bench: \(error)")
+        exit(1)
+    }
 }
 
 do {

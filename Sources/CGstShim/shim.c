@@ -1,4 +1,5 @@
 #include "CGstShim.h"
+#include <gst/video/videooverlay.h>
 
 GType CGstShim_type_string(void) { return G_TYPE_STRING; }
 GType CGstShim_type_int(void) { return G_TYPE_INT; }
@@ -78,3 +79,27 @@ void CGstShim_tsan_received(const void *token) { __tsan_acquire((void *)token); 
 void CGstShim_tsan_published(const void *token) { (void)token; }
 void CGstShim_tsan_received(const void *token) { (void)token; }
 #endif
+
+GstElement *CGstShim_video_overlay_of(GstElement *element) {
+    if (element == NULL) return NULL;
+    if (GST_IS_VIDEO_OVERLAY(element)) return element;
+    if (!GST_IS_BIN(element)) return NULL;
+    GstElement *found = gst_bin_get_by_interface(GST_BIN(element), GST_TYPE_VIDEO_OVERLAY);
+    if (found == NULL) return NULL;
+    // The bin keeps its child alive; the caller only borrows it.
+    gst_object_unref(found);
+    return found;
+}
+
+gboolean CGstShim_video_overlay_set_window_handle(GstElement *element, guintptr handle) {
+    GstElement *overlay = CGstShim_video_overlay_of(element);
+    if (overlay == NULL) return FALSE;
+    gst_video_overlay_set_window_handle(GST_VIDEO_OVERLAY(overlay), handle);
+    return TRUE;
+}
+
+gboolean CGstShim_video_overlay_set_render_rectangle(GstElement *element, gint x, gint y, gint width, gint height) {
+    GstElement *overlay = CGstShim_video_overlay_of(element);
+    if (overlay == NULL) return FALSE;
+    return gst_video_overlay_set_render_rectangle(GST_VIDEO_OVERLAY(overlay), x, y, width, height);
+}

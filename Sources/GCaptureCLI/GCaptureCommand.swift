@@ -17,6 +17,7 @@ struct GCaptureCommand: AsyncParsableCommand {
           gcapture frames --camera /dev/video0 --preset vga640x480 --json
           gcapture photo --output shot.jpg      a photo with zero shutter lag, EXIF included
           gcapture record --output clip.mp4 --duration 10    a movie with audio, crash-safe
+          gcapture preview --duration 10        the live picture in a window (a viewfinder)
 
         Exit status: 0 when done, or stopped cleanly by a first signal (INT, TERM, HUP, QUIT); 1 on an \
         error; 64 for a mistake on the command line; 128 + N after a second signal N.
@@ -26,7 +27,7 @@ struct GCaptureCommand: AsyncParsableCommand {
         in GStreamer's hands.
         """,
         version: "gcapture \(CaptureRuntime.version) (GStreamer \(CaptureRuntime.gstreamerVersion))",
-        subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self, RecordCommand.self, RunCommand.self,
-                      InspectCommand.self]
+        subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self, PreviewCommand.self, RecordCommand.self,
+                      RunCommand.self, InspectCommand.self]
     )
 }

@@ -51,4 +51,16 @@ typedef void (*CGstShim_log_sink)(int level, const char *category, const char *f
 /// category's threshold (as the default one does) and removes the default stderr writer. Once per process.
 void CGstShim_log_bridge_install(CGstShim_log_sink sink);
 
+/// The video overlay (GstVideoOverlay) of `element`: the element itself, or the first one inside it when
+/// it is a bin; NULL when there is none. Not a new reference: valid while `element` is.
+GstElement *CGstShim_video_overlay_of(GstElement *element);
+
+/// Draws into a window of the caller's (an X11 Window id, a wl_surface pointer) instead of the sink's
+/// own; 0 goes back to the sink's own window. False when `element` has no video overlay.
+gboolean CGstShim_video_overlay_set_window_handle(GstElement *element, guintptr handle);
+
+/// Where in its window the video goes; width and height -1 mean the whole window. False when `element`
+/// has no video overlay or the overlay refused the rectangle.
+gboolean CGstShim_video_overlay_set_render_rectangle(GstElement *element, gint x, gint y, gint width, gint height);
+
 #endif

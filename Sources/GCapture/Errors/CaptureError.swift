@@ -15,6 +15,8 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
     case outputFailed(output: String, underlying: GStreamerError)
     case timedOut(String)
     case missingPlugin(String)
+    /// No video sink could show a preview; `tried` says each sink tried and why it was not used.
+    case noDisplay(tried: [String])
     case tooManyPendingCaptures(limit: Int)
     /// Recording stopped at maxRecordedDuration; the file is complete.
     case maximumDurationReached
@@ -76,6 +78,9 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
         case .deviceDiscoveryFailed(let classes, _):
             "no \(classes.joined(separator: " or ")) device can be listed: GStreamer's device monitor did not start; "
                 + "is a device provider plugin (gstreamer1.0-plugins-good for V4L2) installed?"
+        case .noDisplay(let tried):
+            "no display to show the preview on: tried " + tried.joined(separator: "; ")
+                + "; run it in a desktop session, or name a video sink to use"
         case .missingPlugin(let element):
             "GStreamer element '\(element)' is not installed (apt install gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)"
         }

@@ -51,6 +51,8 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
     func sessionWasInterrupted(_ reason: CaptureSession.InterruptionReason) {}
     /// The interrupted device delivers again. Called on the session's queue.
     func sessionInterruptionEnded(_ reason: CaptureSession.InterruptionReason) {}
+    /// Another camera now feeds the session (a switch inside a configuration), its branch kept running.
+    func videoDeviceDidChange(_ device: CaptureDevice?) {}
 
     var displayName: String { String(describing: type(of: self)) }
 

@@ -7,8 +7,12 @@ public final class CaptureConnection: @unchecked Sendable {
         var videoRotationAngle: Double = 0
         var isVideoMirrored = false
         var automaticallyAdjustsVideoMirroring = true
+        /// What automatic adjustment chose: mirrored for a front camera's preview, never for what is captured.
+        var automaticMirroring = false
     }
     private let state = Locked(State())
+    /// Told after a setting changes, outside the lock: an output that applies settings while it runs.
+    private let changeHandler = Locked<(@Sendable () -> Void)?>(nil)
     /// Whether the output applies rotation and mirroring (photos, movies) or not (frames to code).
     private let turnsCapturedFrames: Bool
 
@@ -26,6 +30,7 @@ public final class CaptureConnection: @unchecked Sendable {
                          turnsCapturedFrames ? "videoRotationAngle must be 0, 90, 180 or 270"
                                              : "this output delivers frames as the camera gives them: videoRotationAngle must be 0")
             state.withLock { $0.videoRotationAngle = newValue }
+            changed()
         }
     }
 
@@ -41,20 +46,46 @@ public final class CaptureConnection: @unchecked Sendable {
     /// Whether isVideoMirrored is honoured: by photo and movie outputs, not by a video data output.
     public var isVideoMirroringSupported: Bool { turnsCapturedFrames }
 
-    /// Photos and movies are not mirrored unless this is set (with automatic adjustment turned off); a
-    /// preview mirrors the front camera by itself. Setting it where isVideoMirroringSupported is false is a
-    /// programming error, as in AVFoundation.
+    /// Whether the picture is mirrored. While automaticallyAdjustsVideoMirroring is on, this reads what the
+    /// automatic adjustment chose (a front camera's preview is mirrored; photos and movies never are) and
+    /// setting it is a programming error, as in AVFoundation (which raises): turn the automatic adjustment off
+    /// first. A silently ignored setting would leave the picture the other way round with no sign why.
+    /// Setting it where isVideoMirroringSupported is false is a programming error too.
     public var isVideoMirrored: Bool {
-        get { state.withLock { $0.isVideoMirrored } }
+        get { state.withLock { $0.automaticallyAdjustsVideoMirroring ? $0.automaticMirroring : $0.isVideoMirrored } }
         set {
             precondition(isVideoMirroringSupported || !newValue, "this output delivers frames as the camera gives them: it cannot mirror them")
-            state.withLock { $0.isVideoMirrored = newValue }
+            state.withLock { state in
+                precondition(!state.automaticallyAdjustsVideoMirroring,
+                             "isVideoMirrored cannot be set while automaticallyAdjustsVideoMirroring is true: set that to false first")
+                state.isVideoMirrored = newValue
+            }
+            changed()
         }
     }
 
+    /// On by default: the connection mirrors as a user expects (a front camera's preview like a mirror,
+    /// everything captured as the scene is). Turn it off to choose with isVideoMirrored.
     public var automaticallyAdjustsVideoMirroring: Bool {
         get { state.withLock { $0.automaticallyAdjustsVideoMirroring } }
-        set { state.withLock { $0.automaticallyAdjustsVideoMirroring = newValue } }
+        set {
+            state.withLock { $0.automaticallyAdjustsVideoMirroring = newValue }
+            changed()
+        }
+    }
+
+    /// Calls `handler` after each change of rotation or mirroring (a preview applies them while it runs).
+    func onChange(_ handler: (@Sendable () -> Void)?) {
+        changeHandler.withLock { $0 = handler }
+    }
+
+    private func changed() {
+        changeHandler.withLock { $0 }?()
+    }
+
+    /// Records what automatic adjustment chose for the camera now feeding the output.
+    func adjustMirroringAutomatically(_ mirrored: Bool) {
+        state.withLock { $0.automaticMirroring = mirrored }
     }
 
     /// Whether captured frames (photos, movies) are to be mirrored: only when asked for explicitly.
