@@ -244,6 +244,9 @@ public final class CaptureSession: @unchecked Sendable {
         case .interruptionEnded(let reason):
             NotificationCenter.default.post(name: Self.interruptionEndedNotification, object: self,
                                             userInfo: [CaptureSessionInterruptionReasonKey: reason.rawValue])
+        case .systemPressureChanged:
+            // Its notification is the device's (CaptureDevice.systemPressureStateDidChangeNotification).
+            break
         }
     }
 
@@ -254,6 +257,8 @@ public final class CaptureSession: @unchecked Sendable {
 
     private struct Resolved {
         var video: (device: CaptureDevice, selection: FormatSelection)?
+        /// The camera input's frame-stall timeout (nil: from the frame rate).
+        var videoStallTimeout: Duration?
         var audio: CaptureDevice?
     }
 
@@ -269,6 +274,8 @@ public final class CaptureSession: @unchecked Sendable {
         if let device = configuration.videoDevice {
             let selection = try FormatSelector.select(configuration.preset, from: device.formats, deviceName: device.description)
             resolved.video = (device, selection)
+            resolved.videoStallTimeout = configuration.inputs.lazy.compactMap { $0 as? CaptureDeviceInput }
+                .first { $0.device == device }?.frameStallTimeout
         }
         resolved.audio = configuration.audioDevice
         return resolved
@@ -287,7 +294,8 @@ public final class CaptureSession: @unchecked Sendable {
         }
         // Build every new piece before touching the running graph: a failure here changes nothing.
         let newVideo = try resolved.video.map { video throws(CaptureError) in
-            try SourceBuilder.videoSource(for: video.device, selection: video.selection, name: graph.makeSourceName(.video))
+            try SourceBuilder.videoSource(for: video.device, selection: video.selection, name: graph.makeSourceName(.video),
+                                          stallTimeout: resolved.videoStallTimeout)
         }
         let newAudio = try resolved.audio.map { device throws(CaptureError) in
             try SourceBuilder.audioSource(for: device, name: graph.makeSourceName(.audio))
@@ -331,7 +339,8 @@ public final class CaptureSession: @unchecked Sendable {
         do {
             if let video = resolved.video {
                 try graph.setSource(SourceBuilder.videoSource(for: video.device, selection: video.selection,
-                                                              name: graph.makeSourceName(.video)), for: .video)
+                                                              name: graph.makeSourceName(.video),
+                                                              stallTimeout: resolved.videoStallTimeout), for: .video)
             }
             if let audio = resolved.audio {
                 try graph.setSource(SourceBuilder.audioSource(for: audio, name: graph.makeSourceName(.audio)), for: .audio)
@@ -396,6 +405,12 @@ public final class CaptureSession: @unchecked Sendable {
             graph.detachBranch(of: output)
             output.didFail(error)
             publish(RuntimeError(error: .outputFailed(output: output.displayName, underlying: error), output: output, isFatal: false))
+        case .sourceStalled(let device):
+            videoSourceDidStall(device)
+        case .sourceResumed(let device):
+            videoSourceDidResume(device)
+        case .systemPressureChanged(let device, let pressure, let response, let previous):
+            systemPressureDidChange(device, pressure, response, previous: previous)
         case .sourceFailed(let device, let error) where device?.mediaType == .audio && graph.hasSource(.video):
             // A microphone (or the audio server) went away: recordings end cleanly, video goes on.
             try? graph.setSource(nil, for: .audio)
@@ -464,4 +479,6 @@ public final class CaptureSession: @unchecked Sendable {
 extension CaptureSession {
     /// QoS figures of the running graph: how often elements reported late or dropped buffers.
     var qualityFigures: SessionGraph.QualityFigures? { state.withLock { $0.graph }?.quality }
+    /// The graph while running.
+    var runningGraph: SessionGraph? { state.withLock { $0.graph } }
 }

@@ -1,0 +1,119 @@
+import Foundation
+@testable import GCapture
+import GStreamerKit
+import XCTest
+
+/// Records a session's events with the moment each arrived (monotonic milliseconds).
+final class EventLog: Sendable {
+    private let entries = Locked<[(time: Double, event: CaptureSession.Event)]>([])
+    private let task = Locked<Task<Void, Never>?>(nil)
+
+    init(_ session: CaptureSession) {
+        let stream = session.events()
+        let started = Task { [weak self] in
+            for await event in stream { self?.entries.withLock { $0.append((monotonicMilliseconds(), event)) } }
+        }
+        task.withLock { $0 = started }
+    }
+
+    deinit { task.withLock { $0?.cancel() } }
+
+    var all: [(time: Double, event: CaptureSession.Event)] { entries.withLock { $0 } }
+
+    /// The first event since `index` that matches, waiting up to `timeout` seconds for it.
+    func waitFor(from index: Int = 0, timeout: Double, _ what: String,
+                 _ matches: (CaptureSession.Event) -> Bool) async throws -> (time: Double, index: Int) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let found = all.enumerated().dropFirst(index).first(where: { matches($0.element.event) }) {
+                return (found.element.time, found.offset)
+            }
+            guard Date() < deadline else { throw DeadlineExceeded(description: "\(what) did not happen within \(timeout) s; events: \(all.map(\.event))") }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+}
+
+extension CaptureSession.Event {
+    var interruptionReason: CaptureSession.InterruptionReason? {
+        if case .wasInterrupted(let reason) = self { reason } else { nil }
+    }
+    var endedReason: CaptureSession.InterruptionReason? {
+        if case .interruptionEnded(let reason) = self { reason } else { nil }
+    }
+}
+
+final class FrameStallTests: XCTestCase {
+    func testTheDefaultIntervalIsTenFramesAndAtLeastOneSecond() {
+        XCTAssertEqual(FrameStallWatchdog.defaultTimeout(frameRate: Fraction(30, 1)), .seconds(1))
+        XCTAssertEqual(FrameStallWatchdog.defaultTimeout(frameRate: Fraction(5, 1)), .seconds(2))
+        XCTAssertEqual(FrameStallWatchdog.defaultTimeout(frameRate: Fraction(15, 2)), .milliseconds(1333))
+    }
+
+    /// A camera that stops delivering without an error (its frames stop before the watchdog, as a wedged
+    /// driver's do) interrupts the session with .videoDeviceStalled within the interval plus 0.5 s; when
+    /// its frames come again the interruption ends and frames reach the output, with no call from the test.
+    func testAStalledCameraIsInterruptedAndEndsWhenFramesComeAgain() async throws {
+        let id = "test-stall-\(UUID().uuidString)"
+        let camera = CaptureDevice.makeTestCamera(uniqueID: id, options: TestCameraOptions(maxFrameRate: 30))
+        defer { TestCameraStalls.set(id, stalled: false) }
+        let input = try CaptureDeviceInput(device: camera)
+        let interval = 0.6
+        input.frameStallTimeout = .milliseconds(Int(interval * 1000))
+        let output = CaptureVideoDataOutput()
+        let session = CaptureSession()
+        session.beginConfiguration()
+        try session.add(input)
+        try session.add(output)
+        session.sessionPreset = .vga640x480
+        try session.commitAndWait()
+        let events = EventLog(session)
+        let frames = FrameLog(output)
+        try await session.start()
+        defer { session.stopRunning() }
+        let flowing = await frames.waitFor(10)
+        XCTAssertTrue(flowing, "frames before the stall")
+
+        let stalledAt = monotonicMilliseconds()
+        TestCameraStalls.set(id, stalled: true)
+        let interrupted = try await events.waitFor(timeout: interval + 3, "the stall interruption") { $0.interruptionReason != nil }
+        let latency = interrupted.time - stalledAt
+        XCTAssertEqual(events.all[interrupted.index].event.interruptionReason, .videoDeviceStalled)
+        XCTAssertLessThanOrEqual(latency, (interval + 0.5) * 1000, "stall detected \(latency) ms after the frames stopped")
+        XCTAssertGreaterThanOrEqual(latency, interval * 1000 - 50, "a stall is not reported before the interval has passed")
+        print("stall detection: \(String(format: "%.0f", latency)) ms for a \(interval) s interval")
+        let framesDuringStall = frames.count
+
+        TestCameraStalls.set(id, stalled: false)
+        let resumedAt = monotonicMilliseconds()
+        let ended = try await events.waitFor(from: interrupted.index, timeout: 3, "the end of the stall") { $0.endedReason != nil }
+        XCTAssertEqual(events.all[ended.index].event.endedReason, .videoDeviceStalled)
+        print("stall end reported \(String(format: "%.0f", ended.time - resumedAt)) ms after frames came again")
+        let flowingAgain = await frames.waitFor(framesDuringStall + 10)
+        XCTAssertTrue(flowingAgain, "frames flow after the stall")
+        XCTAssertTrue(session.isRunning)
+
+        // The watchdog keeps watching: a second stall is reported as well.
+        TestCameraStalls.set(id, stalled: true)
+        let again = try await events.waitFor(from: ended.index, timeout: interval + 3, "the second stall") { $0.interruptionReason != nil }
+        XCTAssertEqual(events.all[again.index].event.interruptionReason, .videoDeviceStalled)
+        XCTAssertFalse(events.all.contains { if case .runtimeError = $0.event { true } else { false } },
+                       "a stall is an interruption, not a runtime error: \(events.all.map(\.event))")
+    }
+
+    /// A camera that never delivers its first frame fails the start in words, not as a watchdog's.
+    func testACameraStalledFromTheStartFailsTheStartSayingSo() async throws {
+        let id = "test-stall-\(UUID().uuidString)"
+        let camera = CaptureDevice.makeTestCamera(uniqueID: id, options: TestCameraOptions(maxFrameRate: 30))
+        TestCameraStalls.set(id, stalled: true)
+        defer { TestCameraStalls.set(id, stalled: false) }
+        let session = try makeSession(camera: camera, outputs: [CaptureVideoDataOutput()])
+        do {
+            try await session.start()
+            XCTFail("started without a frame")
+        } catch {
+            XCTAssertTrue("\(error)".contains("delivered no frame"), "\(error)")
+            XCTAssertFalse("\(error)".contains("Watchdog"), "\(error)")
+        }
+    }
+}
