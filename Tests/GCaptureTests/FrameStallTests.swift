@@ -117,3 +117,58 @@ final class FrameStallTests: XCTestCase {
         }
     }
 }
+
+/// The watchdog against a real driver: vivid told to drop every buffer stops delivering as a wedged camera
+/// does (no error; v4l2src waits in poll).
+extension V4L2DeviceTests {
+    func testAStallingCameraIsInterruptedWithinItsIntervalAndComesBack() async throws {
+        let camera = try XCTUnwrap(CaptureDevice.allDevices.first { $0.nodePath == "/dev/video0" })
+        let input = try CaptureDeviceInput(device: camera)
+        let output = CaptureVideoDataOutput()
+        let session = CaptureSession()
+        session.beginConfiguration()
+        try session.add(input)
+        try session.add(output)
+        session.sessionPreset = .vga640x480
+        try session.commitAndWait()
+        let events = EventLog(session)
+        let frames = FrameLog(output)
+        try await session.start()
+        defer {
+            _ = try? runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=0"])
+            session.stopRunning()
+        }
+        let flowing = await frames.waitFor(10, timeout: 10)
+        XCTAssertTrue(flowing, "frames before the stall")
+        // 640x480 at 25 fps: ten intervals are 0.4 s, so the floor of one second applies.
+        let interval = 1.0
+
+        let stalledAt = monotonicMilliseconds()
+        let drop = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=100"])
+        XCTAssertEqual(drop.status, 0, drop.stderr)
+        let commandMilliseconds = monotonicMilliseconds() - stalledAt
+        let interrupted = try await events.waitFor(timeout: interval + 5, "the stall interruption") { $0.interruptionReason != nil }
+        XCTAssertEqual(events.all[interrupted.index].event.interruptionReason, .videoDeviceStalled)
+        // The stall begins with the last frame the camera delivered (v4l2-ctl itself takes a second to run
+        // under emulation), as the test saw it arrive; the interruption as the test saw it arrive.
+        let interruptedAt = Date().addingTimeInterval((interrupted.time - monotonicMilliseconds()) / 1000)
+        let lastFrame = try XCTUnwrap(frames.all.last { $0.arrival <= interruptedAt })
+        let latency = interruptedAt.timeIntervalSince(lastFrame.arrival) * 1000
+        XCTAssertLessThanOrEqual(latency, (interval + 0.5) * 1000, "stall detected \(latency) ms after the last frame")
+        XCTAssertGreaterThanOrEqual(latency, interval * 1000 - 100, "not before the interval has passed")
+        print("vivid stall detection: \(String(format: "%.0f", latency)) ms after the last frame for a \(interval) s interval "
+              + "(v4l2-ctl took \(String(format: "%.0f", commandMilliseconds)) ms)")
+        let framesDuringStall = frames.count
+
+        let resumedAt = monotonicMilliseconds()
+        let resume = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=0"])
+        XCTAssertEqual(resume.status, 0, resume.stderr)
+        let ended = try await events.waitFor(from: interrupted.index, timeout: 5, "the end of the stall") { $0.endedReason != nil }
+        XCTAssertEqual(events.all[ended.index].event.endedReason, .videoDeviceStalled)
+        print("vivid stall end reported \(String(format: "%.0f", ended.time - resumedAt)) ms after the drops stopped")
+        let flowingAgain = await frames.waitFor(framesDuringStall + 10, timeout: 10)
+        XCTAssertTrue(flowingAgain, "frames flow after the stall")
+        XCTAssertTrue(session.isRunning)
+        XCTAssertFalse(events.all.contains { if case .runtimeError = $0.event { true } else { false } }, "\(events.all.map(\.event))")
+    }
+}
