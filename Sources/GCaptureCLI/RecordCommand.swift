@@ -74,6 +74,8 @@ struct RecordCommand: AsyncParsableCommand {
         try session.add(movie)
         session.sessionPreset = preset
         try session.commitAndWait()
+        let pressure = PressureReport.follow(session, json: json)
+        defer { pressure.cancel() }
         try await session.start()
 
         let events = EventPrinter(json: json)

@@ -88,8 +88,11 @@ final class SourceWatch: Sendable {
     /// 1 lets every frame through, 2 every other one, 0 none (interrupted for pressure).
     let keepOneIn = Atomic<Int>(1)
 
-    init(device: CaptureDevice, frameRate: Fraction, onEvent: @escaping @Sendable (GraphEvent) -> Void) {
+    private let withheld: FrameCounter
+
+    init(device: CaptureDevice, frameRate: Fraction, withheld: FrameCounter, onEvent: @escaping @Sendable (GraphEvent) -> Void) {
         self.device = device
+        self.withheld = withheld
         frameInterval = frameRate.numerator > 0
             ? UInt64(1_000_000_000 * Double(frameRate.denominator) / Double(frameRate.numerator)) : 33_333_333
         self.onEvent = onEvent
@@ -113,7 +116,10 @@ final class SourceWatch: Sendable {
                 onEvent(.sourceResumed(device: device))
             }
             let keep = keepOneIn.load(ordering: .relaxed)
-            guard keep > 0, count % keep == 0 else { return .drop }
+            guard keep > 0, count % keep == 0 else {
+                withheld.count.add(1, ordering: .relaxed)
+                return .drop
+            }
             passed.add(1, ordering: .relaxed)
             return .ok
         }

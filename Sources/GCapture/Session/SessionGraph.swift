@@ -314,7 +314,7 @@ final class SessionGraph: @unchecked Sendable {
     /// Puts a watch on a camera source: its stalls, its lateness, its frame rate under pressure.
     private func watch(_ unit: SourceUnit) {
         guard unit.device.mediaType == .video, let frameRate = unit.selection?.frameRate else { return }
-        let watch = SourceWatch(device: unit.device, frameRate: frameRate, onEvent: emit)
+        let watch = SourceWatch(device: unit.device, frameRate: frameRate, withheld: pressure.withheld, onEvent: emit)
         watch.install(on: unit.bin)
         sourceWatches.withLock { $0[unit.bin.path] = watch }
     }

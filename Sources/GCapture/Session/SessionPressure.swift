@@ -63,6 +63,9 @@ final class SessionPressure: @unchecked Sendable {
 
     /// Frame outputs' share of frames: one in this many.
     private let outputsKeepOneIn = OneIn()
+    /// Frame deliveries held back because of pressure: at the camera (one per frame) and at each frame
+    /// output's entrance (one per output).
+    let withheld = FrameCounter()
 
     private struct State {
         var listener: UUID?
@@ -111,12 +114,16 @@ final class SessionPressure: @unchecked Sendable {
     /// guard queue, so dropped frames cost the branch nothing).
     func thinFrames(enteringBranch bin: Bin) {
         guard let pad = bin.element(named: "guard")?.staticPad("sink") else { return }
-        let keep = outputsKeepOneIn
+        let keep = outputsKeepOneIn, withheld = withheld
         let box = CounterBox()
         pad.addProbe(.buffer) { _ in
             let oneIn = keep.value.load(ordering: .relaxed)
             guard oneIn > 1 else { return .ok }
-            return box.counter.add(1, ordering: .relaxed).newValue % oneIn == 0 ? .ok : .drop
+            guard box.counter.add(1, ordering: .relaxed).newValue % oneIn == 0 else {
+                withheld.count.add(1, ordering: .relaxed)
+                return .drop
+            }
+            return .ok
         }
     }
 
@@ -150,6 +157,10 @@ final class SessionPressure: @unchecked Sendable {
             // A stalled camera sends no frames to be late: the watchdog speaks for it.
             if !watch.isStalled, figures.frames > 0 {
                 let behind = Double(figures.worstLateness) / Double(watch.frameInterval)
+                Log.session.trace("pressure reading", metadata: [
+                    "behindFrames": .stringConvertible(behind), "frames": .stringConvertible(figures.frames),
+                    "passed": .stringConvertible(figures.passed), "timerSlipMs": .stringConvertible(machine.timerSlip),
+                    "cpuSome": .stringConvertible(machine.cpuSome ?? -1), "recordingQueueFill": .stringConvertible(fill)])
                 raise(behind >= 10 ? .critical : behind >= 4 ? .serious : behind >= 2 ? .fair : .nominal, .frameBacklog)
             }
             raise(fill >= 0.9 ? .serious : fill >= 0.5 ? .fair : .nominal, .frameBacklog)
@@ -160,6 +171,9 @@ final class SessionPressure: @unchecked Sendable {
             if state.history.count > Self.historyLength { state.history.removeFirst() }
             let next = Self.nextLevel(after: state.reported.level, history: state.history.map(\.level))
             let considered = state.history.suffix(next > state.reported.level ? 2 : 8)
+            // After a step up the history starts again: the next step needs two readings of its own (each
+            // response gets half a second to help), and shutdown twelve at critical since critical began.
+            if next > state.reported.level { state.history.removeAll(keepingCapacity: true) }
             let nextFactors = considered.filter { $0.level > .nominal }.reduce(into: CaptureDevice.SystemPressureState.Factors()) {
                 $0.formUnion($1.factors)
             }
@@ -180,13 +194,16 @@ final class SessionPressure: @unchecked Sendable {
         emit(.systemPressureChanged(device: device, newState, response, previous: previous))
     }
 
-    /// The reported level after a new reading: up to what the last two readings agree on (shutdown only
-    /// after twelve at critical or above), down to the highest of the last eight when all are lower.
+    /// The reported level after a new reading: one step up when the last two readings agree on more (so each
+    /// step of the response gets its chance before the next; shutdown only after twelve readings at
+    /// critical), down to the highest of the last eight when all are lower.
     static func nextLevel(after current: CaptureDevice.SystemPressureState.Level,
                           history: [CaptureDevice.SystemPressureState.Level]) -> CaptureDevice.SystemPressureState.Level {
         if history.count >= 2 {
             let agreed = min(history[history.count - 1], history[history.count - 2], .critical)
-            if agreed > current { return agreed }
+            if agreed > current, current < .shutdown {
+                return CaptureDevice.SystemPressureState.Level.allCases[CaptureDevice.SystemPressureState.Level.allCases.firstIndex(of: current)! + 1]
+            }
         }
         if current == .critical, history.count >= historyLength, history.allSatisfy({ $0 >= .critical }) { return .shutdown }
         let recent = history.suffix(8)
@@ -204,6 +221,10 @@ final class OneIn: Sendable {
     let value = Atomic<Int>(1)
 }
 
+final class FrameCounter: Sendable {
+    let count = Atomic<Int>(0)
+}
+
 private final class CounterBox: Sendable {
     let counter = Atomic<Int>(0)
 }
@@ -211,6 +232,10 @@ private final class CounterBox: Sendable {
 extension CaptureSession {
     /// The response to system pressure in force now (`.none` when stopped).
     public var pressureResponse: PressureResponse { runningGraph?.pressure.response ?? .none }
+
+    /// Frame deliveries the running session held back because of system pressure since it started: each
+    /// frame the camera's halved rate skipped, plus each frame a frame output was not given. 0 when stopped.
+    public var pressureWithheldFrameCount: Int { runningGraph?.pressure.withheld.count.load(ordering: .relaxed) ?? 0 }
 
     /// On the session's queue: pressure changed. The shutdown level interrupts the camera; leaving it
     /// ends the interruption.
