@@ -187,16 +187,18 @@ enum TestCameraStalls {
 
 extension CaptureSession {
     /// On the session's queue: the camera's frames stopped for its frame-stall timeout. The seam for the
-    /// session's recovery: until it takes over, the session says so and keeps the source waiting (the
-    /// watchdog's next buffer ends the interruption).
+    /// session's recovery: until it takes over, the session says so, tells the outputs, and keeps the source
+    /// waiting (the watchdog's next buffer ends the interruption).
     func videoSourceDidStall(_ device: CaptureDevice) {
         Log.session.warning("\(device) delivered no frame for its frame-stall timeout: interrupted")
+        for output in runningGraph?.members ?? [] { output.sessionWasInterrupted(.videoDeviceStalled) }
         post(.wasInterrupted(.videoDeviceStalled))
     }
 
     /// On the session's queue: a stalled camera delivers again.
     func videoSourceDidResume(_ device: CaptureDevice) {
         Log.session.notice("\(device) delivers frames again")
+        for output in runningGraph?.members ?? [] { output.sessionInterruptionEnded(.videoDeviceStalled) }
         post(.interruptionEnded(.videoDeviceStalled))
     }
 }

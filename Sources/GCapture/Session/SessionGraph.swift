@@ -209,6 +209,7 @@ final class SessionGraph: @unchecked Sendable {
 
     func shutDown() {
         pressure.stop()
+        unwatchAll()
         let quality = quality
         if quality.messages > 0 {
             Log.session.notice("\(pipeline.name) stopped after \(quality.messages) QoS messages; elements dropped \(quality.droppedBuffers) buffers")
@@ -228,6 +229,7 @@ final class SessionGraph: @unchecked Sendable {
     /// were never running, so they are not told they stopped.
     func discard() {
         pressure.stop()
+        unwatchAll()
         pipeline.shutDown()
         busState.withLock { $0.branches.removeAll(); $0.members.removeAll() }
     }
@@ -323,6 +325,13 @@ final class SessionGraph: @unchecked Sendable {
         sourceWatches.withLock { $0.removeValue(forKey: path) }?.uninstall()
     }
 
+    /// A watch's probe holds the watch and the watch its pad: both must go before the graph can.
+    private func unwatchAll() {
+        for watch in sourceWatches.withLock({ watches in defer { watches.removeAll() }; return Array(watches.values) }) {
+            watch.uninstall()
+        }
+    }
+
     private func unplug(_ unit: SourceUnit, from tee: Element) {
         let path = unit.bin.path
         unwatch(path)
@@ -342,7 +351,7 @@ final class SessionGraph: @unchecked Sendable {
         let description = "queue name=guard leaky=downstream max-size-buffers=\(output.queueDepth) "
             + "max-size-bytes=0 max-size-time=0 ! " + fragment
         let bin = try makeBin(description, for: output)
-        if output.yieldsFramesUnderPressure { pressure.thinFrames(enteringBranch: bin) }
+        if output.mediaType == .video { pressure.thinFrames(enteringBranch: bin, of: output) }
         return bin
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GStreamerKit
+import Logging
 import Synchronization
 
 extension CaptureSession {
@@ -40,23 +41,22 @@ extension CaptureSession {
     }
 }
 
-extension CaptureOutput {
-    /// Whether the output gives up frames first under pressure: everything that takes video except
-    /// recordings (whose branch is not a permanent one and is never thinned).
-    var yieldsFramesUnderPressure: Bool { mediaType == .video && !drainsOnDetach }
-}
-
 /// A running graph's system pressure: every reading of the machine (SystemPressureMonitor) is combined
 /// with what the graph itself shows (frames leaving the camera late, a recording's input queue filling,
 /// QoS messages) into a level, and the graph is degraded in steps as the level rises.
+///
+/// The frame outputs' guard queues are not a measure: a two-frame queue in front of a slow delegate is
+/// full by design (alwaysDiscardsLateVideoFrames), and that is the app's pace, not the machine's. A
+/// recording's input queue (a second of video) filling is: its encoder falls behind.
 ///
 /// The machine's own figures alone never go past `.fair`: a busy machine (a compiler on the other core)
 /// says nothing about whether this session keeps up, and degrading a session that keeps up would be a
 /// loss for nothing. Only this process's own lateness (its timer and its frames) goes further.
 ///
-/// A level must hold for two readings (0.5 s) to be reported, so a single hiccup is not pressure; a lower
-/// level must hold for two seconds before the level falls, so the response does not flap; and the last
-/// level, shutdown, comes only after three seconds at critical with the frame rate already halved.
+/// The level rises one step at a time, each after four readings (a second) that agree on more, so a
+/// hiccup is not pressure and each response gets its chance before the next; a lower level must hold for
+/// two seconds before the level falls, so the response does not flap; and the last level, shutdown, comes
+/// only after three seconds at critical with the frame rate already halved.
 final class SessionPressure: @unchecked Sendable {
     private weak var graph: SessionGraph?
     private let emit: @Sendable (GraphEvent) -> Void
@@ -80,6 +80,8 @@ final class SessionPressure: @unchecked Sendable {
 
     /// Readings kept: enough for the slowest rule (three seconds at critical).
     private static let historyLength = 12
+    /// Readings that must agree on a higher level before the level takes one step up.
+    static let readingsPerStep = 4
     /// Readings after the start that only set the baseline: the first frames are late by nature.
     private static let graceNanoseconds: UInt64 = 1_000_000_000
 
@@ -112,13 +114,13 @@ final class SessionPressure: @unchecked Sendable {
 
     /// Makes a frame output's branch give up frames as the response says, at its entrance (before its
     /// guard queue, so dropped frames cost the branch nothing).
-    func thinFrames(enteringBranch bin: Bin) {
+    func thinFrames(enteringBranch bin: Bin, of output: CaptureOutput) {
         guard let pad = bin.element(named: "guard")?.staticPad("sink") else { return }
         let keep = outputsKeepOneIn, withheld = withheld
         let box = CounterBox()
-        pad.addProbe(.buffer) { _ in
+        pad.addProbe(.buffer) { [weak output] _ in
             let oneIn = keep.value.load(ordering: .relaxed)
-            guard oneIn > 1 else { return .ok }
+            guard oneIn > 1, output?.yieldsFramesUnderPressure == true else { return .ok }
             guard box.counter.add(1, ordering: .relaxed).newValue % oneIn == 0 else {
                 withheld.count.add(1, ordering: .relaxed)
                 return .drop
@@ -143,7 +145,7 @@ final class SessionPressure: @unchecked Sendable {
             factors.insert(factor)
         }
         if let cpu = machine.cpuSome, cpu >= 60 { raise(.fair, .cpuContention) }
-        raise(machine.timerSlip >= 400 ? .critical : machine.timerSlip >= 150 ? .serious : machine.timerSlip >= 50 ? .fair : .nominal,
+        raise(machine.timerSlip >= 400 ? .critical : machine.timerSlip >= 200 ? .serious : machine.timerSlip >= 50 ? .fair : .nominal,
               .cpuContention)
         if let full = machine.memoryFull, full >= 20 { raise(full >= 50 ? .critical : .serious, .memory) }
         if let some = machine.memorySome, some >= 20 { raise(.fair, .memory) }
@@ -161,7 +163,7 @@ final class SessionPressure: @unchecked Sendable {
                     "behindFrames": .stringConvertible(behind), "frames": .stringConvertible(figures.frames),
                     "passed": .stringConvertible(figures.passed), "timerSlipMs": .stringConvertible(machine.timerSlip),
                     "cpuSome": .stringConvertible(machine.cpuSome ?? -1), "recordingQueueFill": .stringConvertible(fill)])
-                raise(behind >= 10 ? .critical : behind >= 4 ? .serious : behind >= 2 ? .fair : .nominal, .frameBacklog)
+                raise(behind >= 10 ? .critical : behind >= 5 ? .serious : behind >= 2 ? .fair : .nominal, .frameBacklog)
             }
             raise(fill >= 0.9 ? .serious : fill >= 0.5 ? .fair : .nominal, .frameBacklog)
             if qos > state.qosMessages { raise(.fair, .frameBacklog) }
@@ -170,9 +172,9 @@ final class SessionPressure: @unchecked Sendable {
             state.history.append((level, factors))
             if state.history.count > Self.historyLength { state.history.removeFirst() }
             let next = Self.nextLevel(after: state.reported.level, history: state.history.map(\.level))
-            let considered = state.history.suffix(next > state.reported.level ? 2 : 8)
-            // After a step up the history starts again: the next step needs two readings of its own (each
-            // response gets half a second to help), and shutdown twelve at critical since critical began.
+            let considered = state.history.suffix(next > state.reported.level ? Self.readingsPerStep : 8)
+            // After a step up the history starts again: the next step needs readings of its own, and
+            // shutdown twelve at critical since critical began.
             if next > state.reported.level { state.history.removeAll(keepingCapacity: true) }
             let nextFactors = considered.filter { $0.level > .nominal }.reduce(into: CaptureDevice.SystemPressureState.Factors()) {
                 $0.formUnion($1.factors)
@@ -190,17 +192,19 @@ final class SessionPressure: @unchecked Sendable {
         outputsKeepOneIn.value.store(response >= .fewerFramesToOutputs ? 2 : 1, ordering: .relaxed)
         watch.keepOneIn.store(response == .interrupted ? 0 : response >= .reducedFrameRate ? 2 : 1, ordering: .relaxed)
         SystemPressureBoard.shared.update(device, to: newState)
-        Log.session.notice("system pressure \(newState); \(response == .none ? "no change to capture" : "\(response)")")
+        // A change of what the session does is worth a line at the default level; fair and back is not.
+        let logLevel: Logger.Level = response == previous ? .info : .notice
+        Log.session.log(level: logLevel, "system pressure \(newState); \(response == .none ? "no change to capture" : "\(response)")")
         emit(.systemPressureChanged(device: device, newState, response, previous: previous))
     }
 
-    /// The reported level after a new reading: one step up when the last two readings agree on more (so each
-    /// step of the response gets its chance before the next; shutdown only after twelve readings at
-    /// critical), down to the highest of the last eight when all are lower.
+    /// The reported level after a new reading: one step up when the last `readingsPerStep` readings agree on
+    /// more (shutdown only after twelve readings at critical), down to the highest of the last eight when
+    /// all are lower.
     static func nextLevel(after current: CaptureDevice.SystemPressureState.Level,
                           history: [CaptureDevice.SystemPressureState.Level]) -> CaptureDevice.SystemPressureState.Level {
-        if history.count >= 2 {
-            let agreed = min(history[history.count - 1], history[history.count - 2], .critical)
+        if history.count >= readingsPerStep {
+            let agreed = min(history.suffix(readingsPerStep).min()!, .critical)
             if agreed > current, current < .shutdown {
                 return CaptureDevice.SystemPressureState.Level.allCases[CaptureDevice.SystemPressureState.Level.allCases.firstIndex(of: current)! + 1]
             }
@@ -242,10 +246,13 @@ extension CaptureSession {
     func systemPressureDidChange(_ device: CaptureDevice, _ pressure: CaptureDevice.SystemPressureState,
                                  _ response: PressureResponse, previous: PressureResponse) {
         post(.systemPressureChanged(device, pressure, response))
+        let reason = InterruptionReason.videoDeviceNotAvailableDueToSystemPressure
         if response == .interrupted, previous != .interrupted {
-            post(.wasInterrupted(.videoDeviceNotAvailableDueToSystemPressure))
+            for output in runningGraph?.members ?? [] { output.sessionWasInterrupted(reason) }
+            post(.wasInterrupted(reason))
         } else if response != .interrupted, previous == .interrupted {
-            post(.interruptionEnded(.videoDeviceNotAvailableDueToSystemPressure))
+            for output in runningGraph?.members ?? [] { output.sessionInterruptionEnded(reason) }
+            post(.interruptionEnded(reason))
         }
     }
 }

@@ -110,10 +110,15 @@ final class SystemPressureMonitor: Sendable {
         var timer: DispatchSourceTimer?
         var lastFire: UInt64 = 0
         var zones: ThermalZones?
+        var zonesRoot = ""
     }
 
     private let queue = DispatchQueue(label: "gcapture.system-pressure")
     private let state = Mutex(State())
+
+    /// Where the thermal zones are read (tests point it at zones of their own, in the kernel's layout).
+    /// The zones are listed once per root.
+    static let thermalRoot = Mutex("/sys/class/thermal")
 
     /// Calls `listener` on the monitor's queue at every reading until `remove`.
     func add(_ listener: @escaping Listener) -> UUID {
@@ -135,7 +140,7 @@ final class SystemPressureMonitor: Sendable {
         let timer = state.withLock { state -> DispatchSourceTimer? in
             state.listeners.removeValue(forKey: key)
             guard state.listeners.isEmpty else { return nil }
-            defer { state.timer = nil }
+            defer { state.timer = nil; state.zones = nil }
             return state.timer
         }
         timer?.cancel()
@@ -145,7 +150,8 @@ final class SystemPressureMonitor: Sendable {
         let now = SourceWatch.monotonicNanoseconds()
         let (listeners, last, zones) = state.withLock { state -> ([Listener], UInt64, ThermalZones) in
             defer { state.lastFire = now }
-            if state.zones == nil { state.zones = ThermalZones() }
+            let root = Self.thermalRoot.withLock { $0 }
+            if state.zones == nil || state.zonesRoot != root { state.zones = ThermalZones(root: root); state.zonesRoot = root }
             return (Array(state.listeners.values), state.lastFire, state.zones!)
         }
         var reading = MachinePressure()
