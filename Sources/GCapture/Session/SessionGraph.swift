@@ -135,17 +135,20 @@ final class SessionGraph: @unchecked Sendable {
     /// Runs on the posting (streaming) thread: only flags and bookkeeping here.
     private func attribute(_ error: GStreamerError, from message: Message) -> GraphEvent? {
         busState.withLock { state -> GraphEvent? in
+            if FrameStallWatchdog.isStall(error) {
+                // A camera slow to give its first frame (USB cameras can take a second or two) is judged by
+                // the trial's own deadline, not the stall interval.
+                if let trial = state.trialPath, message.isFrom(inside: trial) { return nil }
+                if let watch = sourceWatches.withLock({ watches in watches.first { message.isFrom(inside: $0.key) }?.value }) {
+                    watch.markStalled()
+                    return nil
+                }
+            }
             if let trial = state.trialPath, message.isFrom(inside: trial) {
                 if state.trialError == nil {
                     state.trialError = error
                     state.trialDevice = state.sources.first { message.isFrom(inside: $0.path) }?.device
                 }
-                return nil
-            }
-            if FrameStallWatchdog.isStall(error), let watch = sourceWatches.withLock({ watches in
-                watches.first { message.isFrom(inside: $0.key) }?.value
-            }) {
-                watch.markStalled()
                 return nil
             }
             for attached in state.branches.values where message.isFrom(inside: attached.path) {

@@ -77,7 +77,6 @@ enum SourceBuilder {
     /// What a source's error means for the user, when it is one the source's element is known to give.
     static func explanation(of error: GStreamerError, from device: CaptureDevice) -> String? {
         guard case .pulse(let source) = device.backend else {
-            if FrameStallWatchdog.isStall(error) { return "it delivered no frame within the frame-stall timeout" }
             return error.kind == .timeout ? error.message : nil
         }
         // pulsesrc: "Failed to connect: ..." when the server cannot be reached (while opening), "Failed to
