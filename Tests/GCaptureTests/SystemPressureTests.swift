@@ -1,4 +1,5 @@
 import Foundation
+import GStreamerKit
 @testable import GCapture
 import XCTest
 
@@ -133,6 +134,18 @@ final class SystemPressureTests: XCTestCase {
         let session = try makeSession(camera: camera, outputs: [frames, movie])
         let events = EventLog(session)
         let log = FrameLog(frames)
+        let states = Locked<[CaptureDevice.SystemPressureState]>([])
+        let stateStream = camera.systemPressureStates()
+        let following = Task { for await state in stateStream { states.withLock { $0.append(state) } } }
+        defer { following.cancel() }
+        let notified = Locked<[CaptureDevice.SystemPressureState.Level]>([])
+        let observer = NotificationCenter.default.addObserver(forName: CaptureDevice.systemPressureStateDidChangeNotification,
+                                                              object: camera, queue: nil) { note in
+            if let state = note.userInfo?[CaptureDevice.systemPressureStateKey] as? CaptureDevice.SystemPressureState {
+                notified.withLock { $0.append(state.level) }
+            }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
         try await session.start()
         defer { session.stopRunning() }
         let url = try temporaryFolder().appendingPathComponent("heat.mp4")
@@ -194,6 +207,23 @@ final class SystemPressureTests: XCTestCase {
         movie.stopRecording()
         let finished = await recording.waitForFinish()
         XCTAssertNil(finished?.error)
+        // The stream began with the state at the time (nominal) and, like the notification, saw every step.
+        let streamed = states.withLock { $0 }
+        XCTAssertEqual(streamed.first, .nominal)
+        for level in [CaptureDevice.SystemPressureState.Level.serious, .critical, .shutdown] {
+            XCTAssertTrue(streamed.contains { $0.level == level }, "\(streamed)")
+            XCTAssertTrue(notified.withLock { $0.contains(level) }, "\(notified.withLock { $0 })")
+        }
+    }
+
+    /// The monitor's timer exists only while a session runs.
+    func testTheMonitorReadsOnlyWhileASessionRuns() async throws {
+        let session = try makeSession(outputs: [CaptureVideoDataOutput()])
+        XCTAssertFalse(SystemPressureMonitor.shared.isReading, "no session runs yet")
+        try await session.start()
+        XCTAssertTrue(SystemPressureMonitor.shared.isReading)
+        await session.stop()
+        XCTAssertFalse(SystemPressureMonitor.shared.isReading, "the timer went with the last session")
     }
 
     /// Readings in the kernel's own formats: PSI lines and a thermal zone with trip points.

@@ -136,6 +136,9 @@ final class SystemPressureMonitor: Sendable {
         return key
     }
 
+    /// Whether the timer exists (some session is running).
+    var isReading: Bool { state.withLock { $0.timer != nil } }
+
     func remove(_ key: UUID) {
         let timer = state.withLock { state -> DispatchSourceTimer? in
             state.listeners.removeValue(forKey: key)
