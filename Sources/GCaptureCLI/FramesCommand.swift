@@ -24,7 +24,7 @@ struct FramesCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
     var noise: Int = 0
 
-    @Flag(help: "Print one JSON object per line (started, interrupted, interruptionEnded, finished).")
+    @Flag(help: "Print one JSON object per line (started, interrupted, interruptionEnded, systemPressure, finished).")
     var json = false
 
     func run() async throws {
@@ -41,12 +41,14 @@ struct FramesCommand: AsyncParsableCommand {
         if json {
             var finished: [String: Any] = ["event": "finished", "frames": report.frames, "dropped": report.dropped,
                                            "fps": report.framesPerSecond, "width": report.width, "height": report.height,
-                                           "pixelFormat": report.pixelFormat, "seconds": report.seconds]
+                                           "pixelFormat": report.pixelFormat, "seconds": report.seconds,
+                                           "withheldForPressure": report.withheldForPressure]
             if let stopped { finished["stoppedBy"] = stopped }
             JSONLine.print(finished)
         } else {
             Console.write("\(report.frames) frames in \(String(format: "%.2f", report.seconds)) s (\(String(format: "%.1f", report.framesPerSecond)) fps), "
                           + "\(report.width)x\(report.height) \(report.pixelFormat), \(report.dropped) dropped"
+                          + (report.withheldForPressure > 0 ? ", \(report.withheldForPressure) withheld for system pressure" : "")
                           + (stopped.map { " (stopped by \($0))" } ?? ""))
         }
         CaptureRuntime.shutDownForLeakReport()
@@ -59,13 +61,13 @@ extension CaptureSession.Preset: ExpressibleByArgument {}
 struct FrameCapture {
     struct Started { var camera: String; var startMilliseconds: Double; var deviceFields: [String: Any] }
     struct Report { var frames: Int; var dropped: Int; var seconds: Double; var framesPerSecond: Double
-                    var width: Int; var height: Int; var pixelFormat: String }
+                    var width: Int; var height: Int; var pixelFormat: String; var withheldForPressure = 0 }
 
     var camera: String?
     var preset: CaptureSession.Preset
     var duration: Double
     var noise: Int
-    /// How interruptions are reported (JSON events or lines on stderr).
+    /// How interruptions and system pressure changes are reported (JSON events or lines on stderr).
     var json = false
 
     func run(onStart: (Started) -> Void) async throws -> Report {
@@ -82,6 +84,8 @@ struct FrameCapture {
         defer { withExtendedLifetime(interruptions) {} }
 
         let frames = output.sampleBuffers()
+        let pressure = PressureReport.follow(session, json: json)
+        defer { pressure.cancel() }
         let clock = ContinuousClock()
         let startedAt = clock.now
         try await session.start()
@@ -103,13 +107,15 @@ struct FrameCapture {
         // A signal ends the capture early; the report then says what arrived until then.
         await StopSignals.shared.sleep(seconds: duration)
         let seconds = milliseconds(clock.now - running) / 1000
+        let withheld = session.pressureWithheldFrameCount
         await session.stop()
         counting.cancel()
         let (count, last, first, final) = await counting.value
         let span = (final ?? 0) - (first ?? 0)
         return Report(frames: count, dropped: output.droppedFrameCount, seconds: seconds,
                       framesPerSecond: count > 1 && span > 0 ? Double(count - 1) / span : 0,
-                      width: last?.width ?? 0, height: last?.height ?? 0, pixelFormat: last?.pixelFormat ?? "none")
+                      width: last?.width ?? 0, height: last?.height ?? 0, pixelFormat: last?.pixelFormat ?? "none",
+                      withheldForPressure: withheld)
     }
 
     private func milliseconds(_ duration: Duration) -> Double {

@@ -86,6 +86,8 @@ struct RecordCommand: AsyncParsableCommand {
         try session.commitAndWait()
         let interruptions = InterruptionReporter(session, json: json)
         defer { withExtendedLifetime(interruptions) {} }
+        let pressure = PressureReport.follow(session, json: json)
+        defer { pressure.cancel() }
         try await session.start()
 
         let events = EventPrinter(json: json)

@@ -19,7 +19,12 @@ final class LaunchedCommand: @unchecked Sendable {
          writesStdin: Bool = false) throws {
         process.executableURL = executable
         process.arguments = arguments
-        if writesStdin { process.standardInput = stdin }
+        if writesStdin {
+            process.standardInput = stdin
+            // A program that has exited must fail the test that writes to it, not kill the whole test bundle
+            // with SIGPIPE: the write then fails with EPIPE, which send() ignores.
+            Foundation.signal(SIGPIPE, SIG_IGN)
+        }
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }

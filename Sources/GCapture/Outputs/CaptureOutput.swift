@@ -32,6 +32,10 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
     /// Whether removing the output must push end-of-stream through it first (files need finalizing).
     var drainsOnDetach: Bool { false }
 
+    /// Whether the output gives up frames first under system pressure (SessionPressure): what takes video
+    /// and does not record it. Asked at each frame while the session thins frame outputs.
+    var yieldsFramesUnderPressure: Bool { mediaType == .video && !drainsOnDetach }
+
     /// The output's permanent branch in gst-launch syntax, starting where the guard queue ends; nil for
     /// outputs that attach branches only while they work (a movie file output, between start and stop).
     func branchDescription() throws(CaptureError) -> String? { nil }

@@ -93,6 +93,10 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
 
     override var queueDepth: Int { alwaysDiscardsLateVideoFrames ? 2 : 60 }
 
+    /// An output that keeps late frames (alwaysDiscardsLateVideoFrames false) asked for every frame: it
+    /// loses frames only when the camera's frame rate comes down.
+    override var yieldsFramesUnderPressure: Bool { alwaysDiscardsLateVideoFrames }
+
     override func branchDescription() throws(CaptureError) -> String? {
         var fragment = ""
         if let settings = videoSettings {

@@ -247,6 +247,9 @@ public final class CaptureSession: @unchecked Sendable {
         case .interruptionEnded(let reason):
             NotificationCenter.default.post(name: Self.interruptionEndedNotification, object: self,
                                             userInfo: [CaptureSessionInterruptionReasonKey: reason.rawValue])
+        case .systemPressureChanged:
+            // Its notification is the device's (CaptureDevice.systemPressureStateDidChangeNotification).
+            break
         }
     }
 
@@ -265,6 +268,8 @@ public final class CaptureSession: @unchecked Sendable {
 
     private struct Resolved {
         var video: (device: CaptureDevice, selection: FormatSelection)?
+        /// The camera input's frame-stall timeout (nil: from the frame rate).
+        var videoStallTimeout: Duration?
         var audio: CaptureDevice?
     }
 
@@ -280,6 +285,8 @@ public final class CaptureSession: @unchecked Sendable {
         if let device = configuration.videoDevice {
             let selection = try FormatSelector.select(configuration.preset, from: device.formats, deviceName: device.description)
             resolved.video = (device, selection)
+            resolved.videoStallTimeout = configuration.inputs.lazy.compactMap { $0 as? CaptureDeviceInput }
+                .first { $0.device == device }?.frameStallTimeout
         }
         resolved.audio = configuration.audioDevice
         return resolved
@@ -298,7 +305,8 @@ public final class CaptureSession: @unchecked Sendable {
         }
         // Build every new piece before touching the running graph: a failure here changes nothing.
         let newVideo = try resolved.video.map { video throws(CaptureError) in
-            try SourceBuilder.videoSource(for: video.device, selection: video.selection, name: graph.makeSourceName(.video))
+            try SourceBuilder.videoSource(for: video.device, selection: video.selection, name: graph.makeSourceName(.video),
+                                          stallTimeout: resolved.videoStallTimeout)
         }
         let newAudio = try resolved.audio.map { device throws(CaptureError) in
             try SourceBuilder.audioSource(for: device, name: graph.makeSourceName(.audio))
@@ -347,7 +355,8 @@ public final class CaptureSession: @unchecked Sendable {
             if let video = resolved.video {
                 let name = graph.makeSourceName(.video)
                 try graph.setSource(videoFiller ? SourceBuilder.filler(for: video.device, selection: video.selection, name: name)
-                                    : SourceBuilder.videoSource(for: video.device, selection: video.selection, name: name), for: .video)
+                                    : SourceBuilder.videoSource(for: video.device, selection: video.selection, name: name,
+                                                                stallTimeout: resolved.videoStallTimeout), for: .video)
             }
             if let audio = resolved.audio {
                 try graph.setSource(SourceBuilder.audioSource(for: audio, name: graph.makeSourceName(.audio)), for: .audio)
@@ -452,6 +461,12 @@ public final class CaptureSession: @unchecked Sendable {
             graph.detachBranch(of: output)
             output.didFail(error)
             publish(RuntimeError(error: .outputFailed(output: output.displayName, underlying: error), output: output, isFatal: false))
+        case .sourceStalled(let device):
+            videoSourceDidStall(device)
+        case .sourceResumed(let device):
+            videoSourceDidResume(device)
+        case .systemPressureChanged(let device, let pressure, let response, let previous):
+            systemPressureDidChange(device, pressure, response, previous: previous)
         case .sourceFailed(let device, let error) where device?.mediaType == .audio && graph.hasSource(.video):
             // A microphone (or the audio server) went away: recordings end cleanly, video goes on.
             try? graph.setSource(nil, for: .audio)

@@ -8,6 +8,14 @@ enum GraphEvent: Sendable {
     case outputFailed(CaptureOutput, GStreamerError)
     /// A source (or the shared part of the graph) failed: frames have stopped.
     case sourceFailed(device: CaptureDevice?, GStreamerError)
+    /// The camera delivered nothing for its frame-stall timeout (FrameStallWatchdog); the graph is intact
+    /// and the source keeps waiting for frames.
+    case sourceStalled(device: CaptureDevice)
+    /// A stalled camera delivers again.
+    case sourceResumed(device: CaptureDevice)
+    /// The camera's system pressure changed, and with it what the session does about it (SessionPressure).
+    case systemPressureChanged(device: CaptureDevice, CaptureDevice.SystemPressureState, CaptureSession.PressureResponse,
+                               previous: CaptureSession.PressureResponse)
 }
 
 /// The session's GStreamer graph while it runs:
@@ -49,6 +57,11 @@ final class SessionGraph: @unchecked Sendable {
     }
 
     private let busState = Locked(BusState())
+    /// What is watched on each running camera source (stalls, lateness), by the source bin's path.
+    let sourceWatches = Locked<[String: SourceWatch]>([:])
+    /// System pressure while the graph plays: measures, and degrades the graph in steps.
+    private(set) var pressure: SessionPressure!
+    private var emit: (@Sendable (GraphEvent) -> Void)!
     private var branchCounter = 0
     private var sourceCounter = 0
 
@@ -66,6 +79,8 @@ final class SessionGraph: @unchecked Sendable {
         }
         // One clock for every source, outliving any device (pulsesrc's clock dies with its server).
         pipeline.useClock(.system)
+        emit = { [weak self] event in if let self { onEvent(self, event) } }
+        pressure = SessionPressure(graph: self, emit: emit)
         pipeline.bus.setHandler { [weak self] message in
             guard let self else { return }
             switch message.kind {
@@ -96,6 +111,16 @@ final class SessionGraph: @unchecked Sendable {
         }
     }
 
+    /// How full the fullest recording's video input queue is (0...1): an encoder falling behind.
+    func recordingQueueFill() -> Double {
+        let bins = busState.withLock { $0.branches.values.map(\.branch.bin) }
+        return bins.compactMap { bin -> Double? in
+            guard let queue = bin.element(named: "video_in"), let limit = queue.intProperty("max-size-time"), limit > 0,
+                  let level = queue.intProperty("current-level-time") else { return nil }
+            return Double(level) / Double(limit)
+        }.max() ?? 0
+    }
+
     /// Runs on a streaming thread: a counter, and a debug line (an element behind the clock posts one per
     /// late buffer, so anything louder would flood the log).
     private func count(_ qos: QualityOfService, from element: String) {
@@ -113,6 +138,15 @@ final class SessionGraph: @unchecked Sendable {
     /// Runs on the posting (streaming) thread: only flags and bookkeeping here.
     private func attribute(_ error: GStreamerError, from message: Message) -> GraphEvent? {
         busState.withLock { state -> GraphEvent? in
+            if FrameStallWatchdog.isStall(error) {
+                // A camera slow to give its first frame (USB cameras can take a second or two) is judged by
+                // the trial's own deadline, not the stall interval.
+                if let trial = state.trialPath, message.isFrom(inside: trial) { return nil }
+                if let watch = sourceWatches.withLock({ watches in watches.first { message.isFrom(inside: $0.key) }?.value }) {
+                    watch.markStalled()
+                    return nil
+                }
+            }
             if let trial = state.trialPath, message.isFrom(inside: trial) {
                 // A source on trial is done with at its first error; the whole graph on trial (play) is not
                 // marked, so a graph that is kept after all still reports its errors.
@@ -166,6 +200,7 @@ final class SessionGraph: @unchecked Sendable {
         }
         if failure == nil {
             Log.session.debug("\(pipeline.name) playing: first buffer from \(sources.map(\.device.description).joined(separator: ", "))")
+            pressure.start()
         }
         return failure
     }
@@ -200,6 +235,8 @@ final class SessionGraph: @unchecked Sendable {
     }
 
     func shutDown() {
+        pressure.stop()
+        unwatchAll()
         let quality = quality
         if quality.messages > 0 {
             Log.session.notice("\(pipeline.name) stopped after \(quality.messages) QoS messages; elements dropped \(quality.droppedBuffers) buffers")
@@ -218,6 +255,8 @@ final class SessionGraph: @unchecked Sendable {
     /// Releases a graph that never played (a prepared graph replaced by a newer configuration): its outputs
     /// were never running, so they are not told they stopped.
     func discard() {
+        pressure.stop()
+        unwatchAll()
         pipeline.shutDown()
         busState.withLock { $0.branches.removeAll(); $0.members.removeAll() }
     }
@@ -268,7 +307,9 @@ final class SessionGraph: @unchecked Sendable {
         do {
             try pipeline.add(unit.bin)
             try unit.bin.link(to: tee)
+            watch(unit)
         } catch {
+            unwatch(unit.bin.path)
             _ = try? unit.bin.setState(.null)
             pipeline.remove(unit.bin)
             throw .deviceFailed(device: unit.device.description, underlying: error as? GStreamerError
@@ -294,6 +335,7 @@ final class SessionGraph: @unchecked Sendable {
             try unit.bin.syncStateWithParent()
         }
         if let (failure, _) = failure {
+            unwatch(path)
             unit.bin.unlink(from: tee)
             _ = try? unit.bin.setState(.null)
             pipeline.remove(unit.bin)
@@ -304,8 +346,28 @@ final class SessionGraph: @unchecked Sendable {
         busState.withLock { $0.sources.append((path, unit.device)) }
     }
 
+    /// Puts a watch on a camera source: its stalls, its lateness, its frame rate under pressure.
+    private func watch(_ unit: SourceUnit) {
+        guard unit.device.mediaType == .video, let frameRate = unit.selection?.frameRate else { return }
+        let watch = SourceWatch(device: unit.device, frameRate: frameRate, withheld: pressure.withheld, onEvent: emit)
+        watch.install(on: unit.bin)
+        sourceWatches.withLock { $0[unit.bin.path] = watch }
+    }
+
+    private func unwatch(_ path: String) {
+        sourceWatches.withLock { $0.removeValue(forKey: path) }?.uninstall()
+    }
+
+    /// A watch's probe holds the watch and the watch its pad: both must go before the graph can.
+    private func unwatchAll() {
+        for watch in sourceWatches.withLock({ watches in defer { watches.removeAll() }; return Array(watches.values) }) {
+            watch.uninstall()
+        }
+    }
+
     private func unplug(_ unit: SourceUnit, from tee: Element) {
         let path = unit.bin.path
+        unwatch(path)
         _ = try? unit.bin.setState(.null)
         unit.bin.unlink(from: tee)
         pipeline.remove(unit.bin)
@@ -321,7 +383,9 @@ final class SessionGraph: @unchecked Sendable {
         guard let fragment = try output.branchDescription() else { return nil }
         let description = "queue name=guard leaky=downstream max-size-buffers=\(output.queueDepth) "
             + "max-size-bytes=0 max-size-time=0 ! " + fragment
-        return try makeBin(description, for: output)
+        let bin = try makeBin(description, for: output)
+        if output.mediaType == .video { pressure.thinFrames(enteringBranch: bin, of: output) }
+        return bin
     }
 
     /// Parses a branch bin with a name unique in this graph.

@@ -28,6 +28,8 @@ extension CaptureSession {
         case runtimeError(RuntimeError)
         case wasInterrupted(InterruptionReason)
         case interruptionEnded(InterruptionReason)
+        /// The camera's system pressure changed, and with it what the session does about it.
+        case systemPressureChanged(CaptureDevice, CaptureDevice.SystemPressureState, PressureResponse)
     }
 
     /// Why the session was interrupted (AVCaptureSession.InterruptionReason). AVFoundation's raw values are

@@ -18,23 +18,30 @@ enum SourceBuilder {
     /// Audio leaves every source in one format, so encoders downstream never renegotiate.
     static let audioCaps = "audio/x-raw,format=S16LE,rate=48000,channels=2,layout=interleaved"
 
-    static func videoSource(for device: CaptureDevice, selection: FormatSelection, name: String) throws(CaptureError) -> SourceUnit {
+    /// `stallTimeout`: how long the camera may deliver nothing before the watchdog reports it stalled
+    /// (FrameStallWatchdog; default from the frame rate).
+    static func videoSource(for device: CaptureDevice, selection: FormatSelection, name: String,
+                            stallTimeout: Duration? = nil) throws(CaptureError) -> SourceUnit {
         let description: String
+        // Right behind the camera's element, so it watches what the device delivers, before any decoding.
+        let watchdog = FrameStallWatchdog.fragment(
+            timeout: stallTimeout ?? FrameStallWatchdog.defaultTimeout(frameRate: selection.frameRate))
         switch device.backend {
         case .testCamera(let options):
-            description = "videotestsrc is-live=true pattern=\(options.pattern.rawValue) horizontal-speed=\(options.motion) "
-                + "! capsfilter name=caps caps=\"\(selection.caps)\""
+            description = "videotestsrc name=camera is-live=true pattern=\(options.pattern.rawValue) horizontal-speed=\(options.motion) "
+                + "! \(watchdog)capsfilter name=caps caps=\"\(selection.caps)\""
         case .v4l2(let path):
-            description = "v4l2src device=\(path) ! capsfilter name=caps caps=\"\(selection.caps)\""
+            description = "v4l2src device=\(path) ! \(watchdog)capsfilter name=caps caps=\"\(selection.caps)\""
                 + (selection.format.isCompressed ? " ! jpegdec ! videoconvert" : "")
         case .provided:
-            description = "capsfilter name=caps caps=\"\(selection.caps)\""
+            description = "\(watchdog)capsfilter name=caps caps=\"\(selection.caps)\""
                 + (selection.format.isCompressed ? " ! jpegdec ! videoconvert" : "")
         case .testMicrophone, .pulse:
             throw .cannotAddInput("\(device) is a microphone, not a camera")
         }
         let bin = try makeBin(description, name: name, device: device)
         if case .testCamera(let options) = device.backend {
+            TestCameraStalls.install(on: bin, uniqueID: device.uniqueID)
             if options.noiseLevel > 0 { addSensorNoise(to: bin, options: options, caps: selection.caps) }
             // After the noise (probes run in the order added), so the stamp stays legible.
             if options.stampsCaptureTime { addCaptureTimeStamp(to: bin, caps: selection.caps) }

@@ -98,6 +98,11 @@ actor CaptureController {
         case .interruptionEnded(let reason):
             output.event("interruptionEnded", ["reason": reason.description, "code": reason.rawValue],
                          text: "capturing again (the interruption ended: \(reason))")
+        case .systemPressureChanged(let device, let state, let response):
+            output.event("systemPressure", ["camera": device.description, "level": state.level.rawValue,
+                                            "factors": state.factors.names, "response": PressureReport.name(of: response)],
+                         text: "system pressure \(state) on \(device.localizedName): "
+                             + (response == .none ? "capture unchanged" : "\(response)"))
         }
     }
 

@@ -129,7 +129,9 @@ public final class DescribedSession: @unchecked Sendable {
         let mirrored = isMirrored
         for output in [photoOutput as CaptureOutput?, movieOutput].compactMap({ $0 }) {
             output.connection.videoRotationAngle = angle
-            output.connection.automaticallyAdjustsVideoMirroring = !mirrored
+            // The description says whether photos and movies are mirrored (photos and movies are not, unless it
+            // says so: what automatic adjustment also gives them); AVFoundation allows setting it only by hand.
+            output.connection.automaticallyAdjustsVideoMirroring = false
             output.connection.isVideoMirrored = mirrored
         }
     }

@@ -1,0 +1,32 @@
+import Foundation
+import GCapture
+
+/// Reports a running session's system pressure as it changes: a line on stderr (the human output keeps
+/// stdout for results), or a `systemPressure` JSON event on stdout with --json. The command keeps running.
+enum PressureReport {
+    static func follow(_ session: CaptureSession, json: Bool) -> Task<Void, Never> {
+        let events = session.events()
+        return Task {
+            for await event in events {
+                guard case .systemPressureChanged(let device, let state, let response) = event else { continue }
+                if json {
+                    JSONLine.print(["event": "systemPressure", "camera": device.description, "level": state.level.rawValue,
+                                    "factors": state.factors.names, "response": name(of: response)])
+                } else {
+                    let change = response == .none ? "capture unchanged" : "\(response)"
+                    FileHandle.standardError.write(Data("gcapture: system pressure \(state) on \(device.localizedName): \(change)\n".utf8))
+                }
+            }
+        }
+    }
+
+    /// The response's name in JSON events.
+    static func name(of response: CaptureSession.PressureResponse) -> String {
+        switch response {
+        case .none: "none"
+        case .fewerFramesToOutputs: "fewerFramesToOutputs"
+        case .reducedFrameRate: "reducedFrameRate"
+        case .interrupted: "interrupted"
+        }
+    }
+}
