@@ -24,33 +24,30 @@ enum InterruptionBenchmark {
             throw BenchmarkError.setup("\(device) is not here: run inside ../shared/testbed/v4l2-vm")
         }
         let controls = try VividControls(device: device)
+        // Before the session opens the camera (a streaming camera is busy), in a child process of its own (a
+        // process that streamed from vivid keeps a handle, and vivid comes back from a disconnect only when
+        // none is left).
+        let (_, plain) = try ChildProcess.runChild([PlainStartChild.childMode, "--rounds", String(rounds)], timeout: 120,
+                                                   label: "plain v4l2src starts", as: PlainStartReport.self)
         let camera = try CaptureDevice.requireDevice(withUniqueID: device)
         let session = CaptureSession(name: "bench-interruptions")
         let frames = CaptureVideoDataOutput()
+        let input = try CaptureDeviceInput(device: camera)
+        // The default for vivid's 25 fps (ten frame intervals, at least a second), said explicitly for the report.
+        input.frameStallTimeout = .seconds(1)
         session.beginConfiguration()
-        try session.add(CaptureDeviceInput(device: camera))
+        try session.add(input)
         try session.add(frames)
         session.sessionPreset = .vga640x480
         try session.commitAndWait()
         let events = SessionEventLog(session)
-        let caps = Locked("")
-        let firstFrame = frames.sampleBuffers()
-        let capsTask = Task {
-            for await frame in firstFrame {
-                let rate = frame.videoInfo.frameRate
-                caps.withLock { $0 = "video/x-raw,format=\(frame.pixelFormat),width=\(frame.width),height=\(frame.height),framerate=\(rate.numerator)/\(rate.denominator)" }
-                break
-            }
-        }
         try await session.start()
-        await capsTask.value
-        let plainCaps = caps.withLock { $0 }
-        progress("interruptions: \(device) at \(plainCaps)")
+        progress("interruptions: \(device) at \(plain.caps)")
 
-        var report = InterruptionReport(caps: plainCaps, firstRetryDelaySeconds: 0.25, stallIntervalSeconds: nil)
+        var report = InterruptionReport(caps: plain.caps, plainStartSeconds: plain.seconds,
+                                        firstRetryDelaySeconds: CaptureSession.recoveryRetryDelays.first?.seconds ?? 0,
+                                        stallIntervalSeconds: input.frameStallTimeout?.seconds)
         for round in 1...rounds {
-            report.plainStartSeconds.append(try plainStart(caps: plainCaps))
-
             var mark = events.count
             var started = ContinuousClock.now
             try controls.set("disconnect", 1)
@@ -91,7 +88,7 @@ enum InterruptionBenchmark {
     }
 
     /// PLAYING → first frame of a plain pipeline on the camera, as a hand-written program would open it.
-    private static func plainStart(caps: String) throws -> Double {
+    static func plainStart(caps: String) throws -> Double {
         let pipeline = try Pipeline.launch("v4l2src device=\(device) ! \(caps) ! appsink name=sink sync=false max-buffers=1 drop=true")
         defer { pipeline.shutDown() }
         guard let sink = pipeline.element(named: "sink").flatMap(AppSink.init) else {
@@ -106,6 +103,32 @@ enum InterruptionBenchmark {
         try pipeline.setState(.playing)
         guard first.wait(timeout: .now() + 10) == .success else { throw BenchmarkError.setup("the plain pipeline delivered no frame in 10 s") }
         return (ContinuousClock.now - started).seconds
+    }
+}
+
+/// What the plain side measured: its starts, and the caps it asked for (the engine's choice for vga640x480).
+struct PlainStartReport: Codable {
+    var caps: String
+    var seconds: [Double]
+}
+
+/// `gcapture-bench child interruption-plain-starts --rounds N`: the camera's format as the engine would pick it
+/// for .vga640x480, then N plain starts on it.
+enum PlainStartChild {
+    static let childMode = "interruption-plain-starts"
+
+    static func childMain(_ arguments: [String]) async -> Int32 {
+        let rounds = arguments.value(after: "--rounds").flatMap(Int.init) ?? 3
+        return await ChildProcess.serve(childMode) { () throws -> PlainStartReport in
+            let camera = try CaptureDevice.requireDevice(withUniqueID: InterruptionBenchmark.device)
+            // NV12, as the engine picks for .vga640x480 on vivid.
+            let sized = camera.formats.filter { $0.width == 640 && $0.height == 480 }
+            guard let format = sized.first(where: { $0.pixelFormat == "NV12" }) ?? sized.first else {
+                throw BenchmarkError.setup("\(camera) offers no 640x480")
+            }
+            let caps = "video/x-raw,format=\(format.pixelFormat),width=640,height=480,framerate=\(Int(format.maxFrameRate))/1"
+            return PlainStartReport(caps: caps, seconds: try (0..<rounds).map { _ in try InterruptionBenchmark.plainStart(caps: caps) })
+        }
     }
 }
 
@@ -181,6 +204,7 @@ struct VividControls {
 
 struct InterruptionReport: Codable {
     var caps: String
+    var plainStartSeconds: [Double]
     /// How long the session waits before its first attempt to reopen an interrupted camera.
     var firstRetryDelaySeconds: Double
     /// The frame-stall watchdog's interval for this camera.
@@ -189,7 +213,6 @@ struct InterruptionReport: Codable {
     var disconnectRecoverySeconds: [Double] = []
     var stallToInterruptedSeconds: [Double] = []
     var stallRecoverySeconds: [Double] = []
-    var plainStartSeconds: [Double] = []
 
     func table() -> [String] {
         let firstRetryDelay = firstRetryDelaySeconds, stallInterval = stallIntervalSeconds

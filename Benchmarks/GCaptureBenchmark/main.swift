@@ -106,6 +106,7 @@ if arguments.first == "child" {
     if childArguments.first == RecordingChild.childMode { exit(await RecordingChild.childMain(childArguments)) }
     if childArguments.first?.hasPrefix("soak-") == true { exit(await SoakChild.childMain(childArguments)) }
     if childArguments.first?.hasPrefix("v4l2-") == true { exit(await V4L2RingChild.childMain(childArguments)) }
+    if childArguments.first == PlainStartChild.childMode { exit(await PlainStartChild.childMain(childArguments)) }
     if childArguments.first == PreviewBenchmark.childMode { exit(await PreviewBenchmark.childMain(Array(childArguments.dropFirst()))) }
     exit(await FrameChild.main(childArguments))
 }

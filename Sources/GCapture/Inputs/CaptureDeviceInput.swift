@@ -1,3 +1,5 @@
+import GStreamerKit
+
 /// Something a session captures from (AVCaptureInput).
 public class CaptureInput: @unchecked Sendable, Hashable {
     public static func == (a: CaptureInput, b: CaptureInput) -> Bool { a === b }
@@ -21,6 +23,16 @@ public final class CaptureDeviceInput: CaptureInput, @unchecked Sendable, Custom
     public convenience init(deviceWithUniqueID id: String) throws(CaptureError) {
         try self.init(device: CaptureDevice.requireDevice(withUniqueID: id))
     }
+
+    /// How long the camera may deliver no frame before the session reports it stalled
+    /// (`InterruptionReason.videoDeviceStalled`). nil (the default) means ten frame intervals of the
+    /// format in use, at least one second (see README). Read when the session builds the camera's source:
+    /// a change takes effect at the next start or configuration change of the camera.
+    public var frameStallTimeout: Duration? {
+        get { stallTimeout.withLock { $0 } }
+        set { stallTimeout.withLock { $0 = newValue } }
+    }
+    private let stallTimeout = Locked<Duration?>(nil)
 
     override var mediaType: MediaType { device.mediaType }
     public var description: String { "input \(device)" }

@@ -53,24 +53,11 @@ enum FrameStallWatchdog {
 }
 
 extension CaptureDeviceInput {
-    /// How long the camera may deliver no frame before the session reports it stalled
-    /// (`InterruptionReason.videoDeviceStalled`). nil (the default) means ten frame intervals of the
-    /// format in use, at least one second (see README). Read when the session builds the camera's source:
-    /// a change takes effect at the next start or configuration change of the camera.
-    public var frameStallTimeout: Duration? {
-        get { stallTimeouts.withLock { $0[ObjectIdentifier(self)] } }
-        set { stallTimeouts.withLock { $0[ObjectIdentifier(self)] = newValue } }
-    }
-
     /// The interval for a source delivering at `frameRate`.
     func effectiveFrameStallTimeout(frameRate: Fraction) -> Duration {
         frameStallTimeout ?? FrameStallWatchdog.defaultTimeout(frameRate: frameRate)
     }
 }
-
-/// Inputs' stall intervals (a class cannot gain stored properties in an extension). An input is never
-/// freed while a session may build from it, and an entry left behind by a freed one is 24 bytes.
-private let stallTimeouts = Mutex<[ObjectIdentifier: Duration]>([:])
 
 /// What the session watches on one running camera source, from its streaming thread: when frames come
 /// again after a stall, how late they leave the camera (for system pressure), and how many the session lets

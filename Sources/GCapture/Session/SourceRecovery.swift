@@ -156,6 +156,11 @@ extension SourceBuilder {
 }
 
 extension CaptureSession {
+    /// When an interrupted device is tried again: after each of these delays in turn, then every
+    /// `recoveryRetryInterval` (and at once when udev announces it again).
+    public static var recoveryRetryDelays: [Duration] { SourceRecovery.retryDelays }
+    public static var recoveryRetryInterval: Duration { SourceRecovery.steadyRetryDelay }
+
     /// Whether an input is interrupted now: its device has gone (or is held elsewhere) and the session, still
     /// running, fills the gap and is trying to get it back.
     public var isInterrupted: Bool { !recovery.reasons.isEmpty }
