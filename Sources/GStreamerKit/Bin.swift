@@ -125,25 +125,8 @@ public final class Clock: @unchecked Sendable {
 extension Bin {
     /// Sink elements inside this bin (at any depth): where end-of-stream finally arrives.
     public var sinkElements: [Element] {
-        var result: [Element] = []
-        guard let iterator = gst_bin_iterate_sinks(binPointer) else { return result }
-        defer { gst_iterator_free(iterator) }
-        var value = GValue()
-        iterate: while true {
-            switch gst_iterator_next(iterator, &value) {
-            case GST_ITERATOR_OK:
-                if let object = g_value_get_object(&value) {
-                    result.append(Element(retaining: UnsafeMutablePointer<GstElement>(OpaquePointer(object))))
-                }
-                g_value_reset(&value)
-            case GST_ITERATOR_RESYNC:
-                result.removeAll()
-                gst_iterator_resync(iterator)
-            default:
-                break iterate
-            }
+        collectObjects(gst_bin_iterate_sinks(binPointer)) { object in
+            Element(retaining: UnsafeMutablePointer<GstElement>(OpaquePointer(object)))
         }
-        g_value_unset(&value)
-        return result
     }
 }

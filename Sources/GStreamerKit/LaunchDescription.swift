@@ -24,25 +24,10 @@ private struct LaunchGraph {
     var nodes: [Node] = []
 
     init(bin: Bin) {
-        var elements: [Element] = []
-        guard let iterator = gst_bin_iterate_recurse(bin.binPointer) else { return }
-        defer { gst_iterator_free(iterator) }
-        var value = GValue()
-        iterate: while true {
-            switch gst_iterator_next(iterator, &value) {
-            case GST_ITERATOR_OK:
-                if let object = g_value_get_object(&value), CGstShim_object_is_a(object, gst_bin_get_type()) == 0 {
-                    elements.append(Element(retaining: UnsafeMutablePointer<GstElement>(OpaquePointer(object))))
-                }
-                g_value_reset(&value)
-            case GST_ITERATOR_RESYNC:
-                elements.removeAll()
-                gst_iterator_resync(iterator)
-            default:
-                break iterate
-            }
+        var elements = collectObjects(gst_bin_iterate_recurse(bin.binPointer)) { object -> Element? in
+            guard CGstShim_object_is_a(object, gst_bin_get_type()) == 0 else { return nil }
+            return Element(retaining: UnsafeMutablePointer<GstElement>(OpaquePointer(object)))
         }
-        g_value_unset(&value)
         // The iterator walks children newest first; the order elements were added reads better.
         elements.reverse()
         let counts = Dictionary(grouping: elements, by: \.name).mapValues(\.count)
@@ -190,29 +175,12 @@ private struct LaunchGraph {
         takeString(gst_object_get_name(asObject(pad))) ?? ""
     }
 
+    /// The element's source pads, each with a reference of its own (the caller unrefs them).
     static func sourcePads(of element: Element) -> [UnsafeMutablePointer<GstPad>] {
-        var pads: [UnsafeMutablePointer<GstPad>] = []
-        guard let iterator = gst_element_iterate_src_pads(element.pointer) else { return pads }
-        defer { gst_iterator_free(iterator) }
-        var value = GValue()
-        iterate: while true {
-            switch gst_iterator_next(iterator, &value) {
-            case GST_ITERATOR_OK:
-                if let object = g_value_get_object(&value) {
-                    gst_object_ref(object)
-                    pads.append(UnsafeMutablePointer<GstPad>(OpaquePointer(object)))
-                }
-                g_value_reset(&value)
-            case GST_ITERATOR_RESYNC:
-                for pad in pads { gst_object_unref(UnsafeMutableRawPointer(pad)) }
-                pads.removeAll()
-                gst_iterator_resync(iterator)
-            default:
-                break iterate
-            }
+        collectObjects(gst_element_iterate_src_pads(element.pointer), discard: { gst_object_unref(UnsafeMutableRawPointer($0)) }) { object in
+            gst_object_ref(object)
+            return UnsafeMutablePointer<GstPad>(OpaquePointer(object))
         }
-        g_value_unset(&value)
-        return pads
     }
 
     /// The real (non-ghost) sink pad a source pad's data reaches, through the ghost pads on bin borders;

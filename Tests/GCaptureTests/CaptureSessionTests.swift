@@ -286,7 +286,7 @@ final class CaptureSessionTests: XCTestCase {
         XCTAssertEqual(output.droppedFrameCount, 0, "a backlog under a second must not drop")
         XCTAssertGreaterThanOrEqual(times.count, 18)
         XCTAssertEqual(times, times.sorted(), "frames out of order")
-        XCTAssertLessThan(FrameLog.longestGap(times.map { .init(time: $0, width: 0, height: 0, format: "", arrival: Date()) }), 0.07)
+        XCTAssertLessThan(FrameLog.longestGap(times.map { .init(time: $0, width: 0, height: 0, format: "", arrival: Date(), luma: 0, at: 0) }), 0.07)
     }
 
     func testTestCameraNoiseIsRealNoise() async throws {

@@ -40,39 +40,6 @@ final class SessionEventLog: Sendable {
     }
 }
 
-/// The mean luma of the frames a video data output delivers, to tell the camera's picture from the black
-/// frames that stand in for it during an interruption.
-final class BrightnessLog: Sendable {
-    struct Entry: Sendable { var time: Double; var luma: Double; var at: Double }
-    private let entries = Locked<[Entry]>([])
-    private let task = Locked<Task<Void, Never>?>(nil)
-
-    init(_ output: CaptureVideoDataOutput) {
-        let stream = output.sampleBuffers()
-        let started = Task { [weak self] in
-            for await frame in stream {
-                let luma = frame.withPlanes { planes -> Double in
-                    guard let plane = planes.first, plane.height > 0 else { return 0 }
-                    // Every 16th sample of every 16th row: enough to tell black from colour bars.
-                    var sum = 0, count = 0
-                    for row in stride(from: 0, to: plane.height, by: 16) {
-                        for x in stride(from: 0, to: plane.rowBytes, by: 16) { sum += Int(plane.bytes[row * plane.stride + x]); count += 1 }
-                    }
-                    return Double(sum) / Double(max(count, 1))
-                } ?? 0
-                self?.entries.withLock { $0.append(Entry(time: frame.presentationTime, luma: luma, at: monotonicMilliseconds())) }
-            }
-        }
-        task.withLock { $0 = started }
-    }
-
-    deinit { task.withLock { $0?.cancel() } }
-
-    var all: [Entry] { entries.withLock { $0 } }
-    /// Frames of the camera's picture (vivid's colour bars; black is 16).
-    static func isPicture(_ entry: Entry) -> Bool { entry.luma > 40 }
-}
-
 /// Interruptions of a real camera (vivid inside ../shared/testbed/v4l2-vm): unplugged, held by another
 /// process, unloaded and loaded again. They skip on machines without /dev/video0 (and fail inside the VM
 /// without it), like V4L2DeviceTests.
@@ -140,7 +107,7 @@ final class InterruptionDeviceTests: XCTestCase {
         let folder = try temporaryFolder()
         let movie = CaptureMovieFileOutput()
         let frames = CaptureVideoDataOutput()
-        let brightness = BrightnessLog(frames)
+        let brightness = FrameLog(frames)
         try requireFreshProcess()
         let session = try makeSession(camera: try vivid(), preset: Self.preset, outputs: [movie, frames])
         let log = SessionEventLog(session)
@@ -172,7 +139,7 @@ final class InterruptionDeviceTests: XCTestCase {
         XCTAssertFalse(session.isInterrupted)
         XCTAssertTrue(log.runtimeErrors.isEmpty, "\(log.runtimeErrors)")
         if let end = log.endings.first?.at, let start = log.interruptions.first?.at,
-           let first = brightness.all.first(where: { $0.at > end && BrightnessLog.isPicture($0) }) {
+           let first = brightness.all.first(where: { $0.at > end && FrameLog.isPicture($0) }) {
             print("BENCH interrupted for \(String(format: "%.0f", end - start)) ms; first camera frame "
                   + "\(String(format: "%.0f", first.at - end)) ms after interruptionEnded")
         }
@@ -186,9 +153,9 @@ final class InterruptionDeviceTests: XCTestCase {
         // The outputs never stopped: black frames in the gap, the camera's picture on both sides.
         let seen = brightness.all
         let gapStart = try XCTUnwrap(log.interruptions.first?.at), gapEnd = try XCTUnwrap(log.endings.first?.at)
-        XCTAssertTrue(seen.contains { $0.at < gapStart && BrightnessLog.isPicture($0) })
-        XCTAssertTrue(seen.contains { $0.at > gapStart + 100 && $0.at < gapEnd && !BrightnessLog.isPicture($0) }, "no black frames in the gap")
-        XCTAssertGreaterThan(seen.filter { $0.at > gapEnd && BrightnessLog.isPicture($0) }.count, 10, "too few camera frames after it came back")
+        XCTAssertTrue(seen.contains { $0.at < gapStart && FrameLog.isPicture($0) })
+        XCTAssertTrue(seen.contains { $0.at > gapStart + 100 && $0.at < gapEnd && !FrameLog.isPicture($0) }, "no black frames in the gap")
+        XCTAssertGreaterThan(seen.filter { $0.at > gapEnd && FrameLog.isPicture($0) }.count, 10, "too few camera frames after it came back")
 
         let probed = try probe(url)
         XCTAssertEqual(probed.codecs, ["h264"])
@@ -216,7 +183,7 @@ final class InterruptionDeviceTests: XCTestCase {
         XCTAssertTrue(holder.isRunning, "v4l2-ctl did not keep streaming")
 
         let frames = CaptureVideoDataOutput()
-        let brightness = BrightnessLog(frames)
+        let brightness = FrameLog(frames)
         let session = try makeSession(camera: camera, preset: Self.preset, outputs: [frames])
         let log = SessionEventLog(session)
         try await session.start()
@@ -228,7 +195,7 @@ final class InterruptionDeviceTests: XCTestCase {
         XCTAssertEqual(log.interruptions.map(\.reason), [.videoDeviceInUseByAnotherClient])
         try await Task.sleep(for: .milliseconds(2500))
         XCTAssertTrue(session.isInterrupted, "the camera is still held")
-        XCTAssertTrue(brightness.all.count > 10 && !brightness.all.contains(where: BrightnessLog.isPicture),
+        XCTAssertTrue(brightness.all.count > 10 && !brightness.all.contains(where: FrameLog.isPicture),
                       "black frames stand in while the camera is held: \(brightness.all.count) frames")
 
         let released = monotonicMilliseconds()
@@ -241,7 +208,7 @@ final class InterruptionDeviceTests: XCTestCase {
         XCTAssertEqual(log.endings.map(\.reason), [.videoDeviceInUseByAnotherClient])
         XCTAssertFalse(session.isInterrupted)
         try await Task.sleep(for: .milliseconds(1000))
-        let pictures = brightness.all.filter(BrightnessLog.isPicture)
+        let pictures = brightness.all.filter(FrameLog.isPicture)
         XCTAssertGreaterThan(pictures.count, 10, "frames from the camera after it was released")
         await session.stop()
         // Side by side, on the same device: how long plain GStreamer takes to start it and get a frame.
@@ -272,7 +239,7 @@ final class InterruptionDeviceTests: XCTestCase {
         }
         let camera = try vivid()
         let frames = CaptureVideoDataOutput()
-        let brightness = BrightnessLog(frames)
+        let brightness = FrameLog(frames)
         let session = try makeSession(camera: camera, preset: Self.preset, outputs: [frames])
         let log = SessionEventLog(session)
         try await session.start()
@@ -302,7 +269,7 @@ final class InterruptionDeviceTests: XCTestCase {
         let ended = await log.wait(timeout: 15) { $0.endings.count > endingsBefore }
         XCTAssertTrue(ended, "the camera did not come back within 15 s of modprobe: \(log.all.map { "\($0.event)" })")
         try await Task.sleep(for: .milliseconds(1000))
-        let pictures = brightness.all.filter { $0.at > gone && BrightnessLog.isPicture($0) }
+        let pictures = brightness.all.filter { $0.at > gone && FrameLog.isPicture($0) }
         XCTAssertGreaterThan(pictures.count, 10, "frames from the reloaded camera")
         if let first = pictures.first {
             print("BENCH modprobe returned → first camera frame: \(String(format: "%.0f", first.at - loaded)) ms (udev's add, then the immediate retry)")

@@ -83,7 +83,7 @@ final class InterruptionTests: XCTestCase {
     func testAnInterruptedCameraIsFilledWithBlackOnOneTimelineAndComesBack() async throws {
         let frames = CaptureVideoDataOutput()
         let movie = CaptureMovieFileOutput()
-        let brightness = BrightnessLog(frames)
+        let brightness = FrameLog(frames)
         let session = try makeSession(camera: CaptureDevice.makeTestCamera(uniqueID: "test-bars", options: TestCameraOptions()),
                                       preset: .vga640x480, outputs: [frames, movie])
         let log = SessionEventLog(session)
@@ -116,8 +116,8 @@ final class InterruptionTests: XCTestCase {
 
         let seen = brightness.all
         let start = log.interruptions[0].at, end = log.endings[0].at
-        XCTAssertTrue(seen.contains { $0.at > start && $0.at < end && !BrightnessLog.isPicture($0) }, "no black frames in the gap")
-        XCTAssertTrue(seen.contains { $0.at > end && BrightnessLog.isPicture($0) })
+        XCTAssertTrue(seen.contains { $0.at > start && $0.at < end && !FrameLog.isPicture($0) }, "no black frames in the gap")
+        XCTAssertTrue(seen.contains { $0.at > end && FrameLog.isPicture($0) })
         let times = seen.map(\.time)
         XCTAssertEqual(times, times.sorted(), "timestamps went back")
         XCTAssertLessThan(zip(times.dropFirst(), times).map { $0 - $1 }.max() ?? 1, 0.1, "a hole in the timeline")

@@ -4,9 +4,15 @@ import Foundation
 import Synchronization
 import XCTest
 
-/// Records the frames an output delivers: timestamps, sizes, formats.
+/// Records the frames an output delivers: timestamps, sizes, formats, and their mean luma (to tell a camera's
+/// picture from the black frames that stand in for it during an interruption).
 final class FrameLog: Sendable {
-    struct Entry: Sendable { var time: Double; var width: Int; var height: Int; var format: String; var arrival: Date }
+    struct Entry: Sendable {
+        var time: Double; var width: Int; var height: Int; var format: String; var arrival: Date
+        var luma: Double
+        /// When it arrived, in monotonic milliseconds (monotonicMilliseconds()).
+        var at: Double
+    }
     private let entries = Locked<[Entry]>([])
     private let task = Locked<Task<Void, Never>?>(nil)
 
@@ -14,9 +20,18 @@ final class FrameLog: Sendable {
         let stream = output.sampleBuffers()
         let started = Task { [weak self] in
             for await frame in stream {
+                let luma = frame.withPlanes { planes -> Double in
+                    guard let plane = planes.first, plane.height > 0 else { return 0 }
+                    // Every 16th sample of every 16th row: enough to tell black from colour bars.
+                    var sum = 0, count = 0
+                    for row in stride(from: 0, to: plane.height, by: 16) {
+                        for x in stride(from: 0, to: plane.rowBytes, by: 16) { sum += Int(plane.bytes[row * plane.stride + x]); count += 1 }
+                    }
+                    return Double(sum) / Double(max(count, 1))
+                } ?? 0
                 self?.entries.withLock {
                     $0.append(Entry(time: frame.presentationTime, width: frame.width, height: frame.height,
-                                    format: frame.pixelFormat, arrival: Date()))
+                                    format: frame.pixelFormat, arrival: Date(), luma: luma, at: monotonicMilliseconds()))
                 }
             }
         }
@@ -42,6 +57,9 @@ final class FrameLog: Sendable {
         try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
         return Array(all.dropFirst(start))
     }
+
+    /// Frames of the camera's picture (colour bars; black is 16).
+    static func isPicture(_ entry: Entry) -> Bool { entry.luma > 40 }
 
     /// The longest interval between consecutive frames' timestamps, in seconds.
     static func longestGap(_ entries: [Entry]) -> Double {

@@ -189,7 +189,9 @@ extension CaptureSession {
             failWithoutRecovery(slot, device: source.device, error: error)
             return
         }
-        scheduleRecovery(of: slot, attempt: 0, generation: 0)
+        // The first retry's delay counts from the interruption, not from the filler's first frame (which can
+        // take a while on a loaded machine): the device may be back by then.
+        scheduleRecovery(of: slot, attempt: 0, generation: 0, waited: ContinuousClock.now - swapStarted)
     }
 
     /// Starts the interruption with the filler already in place (a camera held elsewhere at start).
@@ -202,8 +204,8 @@ extension CaptureSession {
         scheduleRecovery(of: slot, attempt: 0, generation: 0)
     }
 
-    private func scheduleRecovery(of slot: SessionGraph.Slot, attempt: Int, generation: Int) {
-        let delay = SourceRecovery.delay(beforeAttempt: attempt)
+    private func scheduleRecovery(of slot: SessionGraph.Slot, attempt: Int, generation: Int, waited: Duration = .zero) {
+        let delay = max(.zero, SourceRecovery.delay(beforeAttempt: attempt) - waited)
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.components.seconds) * 1_000_000_000
                                                           + Int(delay.components.attoseconds / 1_000_000_000))) { [weak self] in
             self?.attemptRecovery(of: slot, scheduledAs: generation)
