@@ -4,8 +4,10 @@ import Glibc
 /// threads, which glibc spreads over up to 8 arenas per core; an arena keeps the pages its high-water mark
 /// touched, so every recording left a few hundred KiB more resident in one arena or another and a soak of
 /// back-to-back minute-long recordings climbed 0.38 MiB a minute (+11.4 MiB in 30 minutes) long after the
-/// recordings' objects were all freed. With two arenas, side by side in one run: 0.09 MiB a minute, and the
-/// streaming threads' CPU the same (they allocate little: frames come from GStreamer's pools).
+/// recordings' objects were all freed. With MALLOC_ARENA_MAX=2 set before the program started, side by side
+/// in one run: 0.09 MiB a minute. Set here, at the first session (after Swift's own threads may have made
+/// arenas of their own), a 25-minute soak measured 0.16 MiB a minute: better, not yet flat. The CPU cost of
+/// fewer arenas was not measured.
 enum ProcessHeap {
     private typealias Trim = @convention(c) (Int) -> Int32
     private typealias Option = @convention(c) (Int32, Int32) -> Int32
