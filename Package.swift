@@ -5,7 +5,7 @@ import PackageDescription
 //   CGst (system library) → CGstShim (C macros/variadics) → GStreamerKit (safe Swift over GStreamer,
 //   knows nothing about cameras) → GCapture (the capture engine) → GCaptureDescription (YAML description
 //   files) → gcapture CLI, benchmark, examples.
-//   CImaging holds the engine's pixel loops (plain C, no GStreamer).
+//   CImaging holds the engine's pixel loops (plain C, no GStreamer); CProcessHeap tunes glibc's heap.
 let package = Package(
     name: "gcapture",
     platforms: [.macOS(.v14)],
@@ -31,7 +31,9 @@ let package = Package(
         .target(name: "CGstShim", dependencies: ["CGst"]),
         .target(name: "GStreamerKit", dependencies: ["CGst", "CGstShim", .product(name: "Logging", package: "swift-log")]),
         .target(name: "CImaging", linkerSettings: [.linkedLibrary("jpeg")]),
-        .target(name: "GCapture", dependencies: ["GStreamerKit", "CImaging", .product(name: "Logging", package: "swift-log")]),
+        // glibc's heap limited to two arenas when the program loads (see heap.c).
+        .target(name: "CProcessHeap"),
+        .target(name: "GCapture", dependencies: ["GStreamerKit", "CImaging", "CProcessHeap", .product(name: "Logging", package: "swift-log")]),
         // Description files (YAML): read, checked with positions, and built into a session.
         .target(name: "GCaptureDescription", dependencies: ["GCapture", "GStreamerKit", .product(name: "Yams", package: "Yams")]),
         .executableTarget(

@@ -69,7 +69,6 @@ public final class CaptureSession: @unchecked Sendable {
         self.name = name ?? "session-\(number)"
         queue = DispatchQueue(label: "gcapture.\(self.name)")
         queue.setSpecific(key: onQueueKey, value: true)
-        ProcessHeap.limitArenas
         GStreamer.initialize()
     }
 
