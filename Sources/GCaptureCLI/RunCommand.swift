@@ -147,7 +147,7 @@ struct RunCommand: AsyncParsableCommand {
         return ControlledCaptureSettings(
             rotation: described.effectiveRotation,
             mirrored: described.isMirrored,
-            photoQuality: CapturePhotoOutput.QualityPrioritization.allCases.first { $0.description == photo?.quality } ?? .balanced,
+            photoQuality: photo?.qualityPrioritization ?? .balanced,
             photoEXIFOrientation: photo?.exifOrientation ?? false,
             photoFolder: folder(described.photoFiles?.folder ?? here),
             movieFolder: folder(described.movieFiles?.folder ?? here),

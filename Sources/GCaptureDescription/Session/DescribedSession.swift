@@ -223,8 +223,7 @@ public final class DescribedSession: @unchecked Sendable {
         guard let photo = description.outputs.photo, let photoFiles, photoOutput != nil else {
             throw .invalidSettings("the description has no photo output (outputs.photo)")
         }
-        let quality = CapturePhotoOutput.QualityPrioritization.allCases.first { $0.description == photo.quality } ?? .balanced
-        return CapturePhotoSettings(photoQualityPrioritization: quality,
+        return CapturePhotoSettings(photoQualityPrioritization: photo.qualityPrioritization,
                                     orientationHandling: photo.exifOrientation ? .exifOrientationOnly : .rotatePixels,
                                     fileURL: try photoFiles.next())
     }
@@ -284,5 +283,12 @@ public final class OutputFiles: @unchecked Sendable {
                 if !FileManager.default.fileExists(atPath: url.path) { return url }
             }
         }
+    }
+}
+
+extension CaptureDescription.Photo {
+    /// `quality` as the photo output names it (the reader accepts only its three names).
+    public var qualityPrioritization: CapturePhotoOutput.QualityPrioritization {
+        CapturePhotoOutput.QualityPrioritization.allCases.first { $0.description == quality } ?? .balanced
     }
 }
