@@ -61,12 +61,7 @@ final class FrameStallTests: XCTestCase {
         let interval = 0.6
         input.frameStallTimeout = .milliseconds(Int(interval * 1000))
         let output = CaptureVideoDataOutput()
-        let session = CaptureSession()
-        session.beginConfiguration()
-        try session.add(input)
-        try session.add(output)
-        session.sessionPreset = .vga640x480
-        try session.commitAndWait()
+        let session = try makeSession(input: input, outputs: [output])
         let events = EventLog(session)
         let frames = FrameLog(output)
         try await session.start()
@@ -109,12 +104,7 @@ final class FrameStallTests: XCTestCase {
         let camera = CaptureDevice.makeTestCamera(uniqueID: id, options: TestCameraOptions(maxFrameRate: 30))
         let input = try CaptureDeviceInput(device: camera)
         input.frameStallTimeout = .milliseconds(300)
-        let session = CaptureSession()
-        session.beginConfiguration()
-        try session.add(input)
-        try session.add(CaptureVideoDataOutput())
-        session.sessionPreset = .vga640x480
-        try session.commitAndWait()
+        let session = try makeSession(input: input, outputs: [CaptureVideoDataOutput()])
         let events = EventLog(session)
         TestCameraStalls.set(id, stalled: true)
         defer { TestCameraStalls.set(id, stalled: false) }
@@ -152,12 +142,7 @@ extension V4L2DeviceTests {
         let camera = try XCTUnwrap(CaptureDevice.allDevices.first { $0.nodePath == "/dev/video0" })
         let input = try CaptureDeviceInput(device: camera)
         let output = CaptureVideoDataOutput()
-        let session = CaptureSession()
-        session.beginConfiguration()
-        try session.add(input)
-        try session.add(output)
-        session.sessionPreset = .vga640x480
-        try session.commitAndWait()
+        let session = try makeSession(input: input, outputs: [output])
         let events = EventLog(session)
         let frames = FrameLog(output)
         try await session.start()

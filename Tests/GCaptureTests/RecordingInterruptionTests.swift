@@ -104,15 +104,22 @@ final class RecordingInterruptionTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [url.lastPathComponent])
     }
 
-    func testFinalizeAndResumeEndsTheFileAtTheInterruptionAndGoesOnInTheNextFile() async throws {
+    /// A recording with `.finalizeAndResume` started into NAME.mp4 of a new folder; NAME-2.mp4 is where it goes on.
+    private func startFinalizingRecording(named name: String) async throws
+        -> (CaptureSession, CaptureMovieFileOutput, InterruptionDriver, RecordingLog, first: URL, second: URL) {
         let folder = try temporaryFolder()
         let movie = CaptureMovieFileOutput(), driver = InterruptionDriver()
         movie.interruptionBehavior = .finalizeAndResume
         let session = try await startSession(camera: camera, microphone: .testMicrophone, outputs: [movie, driver])
-        let first = folder.appendingPathComponent("clip.mp4"), second = folder.appendingPathComponent("clip-2.mp4")
+        let first = folder.appendingPathComponent("\(name).mp4"), second = folder.appendingPathComponent("\(name)-2.mp4")
         let log = RecordingLog()
         movie.startRecording(to: first, recordingDelegate: log)
         try await log.wait(for: 1, "the recording's start")
+        return (session, movie, driver, log, first, second)
+    }
+
+    func testFinalizeAndResumeEndsTheFileAtTheInterruptionAndGoesOnInTheNextFile() async throws {
+        let (session, movie, driver, log, first, second) = try await startFinalizingRecording(named: "clip")
         try await pause(1.5)
         // The session hears of the cause after its filler is in: the filler's frames stay out all the same.
         try await driver.interrupt(.videoDeviceInUseByAnotherClient, pushEndOfStream: true, hooksAfter: 0.2)
@@ -149,14 +156,7 @@ final class RecordingInterruptionTests: XCTestCase {
     }
 
     func testFinalizeAndResumeAcrossABriefInterruptionTellsTheDelegateInOrder() async throws {
-        let folder = try temporaryFolder()
-        let movie = CaptureMovieFileOutput(), driver = InterruptionDriver()
-        movie.interruptionBehavior = .finalizeAndResume
-        let session = try await startSession(camera: camera, microphone: .testMicrophone, outputs: [movie, driver])
-        let first = folder.appendingPathComponent("brief.mp4"), second = folder.appendingPathComponent("brief-2.mp4")
-        let log = RecordingLog()
-        movie.startRecording(to: first, recordingDelegate: log)
-        try await log.wait(for: 1, "the recording's start")
+        let (session, movie, driver, log, first, second) = try await startFinalizingRecording(named: "brief")
         try await pause(1)
         // Back before the first file is settled (its fragments are rewritten as a plain MP4 meanwhile).
         try await driver.interrupt(.videoDeviceUnplugged)

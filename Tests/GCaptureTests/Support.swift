@@ -70,11 +70,12 @@ final class FrameLog: Sendable {
 extension XCTestCase {
     /// A session with one camera input (the test camera unless told), a microphone if given and the given
     /// outputs, committed but not started.
-    func makeSession(camera: CaptureDevice = .testCamera, microphone: CaptureDevice? = nil,
+    /// `input`, when given, is the camera's input (one the test set up itself) and `camera` is not used.
+    func makeSession(camera: CaptureDevice = .testCamera, input: CaptureDeviceInput? = nil, microphone: CaptureDevice? = nil,
                      preset: CaptureSession.Preset = .vga640x480, outputs: [CaptureOutput]) throws -> CaptureSession {
         let session = CaptureSession()
         session.beginConfiguration()
-        try session.add(CaptureDeviceInput(device: camera))
+        try session.add(input ?? CaptureDeviceInput(device: camera))
         if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
         for output in outputs { try session.add(output) }
         session.sessionPreset = preset
