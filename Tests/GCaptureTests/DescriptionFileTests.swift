@@ -128,6 +128,33 @@ final class DescriptionFileTests: XCTestCase {
         XCTAssertNoThrow(try Pipeline.launch(text.replacingOccurrences(of: "\n", with: " ")))
     }
 
+    /// A preview where no display can be opened is the description's error, at the preview, with everything
+    /// tried (a kiosk's file checked on a machine without a screen); with a display it is valid.
+    func testAPreviewWithoutADisplayIsAnErrorAtThePreview() throws {
+        let hasScreen = ((try? FileManager.default.contentsOfDirectory(atPath: "/dev/dri")) ?? []).contains { $0.hasPrefix("card") }
+        try XCTSkipIf(hasScreen, "this machine has a screen for kmssink")
+        let folder = try temporaryFolder()
+        try """
+            version: 1
+            camera: test
+            outputs:
+              photo: true
+              preview:
+                gravity: resize-aspect-fill
+            """.write(to: folder.appendingPathComponent("kiosk.yaml"), atomically: true, encoding: .utf8)
+        let headless = try runProduct("gcapture", ["inspect", "kiosk.yaml"], environment: ["DISPLAY": "", "WAYLAND_DISPLAY": ""],
+                                      currentDirectory: folder)
+        XCTAssertEqual(headless.status, 1, headless.stderr)
+        XCTAssertTrue(headless.stderr.hasPrefix("kiosk.yaml:5:3: error: outputs.preview: no display to show the preview on: tried waylandsink"),
+                      headless.stderr)
+        let display = try VirtualDisplay()
+        defer { display.stop() }
+        let shown = try runProduct("gcapture", ["inspect", "kiosk.yaml"], environment: ["DISPLAY": display.name, "WAYLAND_DISPLAY": ""],
+                                   currentDirectory: folder)
+        XCTAssertEqual(shown.status, 0, shown.stderr)
+        XCTAssertTrue(shown.stdout.contains("valid (version 1)"), shown.stdout)
+    }
+
     /// A key for a feature the engine does not have yet is checked like any other and said, not ignored.
     func testUnsupportedKeysAreWarnedAboutAtTheirPlace() throws {
         let folder = try temporaryFolder()
@@ -138,17 +165,43 @@ final class DescriptionFileTests: XCTestCase {
             filters:
               - videobalance saturation=0
             outputs:
-              preview: true
               photo: true
             """.write(to: file, atomically: true, encoding: .utf8)
         let result = try runProduct("gcapture", ["inspect", "booth.yaml"], currentDirectory: folder)
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(result.stderr, """
             booth.yaml:4:5: warning: filters are not supported yet (the engine has no place for them between camera and outputs): this one is valid but not applied
-            booth.yaml:6:3: warning: outputs.preview is not supported yet (a preview window is issue 12): the session runs without one
 
             """)
         XCTAssertTrue(result.stdout.contains("valid (version 1)"))
+    }
+
+    /// A reload changes the preview's mirroring in place; another gravity needs a new window, so a new session.
+    func testReloadMirrorsThePreviewInPlaceAndReportsANewWindowAsARestart() throws {
+        let folder = try temporaryFolder()
+        let file = folder.appendingPathComponent("preview.yaml")
+        func write(mirror: String, gravity: String) throws -> CheckedDescription {
+            try """
+                version: 1
+                camera: test
+                outputs:
+                  preview:
+                    sink: fakesink
+                    mirror: \(mirror)
+                    gravity: \(gravity)
+                """.write(to: file, atomically: true, encoding: .utf8)
+            return try CaptureDescription.load(contentsOf: file, options: .init(usesTestDevices: true))
+        }
+        let described = try DescribedSession(try write(mirror: "off", gravity: "resize"))
+        let preview = try XCTUnwrap(described.previewOutput)
+        XCTAssertFalse(preview.connection.isVideoMirrored)
+        XCTAssertEqual(preview.videoGravity, .resize)
+        let mirrored = try described.reload(try write(mirror: "on", gravity: "resize"))
+        XCTAssertEqual(mirrored, .init(applied: ["outputs.preview"], needsRestart: []))
+        XCTAssertTrue(preview.connection.isVideoMirrored)
+        let regravitated = try described.reload(try write(mirror: "on", gravity: "resize-aspect-fill"))
+        XCTAssertEqual(regravitated.needsRestart, ["outputs.preview"])
+        XCTAssertEqual(regravitated.applied, [])
     }
 
     /// An edited description (what SIGHUP re-reads) is applied to the running session: only what

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GCapture
+import GCaptureDescription
 import GStreamerKit
 import XCTest
 
@@ -46,6 +47,54 @@ final class PreviewTests: XCTestCase {
         XCTAssertEqual(a.count, b.count, file: file, line: line)
         let worst = zip(a, b.reversed()).map { abs(Int($0) - Int($1)) }.max() ?? 255
         XCTAssertLessThanOrEqual(worst, tolerance, "\(what): \(a) is not the mirror image of \(b)", file: file, line: line)
+    }
+
+    /// A description's `outputs.preview` opens a real window with the sink, gravity and mirroring it names;
+    /// its picture turns with the description's rotation, as photos do.
+    func testADescribedPreviewShowsTheCameraWithItsSinkAndMirroring() async throws {
+        let display = try VirtualDisplay()
+        defer { display.stop() }
+        let folder = try temporaryFolder()
+        func shown(mirror: String, rotation: Int = 0) async throws -> (profile: [UInt8], preview: CapturePreviewOutput) {
+            let file = folder.appendingPathComponent("preview-\(mirror)-\(rotation).yaml")
+            try """
+                version: 1
+                camera:
+                  id: test
+                  preset: vga640x480
+                rotation: \(rotation)
+                outputs:
+                  preview:
+                    sink: ximagesink display=\(display.name)
+                    gravity: resize
+                    mirror: \(mirror)
+                """.write(to: file, atomically: true, encoding: .utf8)
+            let described = try DescribedSession(CaptureDescription.load(contentsOf: file, options: .init(usesTestDevices: true)))
+            let preview = try XCTUnwrap(described.previewOutput)
+            try await described.start()
+            await waitUntilShown(preview)
+            let shot = folder.appendingPathComponent("preview-\(mirror)-\(rotation).png")
+            try screenshot(display, width: 640, height: 480, to: shot)
+            await described.stop()
+            guard rotation == 180 else { return (try lumaProfile(shot), preview) }
+            // Upside down the top rows are the bars' bottom: turned back vertically, only the left-right turn is left.
+            let upright = folder.appendingPathComponent("preview-\(mirror)-\(rotation)-vflip.png")
+            let flipped = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", shot.path, "-vf", "vflip", upright.path])
+            XCTAssertEqual(flipped.status, 0, flipped.stderr)
+            return (try lumaProfile(upright), preview)
+        }
+        let (plain, plainPreview) = try await shown(mirror: "off")
+        XCTAssertEqual(plainPreview.sinkInUse, "ximagesink display=\(display.name)")
+        XCTAssertEqual(plainPreview.videoGravity, .resize)
+        XCTAssertFalse(plainPreview.connection.isVideoMirrored)
+        XCTAssertGreaterThan(Int(plain.first!), Int(plain.last!) + 60, "the bars, white on the left: \(plain)")
+        let (mirrored, mirroredPreview) = try await shown(mirror: "on")
+        XCTAssertTrue(mirroredPreview.connection.isVideoMirrored)
+        assertMirror(mirrored, plain, "the description's mirror: on against off")
+        // Turned 180 degrees, as the photos of that description would be: the bars run right to left.
+        let (turned, turnedPreview) = try await shown(mirror: "off", rotation: 180)
+        XCTAssertEqual(turnedPreview.connection.videoRotationAngle, 180)
+        assertMirror(turned, plain, "rotation: 180, turned back upright, against 0")
     }
 
     func testMirroredPreviewIsTheMirrorImageOfTheUnmirroredOne() async throws {

@@ -68,9 +68,16 @@ public struct CaptureDescription: Sendable, Equatable {
         public var isEmpty: Bool { preview == nil && photo == nil && movie == nil && frames == nil }
     }
 
-    /// A window showing the camera (not in this engine yet: issue 12).
+    /// A window showing the camera (CapturePreviewOutput).
     public struct Preview: Sendable, Equatable {
+        /// `auto` (Wayland, X or KMS, as the preview output chooses) or a sink: a factory name, or a
+        /// fragment ending in one.
         public var sink: String = "auto"
+        /// resize-aspect, resize-aspect-fill or resize (CapturePreviewOutput.VideoGravity).
+        public var gravity: String = "resize-aspect"
+        public var fullscreen = false
+        /// auto (a front camera's preview is mirrored, as a mirror), on or off.
+        public var mirror: String = "auto"
     }
 
     public struct Photo: Sendable, Equatable {

@@ -9,7 +9,7 @@ enum Schema {
         "": ["version", "camera", "microphone", "rotation", "mirror", "outputs", "filters"],
         "camera": ["id", "position", "preset", "mount", "source", "pattern", "noise"],
         "outputs": ["preview", "photo", "movie", "frames"],
-        "outputs.preview": ["sink"],
+        "outputs.preview": ["sink", "gravity", "fullscreen", "mirror"],
         "outputs.photo": ["quality", "zero-shutter-lag", "deferred", "folder", "name", "exif-orientation"],
         "outputs.movie": ["audio", "format", "fragment-interval", "max-duration", "max-size", "min-free-disk",
                           "encoder", "bit-rate", "folder", "name"],
@@ -27,6 +27,9 @@ enum Schema {
     static let rawFormats = ["NV12", "I420", "YV12", "NV21", "YUY2", "UYVY", "RGBx", "BGRx", "xRGB", "xBGR",
                              "RGBA", "BGRA", "RGB", "BGR", "GRAY8"]
     static let quarterTurns = [0, 90, 180, 270]
+    /// CapturePreviewOutput.VideoGravity's names, spelled as keys are.
+    static let gravities = ["resize-aspect", "resize-aspect-fill", "resize"]
+    static let previewMirroring = ["auto", "on", "off"]
 
     /// The mappings that hold a key, for "belongs under" hints when a key is at the wrong level.
     static func parents(of key: String) -> [String] {

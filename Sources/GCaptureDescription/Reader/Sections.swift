@@ -108,14 +108,7 @@ extension Walker {
     mutating func readOutputs(_ node: Node) -> CaptureDescription.Outputs {
         var outputs = CaptureDescription.Outputs()
         guard let fields = entries(node, path: "outputs", what: "outputs") else { return outputs }
-        if let node = fields["preview"], enabled(node, "outputs.preview") {
-            var preview = CaptureDescription.Preview()
-            if case .mapping = node, let fields = entries(node, path: "outputs.preview", what: "outputs.preview"),
-               let sink = fields["sink"], let value = text(sink, "outputs.preview.sink") {
-                preview.sink = value
-            }
-            outputs.preview = preview
-        }
+        if let node = fields["preview"], enabled(node, "outputs.preview") { outputs.preview = readPreview(node) }
         if let node = fields["photo"], enabled(node, "outputs.photo") { outputs.photo = readPhoto(node) }
         if let node = fields["movie"], enabled(node, "outputs.movie") { outputs.movie = readMovie(node) }
         if let node = fields["frames"], enabled(node, "outputs.frames") { outputs.frames = readFrames(node) }
@@ -132,6 +125,16 @@ extension Walker {
             return bool(node, path) ?? false
         }
         return true
+    }
+
+    private mutating func readPreview(_ node: Node) -> CaptureDescription.Preview {
+        var preview = CaptureDescription.Preview()
+        guard case .mapping = node, let fields = entries(node, path: "outputs.preview", what: "outputs.preview") else { return preview }
+        if let node = fields["sink"], let value = text(node, "outputs.preview.sink") { preview.sink = value }
+        if let node = fields["gravity"], let value = choice(node, "outputs.preview.gravity", among: Schema.gravities) { preview.gravity = value }
+        if let node = fields["fullscreen"], let value = bool(node, "outputs.preview.fullscreen") { preview.fullscreen = value }
+        if let node = fields["mirror"], let value = choice(node, "outputs.preview.mirror", among: Schema.previewMirroring) { preview.mirror = value }
+        return preview
     }
 
     private mutating func readPhoto(_ node: Node) -> CaptureDescription.Photo {

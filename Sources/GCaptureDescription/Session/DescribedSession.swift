@@ -12,6 +12,7 @@ public final class DescribedSession: @unchecked Sendable {
     public let photoOutput: CapturePhotoOutput?
     public let movieOutput: CaptureMovieFileOutput?
     public let frameOutput: CaptureVideoDataOutput?
+    public let previewOutput: CapturePreviewOutput?
 
     private struct State {
         var checked: CheckedDescription
@@ -42,6 +43,11 @@ public final class DescribedSession: @unchecked Sendable {
         photoOutput = description.outputs.photo.map { _ in CapturePhotoOutput() }
         movieOutput = description.outputs.movie.map { _ in CaptureMovieFileOutput() }
         frameOutput = description.outputs.frames.map { _ in CaptureVideoDataOutput() }
+        previewOutput = description.outputs.preview.map { preview in
+            let output = CapturePreviewOutput()
+            output.sinkName = preview.sink == "auto" ? nil : preview.sink
+            return output
+        }
         state = Locked(State(checked: checked, cameraInput: cameraInput, rotation: description.rotation,
                              mirrored: description.mirrored))
         configureOutputs(checked)
@@ -64,7 +70,7 @@ public final class DescribedSession: @unchecked Sendable {
     }
 
     public var outputs: [CaptureOutput] {
-        [photoOutput as CaptureOutput?, movieOutput, frameOutput].compactMap { $0 }
+        [previewOutput as CaptureOutput?, photoOutput, movieOutput, frameOutput].compactMap { $0 }
     }
 
     public func start() async throws(CaptureError) { try await session.start() }
@@ -95,6 +101,17 @@ public final class DescribedSession: @unchecked Sendable {
         }
         if let frames = description.outputs.frames, let frameOutput {
             frameOutput.alwaysDiscardsLateVideoFrames = frames.discardLate
+        }
+        if let preview = description.outputs.preview, let previewOutput {
+            previewOutput.videoGravity = switch preview.gravity {
+            case "resize-aspect-fill": .resizeAspectFill
+            case "resize": .resize
+            default: .resizeAspect
+            }
+            previewOutput.isFullscreen = preview.fullscreen
+            // `auto` leaves the choice to the connection: a front camera's preview is mirrored, as a mirror.
+            previewOutput.connection.automaticallyAdjustsVideoMirroring = preview.mirror == "auto"
+            if preview.mirror != "auto" { previewOutput.connection.isVideoMirrored = preview.mirror == "on" }
         }
     }
 
@@ -127,6 +144,8 @@ public final class DescribedSession: @unchecked Sendable {
     private func applyTurns() {
         let angle = Double(effectiveRotation)
         let mirrored = isMirrored
+        // The preview turns with what is captured, so that it shows what the photos will; its mirroring is its own.
+        previewOutput?.connection.videoRotationAngle = angle
         for output in [photoOutput as CaptureOutput?, movieOutput].compactMap({ $0 }) {
             output.connection.videoRotationAngle = angle
             // The description says whether photos and movies are mirrored (photos and movies are not, unless it
@@ -192,13 +211,17 @@ public final class DescribedSession: @unchecked Sendable {
         let structural: [(String, Bool)] = [
             ("outputs.photo", (was.outputs.photo == nil) != (now.outputs.photo == nil)),
             ("outputs.movie", (was.outputs.movie == nil) != (now.outputs.movie == nil)),
+            // The window is made with the branch (its sink, gravity and fullscreen); only mirroring changes live.
+            ("outputs.preview", was.outputs.preview.map { [$0.sink, $0.gravity, "\($0.fullscreen)"] }
+                != now.outputs.preview.map { [$0.sink, $0.gravity, "\($0.fullscreen)"] }),
             ("outputs.frames", was.outputs.frames.map { ($0.format, $0.width, $0.height) } ?? (nil, nil, nil)
                 != now.outputs.frames.map { ($0.format, $0.width, $0.height) } ?? (nil, nil, nil)
                 || (was.outputs.frames == nil) != (now.outputs.frames == nil)),
             ("microphone", old.microphone != new.microphone || was.outputs.movie?.audio != now.outputs.movie?.audio),
         ]
         report.needsRestart = structural.filter(\.1).map(\.0)
-        for (key, changed) in [("outputs.photo", was.outputs.photo != now.outputs.photo && !report.needsRestart.contains("outputs.photo")),
+        for (key, changed) in [("outputs.preview", was.outputs.preview != now.outputs.preview && !report.needsRestart.contains("outputs.preview")),
+                               ("outputs.photo", was.outputs.photo != now.outputs.photo && !report.needsRestart.contains("outputs.photo")),
                                ("outputs.movie", was.outputs.movie != now.outputs.movie && !report.needsRestart.contains("outputs.movie")),
                                ("outputs.frames", was.outputs.frames?.discardLate != now.outputs.frames?.discardLate
                                     && !report.needsRestart.contains("outputs.frames"))] where changed {

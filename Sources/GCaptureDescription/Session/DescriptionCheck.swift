@@ -127,10 +127,7 @@ struct MachineCheck {
            !GStreamer.hasElement(encoder) {
             error(description.position(of: "outputs.movie.encoder"), ElementPackages.missing(encoder))
         }
-        if description.outputs.preview != nil {
-            warning(description.keyPosition(of: "outputs.preview"),
-                    "outputs.preview is not supported yet (a preview window is issue 12): the session runs without one")
-        }
+        if let preview = description.outputs.preview { checkPreview(preview) }
         var found: Found?
         if let camera { found = Found(camera: camera, microphone: microphone) }
         let photoFolder = description.outputs.photo.flatMap { folder($0.folder, "outputs.photo.folder") }
@@ -261,6 +258,28 @@ struct MachineCheck {
         } catch {
             self.error(position, "\(what) is not a GStreamer fragment this machine can build: \(error)")
             return false
+        }
+    }
+
+    // MARK: Preview
+
+    /// A named sink must parse and exist; and the display must open here, as `run` would need it (a kiosk's
+    /// description checked on a machine without a screen says so, at the preview).
+    mutating func checkPreview(_ preview: CaptureDescription.Preview) {
+        if preview.sink != "auto" {
+            guard !refused("outputs.preview.sink"),
+                  checkFragment(preview.sink, at: description.position(of: "outputs.preview.sink"), what: "outputs.preview.sink")
+            else { return }
+        }
+        let output = CapturePreviewOutput()
+        output.sinkName = preview.sink == "auto" ? nil : preview.sink
+        output.isFullscreen = preview.fullscreen
+        do {
+            _ = try output.checkDisplay()
+        } catch .invalidSettings(let reason) where preview.fullscreen {
+            error(description.position(of: "outputs.preview.fullscreen"), "outputs.preview.fullscreen: \(reason)")
+        } catch {
+            self.error(description.keyPosition(of: "outputs.preview"), "outputs.preview: \(error)")
         }
     }
 

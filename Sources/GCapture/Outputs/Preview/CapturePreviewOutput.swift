@@ -111,10 +111,16 @@ public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
     /// One frame waits while the display draws the previous one: a preview shows the newest frame or none.
     override var queueDepth: Int { 1 }
 
-    override func branchDescription() throws(CaptureError) -> String? {
-        let settings = state.withLock { $0 }
+    /// Checks, before any session starts, that the preview can be shown here as it is set: finds the sink it
+    /// would use (opening the display for a moment) and whether that sink can honour isFullscreen. Returns
+    /// the sink; throws what starting a session with this output would.
+    public func checkDisplay() throws(CaptureError) -> String {
+        try resolveSink(state.withLock { $0 }).sink.description
+    }
+
+    /// The sink for these settings and the properties of it the branch can set.
+    private func resolveSink(_ settings: State) throws(CaptureError) -> (sink: PreviewSink, properties: Set<String>) {
         let sink = try PreviewSink.choose(named: settings.sinkName, environment: environment)
-        state.withLock { $0.sinkInUse = sink.description }
         var properties = Set<String>()
         if let factory = sink.factory, let probe = try? Element.make(factory) {
             properties = Set(["force-aspect-ratio", "fullscreen", "render-rectangle", "sync", "qos", "display"]
@@ -123,6 +129,13 @@ public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
         if settings.isFullscreen, settings.windowHandle == nil, sink.factory != "kmssink", !properties.contains("fullscreen") {
             throw .invalidSettings("\(sink.description) cannot show the preview fullscreen (waylandsink and kmssink can)")
         }
+        return (sink, properties)
+    }
+
+    override func branchDescription() throws(CaptureError) -> String? {
+        let settings = state.withLock { $0 }
+        let (sink, properties) = try resolveSink(settings)
+        state.withLock { $0.sinkInUse = sink.description }
         // Mirroring and rotation are set when the output joins, from the camera then feeding the session; the
         // flip stays in the branch unflipped (passing buffers through untouched), so a change needs no rebuild.
         // It turns the camera's YUV, before conversion: 1.5-2 bytes a pixel instead of the sink's 4.
