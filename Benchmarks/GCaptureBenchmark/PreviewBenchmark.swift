@@ -17,9 +17,13 @@ enum PreviewBenchmark {
         var plainBranchCPUSeconds: Double
         var ratio: Double
         var framesShownPerSecond: Double
+        /// A 1080p30 recording made while the preview runs: the frames in its file (ffprobe) against its duration.
+        var recordedFrames: Int
+        var recordedSeconds: Double
+        var recordedFramesExpected: Int { Int((recordedSeconds * Double(Contestants.frameRate)).rounded()) }
     }
 
-    struct ChildReport: Codable, Sendable { var sink: String?; var shown: Int; var seconds: Double }
+    struct ChildReport: Codable, Sendable { var sink: String?; var shown: Int; var seconds: Double; var recordingError: String? }
 
     static func run(seconds: Double, rounds: Int, progress: (String) -> Void) throws -> Result {
         var xvfb: Process?
@@ -62,9 +66,20 @@ enum PreviewBenchmark {
         }
         func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         let engineBranch = median(engine) - median(engineBase), plainBranch = median(plain) - median(plainBase)
+
+        progress("preview: recording 1080p30 for \(seconds) s while the preview runs")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gcapture-preview-bench-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let movie = folder.appendingPathComponent("with-preview.mp4")
+        let (_, recording) = try ChildProcess.runChild([childMode, "--seconds", String(seconds), "--record", movie.path],
+                                                       timeout: seconds + 90, label: "engine recording with preview", as: ChildReport.self)
+        if let error = recording.recordingError { throw BenchmarkError.child("the recording with a preview failed: \(error)") }
+        let probed = try MovieProbe(movie)
         return Result(display: display, seconds: seconds, rounds: rounds, sink: sink,
                       engineBranchCPUSeconds: engineBranch, plainBranchCPUSeconds: plainBranch,
-                      ratio: plainBranch > 0 ? engineBranch / plainBranch : .infinity, framesShownPerSecond: shown)
+                      ratio: plainBranch > 0 ? engineBranch / plainBranch : .infinity, framesShownPerSecond: shown,
+                      recordedFrames: probed.videoFrames, recordedSeconds: probed.duration)
     }
 
     static func table(_ result: Result) -> String {
@@ -74,32 +89,50 @@ enum PreviewBenchmark {
               plain branch CPU        %.2f s   (queue ! videoconvert ! ximagesink minus queue ! fakesink)
               ratio                   %.2fx    (target ≤ 1.10x)
               frames shown            %.1f /s
+              recording with preview  %d of %d frames in %.2f s (target: all of them)
             """, result.sink, result.display, result.seconds, result.rounds, result.engineBranchCPUSeconds,
-            result.plainBranchCPUSeconds, result.ratio, result.framesShownPerSecond)
+            result.plainBranchCPUSeconds, result.ratio, result.framesShownPerSecond, result.recordedFrames,
+            result.recordedFramesExpected, result.recordedSeconds)
     }
 
     /// The child: the test camera at 1080p with a frame output nobody reads (the floor both sides share) and,
-    /// unless --base, a preview on DISPLAY, for --seconds.
+    /// unless --base, a preview on DISPLAY, for --seconds; with --record FILE, a movie recorded meanwhile.
     static func childMain(_ arguments: [String]) async -> Int32 {
         guard let seconds = arguments.value(after: "--seconds").flatMap(Double.init), seconds > 0 else {
             printError("child \(childMode): needs --seconds")
             return 2
         }
         let withPreview = !arguments.contains("--base")
+        let recordTo = arguments.value(after: "--record").map { URL(fileURLWithPath: $0) }
         return await ChildProcess.serve(childMode) {
             let (session, _) = try Contestants.makeSession(name: childMode)
-            let preview = CapturePreviewOutput()
-            if withPreview {
-                session.beginConfiguration()
-                try session.add(preview)
-                try session.commitAndWait()
-            }
+            let preview = CapturePreviewOutput(), movie = CaptureMovieFileOutput()
+            movie.videoBitRate = RecordingContestants.videoBitRate
+            session.beginConfiguration()
+            if withPreview { try session.add(preview) }
+            if recordTo != nil { try session.add(movie) }
+            try session.commitAndWait()
             try await session.start()
+            let events = MovieEvents()
+            var iterator = events.stream.makeAsyncIterator()
+            var outcome: MovieEvents.Event?
+            if let recordTo {
+                movie.startRecording(to: recordTo, recordingDelegate: events)
+                outcome = await iterator.next()
+            }
             let started = Date()
             try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
             let elapsed = Date().timeIntervalSince(started)
+            if recordTo != nil, case .started = outcome {
+                movie.stopRecording()
+                outcome = await iterator.next()
+            }
             await session.stop()
-            return ChildReport(sink: withPreview ? preview.sinkInUse : nil, shown: preview.shownFrameCount, seconds: elapsed)
+            var recordingError: String?
+            if recordTo != nil, case .finished(let error)? = outcome { recordingError = error.map { "\($0)" } }
+            if recordTo != nil, outcome == nil { recordingError = "the recording did not start" }
+            return ChildReport(sink: withPreview ? preview.sinkInUse : nil, shown: preview.shownFrameCount, seconds: elapsed,
+                               recordingError: recordingError)
         }
     }
 
