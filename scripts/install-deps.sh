@@ -13,6 +13,8 @@ packages=(
   # The preview's X sinks (ximagesink, xvimagesink; glimagesink), and a display without a screen for its tests
   # (Xvfb) with xwd to take screenshots of it.
   gstreamer1.0-x gstreamer1.0-gl xvfb x11-apps
+  # A photo viewer's reading of EXIF orientation for the orientation tests (Pillow's exif_transpose).
+  python3-pil
 )
 
 missing=()
