@@ -13,6 +13,9 @@ packages=(
   # The preview's X sinks (ximagesink, xvimagesink; glimagesink), and a display without a screen for its tests
   # (Xvfb) with xwd to take screenshots of it.
   gstreamer1.0-x gstreamer1.0-gl xvfb x11-apps
+  # Publishing over RTSP (rtspclientsink), and the servers the stream tests publish to: nginx with its RTMP
+  # module, srt-live-transmit.
+  gstreamer1.0-rtsp nginx libnginx-mod-rtmp srt-tools
 )
 
 missing=()
