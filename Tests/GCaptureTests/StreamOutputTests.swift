@@ -239,4 +239,35 @@ final class StreamOutputTests: XCTestCase {
         XCTAssertEqual(probed.codecs.sorted(), ["aac", "h264"])
         XCTAssertTrue(try String(contentsOf: playlist, encoding: .utf8).contains("#EXT-X-ENDLIST"), "a stopped stream closes its playlist")
     }
+
+    // MARK: The CLI
+
+    /// `gcapture stream` publishes to nginx while recording the same session, prints its states and what it
+    /// sent, and exits 0 at the end of --duration; the movie is finalized.
+    func testStreamCommandPublishesAndRecords() throws {
+        let folder = try temporaryFolder()
+        let server = try NginxRTMPServer(folder: folder)
+        defer { server.stop() }
+        let movie = folder.appendingPathComponent("also.mp4")
+        let run = try runProduct("gcapture", ["stream", server.url("cli"), "--camera", "test", "--microphone", "test-microphone",
+                                              "--preset", "vga640x480", "--duration", "4", "--record", movie.path, "--json"], timeout: 60)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let events = run.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let states = events.filter { $0["event"] as? String == "streamState" }.compactMap { $0["state"] as? String }
+        XCTAssertTrue(states.contains("live"), "\(states)")
+        let finished = try XCTUnwrap(events.last { $0["event"] as? String == "streamFinished" }, run.stdout)
+        XCTAssertGreaterThan(finished["bytesSent"] as? Int ?? 0, 50_000, "\(finished)")
+        XCTAssertGreaterThan(finished["videoFrames"] as? Int ?? 0, 60, "\(finished)")
+        XCTAssertEqual(try probe(movie).codecs.sorted(), ["aac", "h264"])
+    }
+
+    func testStreamCommandNamesTheMistakeInTheURL() throws {
+        for (url, words) in [("http://example.com/live", "not http://"), ("rtmp://example.com/live", "stream key"),
+                             ("/no/such/folder/live.m3u8", "does not exist")] {
+            let run = try runProduct("gcapture", ["stream", url, "--duration", "1"], timeout: 30)
+            XCTAssertNotEqual(run.status, 0, url)
+            XCTAssertTrue(run.stderr.contains(words), "\(url): \(run.stderr)")
+            XCTAssertEqual(run.stderr.split(separator: "\n").filter { $0.hasPrefix("Error") }.count, 1, run.stderr)
+        }
+    }
 }

@@ -125,9 +125,22 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
 
     /// The current state, then each change, until the stream consuming it is dropped.
     public func stateUpdates() -> AsyncStream<State> {
-        let stream = states.makeStream()
-        states.yield(state)
-        return stream
+        let updates = states.makeStream()
+        let current = state
+        return AsyncStream { continuation in
+            continuation.yield(current)
+            let relay = Task {
+                var first = true
+                for await state in updates {
+                    // A change between subscribing and reading the current state arrives twice: once is enough.
+                    if first, state == current { first = false; continue }
+                    first = false
+                    continuation.yield(state)
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in relay.cancel() }
+        }
     }
 
     /// The totals so far, the current connection included.
@@ -166,6 +179,23 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     /// Throws for what cannot work at all: a URL that is not one of those, a missing plugin (naming its
     /// Debian package), a stream already published.
     public func startStreaming(to location: String) throws(CaptureError) {
+        let destination = try checkDestination(location)
+        let claimed: Result<OutputContext, CaptureError> = locked {
+            guard publication == nil else { return .failure(.invalidSettings("the stream output publishes already; stop it first")) }
+            guard let context = self.context else { return .failure(.sessionNotRunning) }
+            publication = Publication(destination: destination)
+            totals = Statistics()
+            return .success(context)
+        }
+        let context = try claimed.get()
+        Log.session.info("streaming to \(destination)")
+        connect(context: context)
+    }
+
+    /// Checks what startStreaming would refuse about `location` without a session: the URL, the plugins
+    /// it needs (naming their Debian package), HLS's folder, the H.264 encoder.
+    @discardableResult
+    public func checkDestination(_ location: String) throws(CaptureError) -> StreamDestination {
         let destination = try StreamDestination(location)
         try destination.checkInstalled()
         if destination.kind == .hls {
@@ -179,16 +209,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
             }
         }
         _ = try H264Encoder.choose(videoEncoder)
-        let claimed: Result<OutputContext, CaptureError> = locked {
-            guard publication == nil else { return .failure(.invalidSettings("the stream output publishes already; stop it first")) }
-            guard let context = self.context else { return .failure(.sessionNotRunning) }
-            publication = Publication(destination: destination)
-            totals = Statistics()
-            return .success(context)
-        }
-        let context = try claimed.get()
-        Log.session.info("streaming to \(destination)")
-        connect(context: context)
+        return destination
     }
 
     /// Stops publishing: the stream ends cleanly (HLS's playlist is closed, an RTMP server hears the end).

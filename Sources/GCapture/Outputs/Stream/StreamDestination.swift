@@ -2,7 +2,7 @@ import Foundation
 import GStreamerKit
 
 /// Where a stream goes, read from the URL the user gave, and the GStreamer end that takes it there.
-struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
+public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
     enum Kind: String, Sendable {
         /// flvmux + rtmp2sink (rtmp:// and rtmps://).
         case rtmp
@@ -20,7 +20,7 @@ struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
     /// SRT only: whether we wait for callers instead of calling.
     let listens: Bool
 
-    var description: String { kind == .hls ? location : Self.redacted(location) }
+    public var description: String { kind == .hls ? location : Self.redacted(location) }
 
     /// A URL with its password and stream key left out, for logs and messages (an RTMP URL's last component
     /// is often the publisher's secret).
