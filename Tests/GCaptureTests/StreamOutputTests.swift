@@ -240,6 +240,44 @@ final class StreamOutputTests: XCTestCase {
         XCTAssertTrue(try String(contentsOf: playlist, encoding: .utf8).contains("#EXT-X-ENDLIST"), "a stopped stream closes its playlist")
     }
 
+    /// While the camera is interrupted the session's filler (black frames, silence) flows through the tee:
+    /// the stream stays live and viewers see black for the gap, then the camera again.
+    func testTheStreamGoesOnWithBlackFramesWhileTheCameraIsInterrupted() async throws {
+        let folder = try temporaryFolder()
+        let playlist = folder.appendingPathComponent("gap.m3u8")
+        let stream = CaptureStreamOutput(), driver = InterruptionDriver()
+        stream.keyFrameInterval = 1
+        let session = try await streamingSession(stream, also: [driver])
+        defer { Task { await session.stop() } }
+        let seen = Locked<[String]>([])
+        let updates = stream.stateUpdates()
+        let watcher = Task { for await state in updates { seen.withLock { $0.append(state.name) } } }
+        defer { watcher.cancel() }
+        try stream.startStreaming(to: playlist.path)
+        _ = try await waitFor(stream, "live", within: 10)
+        try await Task.sleep(for: .seconds(1.5))
+        // The camera goes away as v4l2src does: its end-of-stream runs through the tee first.
+        try await driver.interrupt(.videoDeviceUnplugged, pushEndOfStream: true)
+        try await Task.sleep(for: .seconds(1.5))
+        XCTAssertEqual(stream.state, .live)
+        try await driver.endInterruption(.videoDeviceUnplugged)
+        try await Task.sleep(for: .seconds(1.5))
+        stream.stopStreaming()
+        _ = try await waitFor(stream, "idle", within: 5)
+
+        for _ in 0..<100 where seen.withLock({ $0.last }) != "idle" { try await Task.sleep(for: .milliseconds(20)) }
+        XCTAssertEqual(seen.withLock { $0 }, ["idle", "connecting", "live", "idle"], "the stream never left live during the gap")
+        let raw = folder.appendingPathComponent("lumas.raw")
+        let decoded = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", playlist.path, "-an",
+                                                       "-vf", "scale=1:1,format=gray", "-f", "rawvideo", raw.path])
+        XCTAssertEqual(decoded.status, 0, decoded.stderr)
+        let lumas = [UInt8](try Data(contentsOf: raw))
+        let black = lumas.filter { $0 < 24 }.count
+        XCTAssertEqual(Double(black) / 30, 1.5, accuracy: 0.35, "\(black) black frames of \(lumas.count)")
+        XCTAssertGreaterThan(lumas.first ?? 0, 40)
+        XCTAssertGreaterThan(lumas.last ?? 0, 40, "the camera's frames after recovery are streamed")
+    }
+
     // MARK: The CLI
 
     /// `gcapture stream` publishes to nginx while recording the same session, prints its states and what it
