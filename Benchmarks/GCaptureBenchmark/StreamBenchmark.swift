@@ -18,6 +18,11 @@ enum StreamBenchmark {
         var backToLiveSeconds: [Double]
         /// The backoff delay of the attempt pending when the server came back, per round.
         var backoffStepSeconds: [Double]
+        /// A/V over a longer pull by ffmpeg: the gap between the newest video and audio timestamps when it
+        /// was cut, and the audio missing from the audio timeline (both 0 in a stream that does not drift).
+        var driftPullSeconds: Double
+        var driftEndGapSeconds: Double
+        var driftAudioMissingSeconds: Double
     }
 
     static let width = 1280, height = 720, frameRate = 30
@@ -56,8 +61,44 @@ enum StreamBenchmark {
             progress(String(format: "stream round %d: gcapture %.2f s CPU, gst-launch %.2f s CPU", round, engineRun.cpuSeconds, plainRun.cpuSeconds))
         }
         let (back, steps) = try await reconnects(server: server, rounds: rounds, progress: progress)
+        let drift = try drift(server: server, gcapture: gcapture, seconds: driftSeconds, progress: progress)
         return Result(seconds: seconds, rounds: rounds, engineCPUSeconds: engine, plainCPUSeconds: plain,
-                      ratio: Statistics.median(engine) / Statistics.median(plain), backToLiveSeconds: back, backoffStepSeconds: steps)
+                      ratio: Statistics.median(engine) / Statistics.median(plain), backToLiveSeconds: back, backoffStepSeconds: steps,
+                      driftPullSeconds: drift.seconds, driftEndGapSeconds: drift.endGap, driftAudioMissingSeconds: drift.audioMissing)
+    }
+
+    static let driftSeconds = 60.0
+
+    /// `gcapture stream` publishes while ffmpeg pulls `seconds` of it back from the server; the copy's packet
+    /// timestamps say whether audio and video moved apart.
+    private static func drift(server: RTMPServer, gcapture: String, seconds: Double,
+                              progress: (String) -> Void) throws -> (seconds: Double, endGap: Double, audioMissing: Double) {
+        let publisher = Process()
+        publisher.executableURL = URL(fileURLWithPath: gcapture)
+        publisher.arguments = ["stream", server.url("drift"), "--camera", "test", "--microphone", "test-microphone", "--preset", "hd1280x720",
+                               "--duration", "\(seconds + 15)", "--json"]
+        publisher.standardOutput = FileHandle.nullDevice
+        publisher.standardError = FileHandle.nullDevice
+        try publisher.run()
+        defer { if publisher.isRunning { publisher.terminate() }; publisher.waitUntilExit() }
+        Thread.sleep(forTimeInterval: 3)
+        let copy = server.folder.appendingPathComponent("drift.flv")
+        progress("pulling \(Int(seconds)) s of the stream back with ffmpeg")
+        let pull = try ChildProcess.run("ffmpeg", ["-v", "error", "-i", server.url("drift"), "-t", "\(seconds)", "-c", "copy", "-y", copy.path],
+                                        searchPath: true, timeout: seconds + 30)
+        guard pull.succeeded else { throw BenchmarkError.child("ffmpeg could not pull the stream back (\(pull.endDescription))") }
+        func times(_ stream: String) throws -> [Double] {
+            let probe = try ChildProcess.run("ffprobe", ["-v", "error", "-select_streams", stream, "-show_entries", "packet=pts_time",
+                                                         "-of", "csv=p=0", copy.path], searchPath: true, timeout: 60)
+            return probe.stdout.split(separator: "\n").compactMap { Double($0.split(separator: ",").first ?? "") }.sorted()
+        }
+        let video = try times("v"), audio = try times("a")
+        guard let v0 = video.first, let v1 = video.last, let a0 = audio.first, let a1 = audio.last else {
+            throw BenchmarkError.child("the pulled stream has no audio or no video")
+        }
+        let result = (v1 - v0, v1 - a1, (a1 - a0) - Double(audio.count - 1) * 1024 / 48000)
+        progress(String(format: "drift over %.1f s: end gap %.3f s, audio missing %.3f s", result.0, result.1, result.2))
+        return result
     }
 
     /// Kills the server under a live stream, starts it again 3 s later, and times the stream's way back.
@@ -116,6 +157,9 @@ enum StreamBenchmark {
               ratio (medians): \(String(format: "%.3f", result.ratio))x  (target ≤ 1.05x)
               server back → live: \(list(result.backToLiveSeconds)) s; backoff step in force: \(list(result.backoffStepSeconds)) s \
             (target ≤ 2 s + step: \(ok ? "met" : "NOT met"))
+              A/V over \(String(format: "%.1f", result.driftPullSeconds)) s pulled back: newest video − newest audio \
+            \(String(format: "%.0f", result.driftEndGapSeconds * 1000)) ms, audio missing \
+            \(String(format: "%.0f", result.driftAudioMissingSeconds * 1000)) ms (target < 50 ms)
             """
     }
 }
