@@ -159,6 +159,26 @@ final class StreamOutputTests: XCTestCase {
         stream.stopStreaming()
     }
 
+    /// With a limit on attempts, a server that keeps refusing ends in `.failed`, and the session runs on.
+    func testAServerThatKeepsRefusingEndsFailedAfterThePolicysAttempts() async throws {
+        let port = try freeLoopbackPort()
+        let stream = CaptureStreamOutput()
+        stream.reconnectPolicy = .init(initialDelay: 0.1, maxDelay: 0.2, maxAttempts: 2)
+        let frames = CaptureVideoDataOutput()
+        let log = FrameLog(frames)
+        let session = try await streamingSession(stream, also: [frames])
+        defer { Task { await session.stop() } }
+        try stream.startStreaming(to: "rtmp://127.0.0.1:\(port)/live/none")
+        let end = try await waitFor(stream, "failed", within: 10)
+        guard case .failed(let error) = end else { return XCTFail("\(end)") }
+        XCTAssertTrue("\(error)".contains("Connection refused"), "\(error)")
+        XCTAssertFalse(stream.isStreaming)
+        XCTAssertEqual(stream.statistics.reconnects, 3, "the first connection and two retries")
+        let before = log.count
+        let delivered = await log.waitFor(before + 10, timeout: 3)
+        XCTAssertTrue(delivered, "the session stopped delivering frames")
+    }
+
     /// The SRT listener is killed and started again: the stream goes reconnecting → live by itself and the
     /// new listener receives video that decodes.
     func testSRTListenerKilledAndRestartedGetsTheStreamBack() async throws {
