@@ -16,6 +16,8 @@ packages=(
   # Publishing over RTSP (rtspclientsink), and the servers the stream tests publish to: nginx with its RTMP
   # module, srt-live-transmit.
   gstreamer1.0-rtsp nginx libnginx-mod-rtmp srt-tools
+  # A gst-rtsp-server that accepts RECORD, for the RTSP publishing test.
+  python3-gi gir1.2-gst-rtsp-server-1.0
 )
 
 missing=()

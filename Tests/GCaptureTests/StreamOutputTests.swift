@@ -179,6 +179,27 @@ final class StreamOutputTests: XCTestCase {
         XCTAssertTrue(delivered, "the session stopped delivering frames")
     }
 
+    /// RTSP publishing with RECORD to a gst-rtsp-server: what it received plays back as H.264 4:2:0.
+    func testRTSPRecordToAServerPlaysBack() async throws {
+        let folder = try temporaryFolder()
+        let server = try RTSPRecordServer(folder: folder)
+        defer { server.kill() }
+        let stream = CaptureStreamOutput()
+        let session = try await streamingSession(stream, microphone: nil)
+        defer { Task { await session.stop() } }
+        try stream.startStreaming(to: server.url("cam"))
+        let state = try await waitFor(stream, "live", within: 10)
+        XCTAssertEqual(state, .live, "\(state)")
+        try await Task.sleep(for: .seconds(3))
+        stream.stopStreaming()
+        _ = try await waitFor(stream, "idle", within: 5)
+        try await Task.sleep(for: .seconds(1))
+        let probed = try probe(server.output)
+        XCTAssertEqual(probed.codecs, ["h264"])
+        XCTAssertEqual(probed.stream("video")?["pix_fmt"] as? String, "yuv420p")
+        XCTAssertGreaterThan(probed.videoFrames ?? 0, 45, "\(probed.videoFrames ?? 0) frames reached the server")
+    }
+
     /// The SRT listener is killed and started again: the stream goes reconnecting → live by itself and the
     /// new listener receives video that decodes.
     func testSRTListenerKilledAndRestartedGetsTheStreamBack() async throws {

@@ -133,3 +133,50 @@ final class SRTListener: @unchecked Sendable {
     func kill() { server.kill() }
     var receivedBytes: Int { ((try? FileManager.default.attributesOfItem(atPath: output.path))?[.size] as? NSNumber)?.intValue ?? 0 }
 }
+
+/// A gst-rtsp-server that accepts RECORD (Debian's gir1.2-gst-rtsp-server-1.0 and python3-gi), writing the
+/// video it receives, decoded and encoded again, to an MPEG-TS file. Video only: with a second (AAC) stream
+/// this server never prepared its media here, whichever way its audio was written.
+final class RTSPRecordServer: @unchecked Sendable {
+    let port: Int
+    let output: URL
+    private let server: ServerProcess
+    static let script = """
+        import sys, gi
+        gi.require_version('Gst', '1.0'); gi.require_version('GstRtspServer', '1.0')
+        from gi.repository import Gst, GstRtspServer, GLib
+        Gst.init(None)
+        port, out = sys.argv[1], sys.argv[2]
+        server = GstRtspServer.RTSPServer()
+        server.set_address('127.0.0.1')
+        server.set_service(port)
+        factory = GstRtspServer.RTSPMediaFactory()
+        factory.set_transport_mode(GstRtspServer.RTSPTransportMode.RECORD)
+        factory.set_launch('( decodebin name=depay0 ! videoconvert ! x264enc tune=zerolatency ! h264parse ! mpegtsmux ! filesink location=%s )' % out)
+        server.get_mount_points().add_factory('/cam', factory)
+        server.attach(None)
+        print('listening', flush=True)
+        GLib.MainLoop().run()
+
+        """
+
+    init(folder: URL) throws {
+        let check = try ProgramRun.run("/usr/bin/python3", ["-c", "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer"])
+        guard check.status == 0 else {
+            throw TestEnvironment.missing("gst-rtsp-server for Python is not installed (apt install python3-gi gir1.2-gst-rtsp-server-1.0)")
+        }
+        port = try freeLoopbackPort()
+        output = folder.appendingPathComponent("rtsp-received.ts")
+        let script = folder.appendingPathComponent("rtsp-record-server.py")
+        try Self.script.write(to: script, atomically: true, encoding: .utf8)
+        server = try ServerProcess("/usr/bin/python3", [script.path, "\(port)", output.path], log: folder.appendingPathComponent("rtsp.log"))
+        let deadline = Date().addingTimeInterval(10)
+        while !loopbackAccepts(port) {
+            guard Date() < deadline, server.isRunning else { throw CheckFailed(description: "the RTSP server did not listen: \(server.logText)") }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    func url(_ path: String) -> String { "rtsp://127.0.0.1:\(port)/\(path)" }
+    func kill() { server.kill() }
+}
