@@ -15,6 +15,11 @@ packages=(
   gstreamer1.0-x gstreamer1.0-gl xvfb x11-apps
   # A photo viewer's reading of EXIF orientation for the orientation tests (Pillow's exif_transpose).
   python3-pil
+  # Publishing over RTSP (rtspclientsink), and the servers the stream tests publish to: nginx with its RTMP
+  # module, srt-live-transmit.
+  gstreamer1.0-rtsp nginx libnginx-mod-rtmp srt-tools
+  # A gst-rtsp-server that accepts RECORD, for the RTSP publishing test.
+  python3-gi gir1.2-gst-rtsp-server-1.0
 )
 
 missing=()

@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview }
+    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream }
 
     var seconds = 10.0
     var rounds = 3
@@ -24,6 +24,7 @@ struct Options {
                gcapture-bench --only v4l2 [--seconds S] [--rounds N] [--json]     (where /dev/video0 is a camera)
                gcapture-bench --only interruptions [--rounds N] [--json]          (where /dev/video0 is vivid)
                gcapture-bench --only preview [--seconds S] [--rounds N] [--json]  (on DISPLAY, else its own Xvfb)
+               gcapture-bench --only stream [--seconds S] [--rounds N] [--json]   (needs nginx + libnginx-mod-rtmp)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -47,6 +48,9 @@ struct Options {
         the session says it was interrupted, and how soon it is back, against a plain v4l2src's start.
         `--only preview` (never part of the default run) compares the CPU of a CapturePreviewOutput's branch with a
         plain `queue ! videoconvert ! ximagesink` branch on the same source and tee.
+        `--only stream` (never part of the default run) publishes 720p30 to an nginx-rtmp of its own on loopback:
+        the CPU of `gcapture stream` against the equivalent gst-launch-1.0 publisher, and how soon a stream is
+        live again once the server is back after a kill.
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -84,7 +88,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions or preview, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview or stream, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -94,7 +98,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -128,6 +132,17 @@ if options.only == .preview {
     do {
         let result = try PreviewBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
         print(options.json ? String(decoding: try JSONEncoder().encode(result), as: UTF8.self) : PreviewBenchmark.table(result))
+        exit(0)
+    } catch {
+        printError("gcapture-bench: \(error)")
+        exit(1)
+    }
+}
+
+if options.only == .stream {
+    do {
+        let result = try await StreamBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
+        print(options.json ? String(decoding: try JSONEncoder().encode(result), as: UTF8.self) : StreamBenchmark.table(result))
         exit(0)
     } catch {
         printError("gcapture-bench: \(error)")

@@ -27,7 +27,7 @@ struct GCaptureCommand: AsyncParsableCommand {
         in GStreamer's hands.
         """,
         version: "gcapture \(CaptureRuntime.version) (GStreamer \(CaptureRuntime.gstreamerVersion))",
-        subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self, PreviewCommand.self, RecordCommand.self,
+        subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self, PreviewCommand.self, RecordCommand.self, StreamCommand.self,
                       RunCommand.self, InspectCommand.self]
     )
 }

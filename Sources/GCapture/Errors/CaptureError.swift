@@ -15,6 +15,8 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
     case outputFailed(output: String, underlying: GStreamerError)
     case timedOut(String)
     case missingPlugin(String)
+    /// A GStreamer element that comes in a Debian package other than the usual plugin sets.
+    case missingPackage(element: String, package: String)
     /// No video sink could show a preview; `tried` says each sink tried and why it was not used.
     case noDisplay(tried: [String])
     case tooManyPendingCaptures(limit: Int)
@@ -81,6 +83,8 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
         case .noDisplay(let tried):
             "no display to show the preview on: tried " + tried.joined(separator: "; ")
                 + "; run it in a desktop session, or name a video sink to use"
+        case .missingPackage(let element, let package):
+            "GStreamer element '\(element)' is not installed (apt install \(package))"
         case .missingPlugin(let element):
             "GStreamer element '\(element)' is not installed (apt install gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)"
         }

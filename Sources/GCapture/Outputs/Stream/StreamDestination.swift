@@ -1,0 +1,126 @@
+import Foundation
+import GStreamerKit
+
+/// Where a stream goes, read from the URL the user gave, and the GStreamer end that takes it there.
+public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
+    enum Kind: String, Sendable {
+        /// flvmux + rtmp2sink (rtmp:// and rtmps://).
+        case rtmp
+        /// mpegtsmux + srtsink, as caller (the default: we connect to a server) or listener (players connect to us).
+        case srt
+        /// rtspclientsink publishing with RECORD.
+        case rtsp
+        /// hlssink2: a playlist and MPEG-TS segments beside it, for a web server to serve.
+        case hls
+    }
+
+    let kind: Kind
+    /// The location as the sink takes it: the URL, or for HLS the playlist's path.
+    let location: String
+    /// SRT only: whether we wait for callers instead of calling.
+    let listens: Bool
+
+    public var description: String { kind == .hls ? location : Self.redacted(location) }
+
+    /// A URL with its password and stream key left out, for logs and messages (an RTMP URL's last component
+    /// is often the publisher's secret).
+    static func redacted(_ location: String) -> String {
+        guard var parts = URLComponents(string: location) else { return location }
+        if parts.password != nil { parts.password = "***" }
+        if parts.scheme?.hasPrefix("rtmp") == true, let last = parts.path.split(separator: "/").last, parts.path.split(separator: "/").count >= 2 {
+            parts.path = String(parts.path.dropLast(last.count)) + "***"
+        }
+        if parts.query?.contains("passphrase") == true || parts.query?.contains("streamid") == true { parts.query = "***" }
+        return parts.string ?? location
+    }
+
+    /// Reads `location`: rtmp://, rtmps://, srt://, rtsp:// URLs, or a path ending in .m3u8 (optionally a
+    /// file:// URL) for HLS. The error names what is wrong with what the user typed.
+    init(_ location: String) throws(CaptureError) {
+        let trimmed = location.trimmingCharacters(in: .whitespaces)
+        let lower = trimmed.lowercased()
+        if lower.hasSuffix(".m3u8") && !lower.contains("://") || lower.hasPrefix("file://") {
+            let path = lower.hasPrefix("file://") ? (URL(string: trimmed)?.path ?? "") : trimmed
+            guard path.lowercased().hasSuffix(".m3u8") else {
+                throw .invalidSettings("an HLS stream is written as a playlist ending in .m3u8, not \(path)")
+            }
+            kind = .hls
+            self.location = URL(fileURLWithPath: path).standardizedFileURL.path
+            listens = false
+            return
+        }
+        guard let url = URLComponents(string: trimmed), let scheme = url.scheme?.lowercased() else {
+            throw .invalidSettings("'\(Self.redacted(trimmed))' is not a stream URL (rtmp://, srt://, rtsp:// or a playlist path ending in .m3u8)")
+        }
+        switch scheme {
+        case "rtmp", "rtmps": kind = .rtmp
+        case "srt": kind = .srt
+        case "rtsp", "rtsps": kind = .rtsp
+        default:
+            throw .invalidSettings("streams go to rtmp://, srt://, rtsp:// or a playlist ending in .m3u8, not \(scheme)://")
+        }
+        let host = url.host ?? ""
+        let mode = url.queryItems?.first { $0.name == "mode" }?.value?.lowercased()
+        listens = kind == .srt && (mode == "listener" || mode == "server")
+        guard !host.isEmpty || listens else {
+            throw .invalidSettings("the stream URL \(Self.redacted(trimmed)) names no server")
+        }
+        if kind == .rtmp, url.path.split(separator: "/").count < 2 {
+            throw .invalidSettings("an RTMP URL needs an application and a stream key: rtmp://host/app/key")
+        }
+        if kind == .srt, url.port == nil {
+            throw .invalidSettings("an SRT URL needs a port: srt://host:port")
+        }
+        self.location = trimmed
+    }
+
+    /// The elements and the Debian package each comes in, checked before anything is built.
+    var requiredElements: [(element: String, package: String)] {
+        switch kind {
+        case .rtmp: [("flvmux", "gstreamer1.0-plugins-good"), ("rtmp2sink", "gstreamer1.0-plugins-bad")]
+        case .srt: [("mpegtsmux", "gstreamer1.0-plugins-bad"), ("srtsink", "gstreamer1.0-plugins-bad")]
+        case .rtsp: [("rtspclientsink", "gstreamer1.0-rtsp")]
+        case .hls: [("hlssink2", "gstreamer1.0-plugins-bad"), ("mpegtsmux", "gstreamer1.0-plugins-bad")]
+        }
+    }
+
+    /// The first element missing, as the error that names its package.
+    func checkInstalled(isInstalled: (String) -> Bool = GStreamer.hasElement) throws(CaptureError) {
+        for (element, package) in requiredElements where !isInstalled(element) {
+            throw .missingPackage(element: element, package: package)
+        }
+    }
+
+    /// Whether the protocol carries AAC (all four do; Opus only SRT/RTSP, which we do not use yet).
+    var carriesAudio: Bool { true }
+
+    /// The sink end in gst-launch syntax, named "sink", fed by the pads named in `videoPad`/`audioPad`.
+    /// Each protocol's muxer is pinned where it matters: FLV streamable (no seeking back to patch headers),
+    /// MPEG-TS in 7 packets of 188 bytes = 1316 (SRT's payload: anything else reaches the server as
+    /// video that does not decode).
+    func sinkDescription(hlsSegmentSeconds: Int, hlsPlaylistLength: Int) -> (sink: String, videoPad: String, audioPad: String) {
+        let quoted = location.replacingOccurrences(of: "\"", with: "\\\"")
+        switch kind {
+        case .rtmp:
+            // async-connect=false: connecting when the first data comes, so that a refused connection is an
+            // error of this branch after it is linked, never of the state change that links it.
+            return ("flvmux name=mux streamable=true ! rtmp2sink name=sink location=\"\(quoted)\" async-connect=false async=false sync=false",
+                    "mux.video", "mux.audio")
+        case .srt:
+            // Our supervisor reconnects, so srtsink must not on its own (with auto-reconnect it swallows a lost
+            // server silently: no state could say so). A listener waits for callers without blocking the branch.
+            let wait = listens ? "wait-for-connection=false" : ""
+            return ("mpegtsmux name=mux alignment=7 ! srtsink name=sink uri=\"\(quoted)\" auto-reconnect=false \(wait) async=false sync=false",
+                    "mux.", "mux.")
+        case .rtsp:
+            return ("rtspclientsink name=sink location=\"\(quoted)\" latency=0", "sink.", "sink.")
+        case .hls:
+            let folder = (location as NSString).deletingLastPathComponent
+            let base = ((location as NSString).lastPathComponent as NSString).deletingPathExtension
+            let segments = (folder as NSString).appendingPathComponent("\(base)-%05d.ts").replacingOccurrences(of: "\"", with: "\\\"")
+            return ("hlssink2 name=sink playlist-location=\"\(quoted)\" location=\"\(segments)\" target-duration=\(hlsSegmentSeconds) "
+                        + "playlist-length=\(hlsPlaylistLength) max-files=\(hlsPlaylistLength + 2) send-keyframe-requests=true",
+                    "sink.video", "sink.audio")
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import GCapture
+import GStreamerKit
+
+struct StreamCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stream",
+        abstract: "Publish the camera and microphone live: RTMP, SRT, RTSP or HLS files, reconnecting by itself.",
+        discussion: """
+        URL is rtmp://host/app/key (nginx-rtmp, SRS, a CDN's ingest), srt://host:port (a caller; add
+        ?mode=listener to wait for players instead), rtsp://host:port/path (a server that takes RECORD, such as
+        MediaMTX), or a playlist path ending in .m3u8 for HLS files beside it, for a web server to serve.
+        Video is H.264 Main 4:2:0 with a key frame every --key-interval seconds, audio AAC.
+
+        When the server goes away or refuses, the stream is retried after a growing, capped delay and goes live
+        again when the server is back; each state (connecting, live, reconnecting, failed) is printed. With
+        --record, the same session writes a movie too.
+
+        \(StopSignals.helpText)
+
+        Examples:
+          gcapture stream rtmp://localhost/live/cam --duration 60
+          gcapture stream "srt://192.168.1.10:9000" --camera /dev/video0 --microphone none --bitrate 2500 --json
+          gcapture stream /var/www/live/cam.m3u8 --record cam.mp4
+        """)
+
+    @OptionGroup var logging: LoggingOptions
+
+    @Argument(help: "Where to publish: rtmp://, rtmps://, srt://, rtsp:// or a playlist path ending in .m3u8.")
+    var url: String
+
+    @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
+    var camera: String?
+
+    @Option(help: "Microphone id, `none` for video only; default: the first real microphone, else `test-microphone`.")
+    var microphone: String?
+
+    @Option(help: "Session preset.")
+    var preset: CaptureSession.Preset = .hd1280x720
+
+    static let bitRateRange = NumberRange(100...100_000, "kbit/s")
+    static let durationRange = NumberRange(0.1...2_592_000.0, "seconds")
+    static let keyIntervalRange = NumberRange(0.1...60.0, "seconds")
+
+    @Option(parsing: .unconditional, help: "Video bit rate, \(bitRateRange.accepted); default: from the frame size (720p: 1800).",
+            transform: bitRateRange.parser)
+    var bitrate: Int?
+
+    @Option(parsing: .unconditional, help: "Seconds between key frames, \(keyIntervalRange.accepted) (default: 2).", transform: keyIntervalRange.parser)
+    var keyInterval: Double = 2
+
+    @Option(help: "H.264 profile: `main` (default) or `constrained-baseline`.")
+    var profile: CaptureStreamOutput.Profile = .main
+
+    @Option(parsing: .unconditional, help: "Seconds to publish, \(durationRange.accepted); without it, until Ctrl-C or another signal.",
+            transform: durationRange.parser)
+    var duration: Double?
+
+    @Option(help: "Also record the session to this movie (.mp4, or .mkv).")
+    var record: String?
+
+    @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
+    var noise: Int = 0
+
+    @Flag(help: "Print one JSON object per line: streamState (at each change), progress (each second), streamFinished.")
+    var json = false
+
+    func run() async throws {
+        StopSignals.shared.install()
+        let stream = CaptureStreamOutput()
+        stream.videoBitRate = bitrate.map { $0 * 1000 }
+        stream.keyFrameInterval = keyInterval
+        stream.profile = profile
+        // The URL first: a mistake in it is the user's to fix before any device is opened.
+        try stream.checkDestination(url)
+        let movieURL = record.map { URL(fileURLWithPath: $0).standardizedFileURL }
+        let cameraChoice = try DeviceChoice.camera(camera, noise: noise)
+        let microphoneChoice = try DeviceChoice.microphone(microphone)
+        let camera = cameraChoice.device, microphone = microphoneChoice?.device
+
+        let session = CaptureSession(name: "gcapture-stream")
+        session.beginConfiguration()
+        try session.add(CaptureDeviceInput(device: camera))
+        if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
+        try session.add(stream)
+        let movie = movieURL.map { url in
+            let movie = CaptureMovieFileOutput()
+            movie.fileType = url.pathExtension.lowercased() == "mkv" ? .matroska : .mp4
+            return movie
+        }
+        if let movie { try session.add(movie) }
+        session.sessionPreset = preset
+        try session.commitAndWait()
+        let interruptions = InterruptionReporter(session, json: json)
+        defer { withExtendedLifetime(interruptions) {} }
+        try await session.start()
+
+        let events = EventPrinter(json: json)
+        let states = stream.stateUpdates()
+        do {
+            try stream.startStreaming(to: url)
+        } catch {
+            await session.stop()
+            throw error
+        }
+        events.emit(["event": "streamStarted", "destination": stream.destinationDescription ?? "", "camera": camera.description,
+                     "microphone": microphone?.description ?? "none", "videoEncoder": stream.activeVideoEncoder ?? NSNull()]
+                        .merging(DeviceChoice.startedFields([cameraChoice, microphoneChoice])) { $1 },
+                    text: "streaming \(camera.localizedName)" + (microphone.map { " and \($0.localizedName)" } ?? "")
+                        + " to \(stream.destinationDescription ?? url)")
+        let recorder = RecordingObserver()
+        if let movie, let movieURL { movie.startRecording(to: movieURL, recordingDelegate: recorder) }
+
+        let stopped = Locked(false)
+        StopSignals.shared.onStop { _ in stopped.withLock { $0 = true } }
+        let started = Date()
+        let printer = Task {
+            for await state in states {
+                var object: [String: Any] = ["event": "streamState", "state": state.name]
+                if case .reconnecting(let attempt, let next, let reason) = state {
+                    object["attempt"] = attempt
+                    object["retryIn"] = max(0, next.timeIntervalSinceNow)
+                    object["reason"] = reason
+                }
+                if case .failed(let error) = state { object["error"] = "\(error)" }
+                events.emit(object, text: "\nstream: \(state)")
+            }
+        }
+        var failure: CaptureError?
+        while true {
+            try? await Task.sleep(for: .milliseconds(250))
+            if stopped.withLock({ $0 }) { break }
+            if let duration, Date().timeIntervalSince(started) >= duration { break }
+            if case .failed(let error) = stream.state { failure = error; break }
+            if case .finished(_, let error)? = recorder.takeEvents().last(where: { if case .finished = $0 { true } else { false } }),
+               let error, !error.recordingFinishedSuccessfully {
+                failure = error
+                break
+            }
+            events.streamProgress(stream, elapsed: Date().timeIntervalSince(started))
+        }
+        stream.stopStreaming()
+        movie?.stopRecording()
+        _ = await waitUntil(seconds: 5) { stream.state == .idle || stream.state.name == "failed" }
+        _ = await waitUntil(seconds: 10) { movie?.isRecording != true }
+        await session.stop()
+        printer.cancel()
+        let stats = stream.statistics
+        var finished: [String: Any] = ["event": "streamFinished", "seconds": Date().timeIntervalSince(started), "liveSeconds": stats.liveSeconds,
+                                       "bytesSent": stats.bytesSent, "videoFrames": stats.videoFramesSent, "audioBuffers": stats.audioBuffersSent,
+                                       "dropped": stats.droppedFrames, "reconnects": stats.reconnects,
+                                       "error": failure.map { "\($0)" } ?? NSNull()]
+        if let movieURL { finished["recording"] = movieURL.path }
+        if let signal = StopSignals.shared.receivedName { finished["stoppedBy"] = signal }
+        events.emit(finished, text: "\nstream finished: " + String(format: "%.1f s live, %.1f MB sent, %d frames, %d dropped, %d reconnects",
+                                                                   stats.liveSeconds, Double(stats.bytesSent) / 1e6, stats.videoFramesSent,
+                                                                   stats.droppedFrames, stats.reconnects)
+                        + (movieURL.map { ", recorded \($0.path)" } ?? ""))
+        if let failure { throw failure }
+    }
+
+    private func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            guard Date() < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return true
+    }
+}
+
+extension CaptureStreamOutput.Profile: ExpressibleByArgument {}
+
+extension EventPrinter {
+    func streamProgress(_ stream: CaptureStreamOutput, elapsed: Double) {
+        let stats = stream.statistics
+        if json {
+            // One line a second is enough for a log.
+            guard Int(elapsed * 4) % 4 == 0 else { return }
+            emit(["event": "progress", "elapsed": elapsed, "state": stream.state.name, "bytesSent": stats.bytesSent,
+                  "videoFrames": stats.videoFramesSent, "dropped": stats.droppedFrames, "bitRate": stats.bitRate,
+                  "reconnects": stats.reconnects], text: "")
+        } else {
+            let state = stream.state.name.padding(toLength: 12, withPad: " ", startingAt: 0)
+            Console.write(String(format: "\r%6.1f s  ", elapsed) + state
+                          + String(format: " %7.0f kbit/s  %d frames  %d dropped  %d reconnects", stats.bitRate / 1000,
+                                   stats.videoFramesSent, stats.droppedFrames, stats.reconnects),
+                          terminator: "")
+        }
+    }
+}
