@@ -390,7 +390,11 @@ final class SessionGraph: @unchecked Sendable {
             guard info.eventType == .endOfStream, busState.withLock({ $0.failedSources.contains(path) }) else { return .ok }
             return .drop
         }
-        // The cut: the old source's buffers go nowhere from now on (unlinked, it would fail before it is stopped).
+        // The cut: the old source's buffers go nowhere from now on (unlinked, it would fail before it is stopped),
+        // and whatever it says until it is stopped is dealt with (an error of a camera the session no longer
+        // uses must not fail the session).
+        let previousPath = previous.bin.path
+        busState.withLock { _ = $0.failedSources.insert(previousPath) }
         let previousPad = previous.bin.staticPad("src")
         let cut = previousPad?.addProbe(.buffer) { _ in .drop }
         previous.bin.unlink(from: tee)
@@ -403,12 +407,12 @@ final class SessionGraph: @unchecked Sendable {
             pipeline.remove(unit.bin)
             try? previous.bin.link(to: tee)
             if let previousPad, let cut { previousPad.removeProbe(cut) }
+            busState.withLock { _ = $0.failedSources.remove(previousPath) }
             throw .deviceFailed(device: unit.device.description, underlying: error as? GStreamerError
                                 ?? GStreamerError(kind: .link, message: "\(error)"))
         }
         held.store(false, ordering: .releasing)
         busState.withLock { $0.sources.append((path, unit.device)) }
-        let previousPath = previous.bin.path
         unwatch(previousPath)
         _ = try? previous.bin.setState(.null)
         pipeline.remove(previous.bin)
