@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview }
+    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, `switch` }
 
     var seconds = 10.0
     var rounds = 3
@@ -24,6 +24,7 @@ struct Options {
                gcapture-bench --only v4l2 [--seconds S] [--rounds N] [--json]     (where /dev/video0 is a camera)
                gcapture-bench --only interruptions [--rounds N] [--json]          (where /dev/video0 is vivid)
                gcapture-bench --only preview [--seconds S] [--rounds N] [--json]  (on DISPLAY, else its own Xvfb)
+               gcapture-bench --only switch [--rounds N] [--json]                 (where /dev/video0 and 1 are vivid)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -47,6 +48,8 @@ struct Options {
         the session says it was interrupted, and how soon it is back, against a plain v4l2src's start.
         `--only preview` (never part of the default run) compares the CPU of a CapturePreviewOutput's branch with a
         plain `queue ! videoconvert ! ximagesink` branch on the same source and tee.
+        `--only switch` (the same, with two vivid cameras) switches a recording session between them 2×N times: the
+        switch → the new camera's first frame against a plain v4l2src's start on it, and the gap across each switch.
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -84,7 +87,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions or preview, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview or switch, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -94,7 +97,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .switch].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -158,6 +161,9 @@ do {
     }
     if options.runs(.interruptions) {
         report.interruptions = try await InterruptionBenchmark.run(rounds: options.rounds, progress: printError)
+    }
+    if options.runs(.switch) {
+        report.switching = try await SwitchBenchmark.run(rounds: options.rounds, progress: printError)
     }
     if options.runs(.soak) {
         report.soak = try SoakBenchmark.run(minutes: options.soakMinutes, progress: printError)
