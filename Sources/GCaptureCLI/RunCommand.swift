@@ -187,7 +187,9 @@ struct RunCommand: AsyncParsableCommand {
         try session.add(movie)
         if preview {
             let screen = CapturePreviewOutput()
-            screen.isFullscreen = true
+            // waylandsink (cage) and kmssink fill the screen; on an X desktop the preview is a window.
+            let environment = ProcessInfo.processInfo.environment
+            screen.isFullscreen = !(environment["WAYLAND_DISPLAY"] ?? "").isEmpty || (environment["DISPLAY"] ?? "").isEmpty
             screen.sinkName = previewSink
             try session.add(screen)
         }
