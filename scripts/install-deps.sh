@@ -13,6 +13,9 @@ packages=(
   # The preview's X sinks (ximagesink, xvimagesink; glimagesink), and a display without a screen for its tests
   # (Xvfb) with xwd to take screenshots of it.
   gstreamer1.0-x gstreamer1.0-gl xvfb x11-apps
+  # The shells whose completion scripts the tests check (bash is there), man to render the man page, and
+  # systemd-analyze for the kiosk's units (Examples/kiosk).
+  zsh fish man-db systemd
 )
 
 missing=()
