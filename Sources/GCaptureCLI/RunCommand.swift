@@ -27,6 +27,10 @@ struct RunCommand: AsyncParsableCommand {
         finalized, the photos requested are written, exit status 0; a second one exits at once. The end of \
         stdin ends the commands, not the run.
 
+        Under systemd (Type=notify, NOTIFY_SOCKET set): READY=1 once capturing, STATUS= lines, WATCHDOG=1 at \
+        half of WatchdogSec while frames flow (a wedged camera starves it and systemd restarts the service), \
+        STOPPING=1 when it stops. See Examples/kiosk.
+
         Examples:
           gcapture run pipelines/photobooth.yaml --json
           gcapture run --photo-folder shots --movie-folder clips
