@@ -11,7 +11,7 @@
 // next one starts after a second.
 //
 // Options: --folder DIR (default ./recordings), --camera ID, --microphone ID|none, --segment SECONDS
-// (default 600), --split, --duration SECONDS (stop by itself).
+// (default 600), --split, --preset NAME (default high), --duration SECONDS (stop by itself).
 import Foundation
 import GCapture
 
@@ -22,6 +22,7 @@ struct Options {
     var segment: Double = 600
     var split = false
     var duration: Double?
+    var preset = CaptureSession.Preset.high
 
     init(_ arguments: [String]) {
         var rest = arguments[...]
@@ -41,6 +42,10 @@ struct Options {
             case "--segment": segment = seconds(argument)
             case "--split": split = true
             case "--duration": duration = seconds(argument)
+            case "--preset":
+                let name = value(argument)
+                guard let named = CaptureSession.Preset(rawValue: name) else { fail("no preset \(name) (see `gcapture frames --help`)") }
+                preset = named
             default: fail("unknown option \(argument) (see the top of Examples/Recorder/main.swift)")
             }
         }
@@ -80,9 +85,10 @@ final class Recorder: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
 
     init(folder: URL) { self.folder = folder }
 
-    func configure(camera: CaptureDevice, microphone: CaptureDevice?, segment: Double, split: Bool) throws {
+    func configure(camera: CaptureDevice, microphone: CaptureDevice?, preset: CaptureSession.Preset, segment: Double,
+                   split: Bool) throws {
         session.beginConfiguration()
-        session.sessionPreset = .high
+        session.sessionPreset = preset
         try session.add(CaptureDeviceInput(device: camera))
         if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
         guard session.canAddOutput(movieOutput) else { fail("the session cannot take a movie output") }
@@ -175,7 +181,8 @@ let microphone = options.microphone == "none" ? nil : device(options.microphone,
 
 let recorder = Recorder(folder: options.folder)
 do {
-    try recorder.configure(camera: camera, microphone: microphone, segment: options.segment, split: options.split)
+    try recorder.configure(camera: camera, microphone: microphone, preset: options.preset, segment: options.segment,
+                          split: options.split)
     try await recorder.session.start()
 } catch {
     fail("cannot start: \(error)")

@@ -111,3 +111,39 @@ final class ExampleTests: XCTestCase {
         return true
     }
 }
+
+/// The recorder with a real camera (vivid, in the v4l2 VM) that is unplugged while it records.
+///     ../shared/testbed/v4l2-vm -- .build/debug/gcapturePackageTests.xctest GCaptureTests.ExampleV4L2Tests
+final class ExampleV4L2Tests: XCTestCase {
+    override func setUpWithError() throws {
+        guard FileManager.default.fileExists(atPath: "/dev/video0") else {
+            if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
+                throw TestEnvironment.MissingPart(description: "inside the v4l2 VM but there is no /dev/video0: vivid did not load")
+            }
+            throw XCTSkip("no V4L2 camera here; run inside ../shared/testbed/v4l2-vm (.ci/run does)")
+        }
+    }
+
+    /// vivid's `disconnect` (a USB unplug as the driver sees it): the recorder hears the interruption and its
+    /// end through the session's notifications, and the one file goes on through the gap and plays.
+    func testTheRecorderLivesThroughAnUnpluggedCamera() throws {
+        let folder = try temporaryFolder()
+        let recorder = try launch("recorder", ["--camera", "/dev/video0", "--microphone", "none", "--preset", "low",
+                                               "--folder", folder.path, "--segment", "120", "--duration", "14"])
+        let deadline = Date().addingTimeInterval(90)
+        while !recorder.output.contains("recording "), recorder.process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        XCTAssertTrue(recorder.output.contains("recording "), recorder.output + recorder.errorOutput)
+        Thread.sleep(forTimeInterval: 3)
+        let unplug = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "disconnect=1"])
+        XCTAssertEqual(unplug.status, 0, unplug.stderr)
+        XCTAssertTrue(recorder.waitForExit(timeout: 120), recorder.output)
+        XCTAssertEqual(recorder.status, 0, recorder.errorOutput)
+        XCTAssertTrue(recorder.output.contains("interrupted: the camera was unplugged"), recorder.output)
+        XCTAssertTrue(recorder.output.contains("interruption ended: the camera was unplugged"), recorder.output)
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        XCTAssertEqual(files, ["recording-0001.mp4"], recorder.output)
+        let url = folder.appendingPathComponent("recording-0001.mp4")
+        XCTAssertGreaterThan(try probe(url).duration, 8, recorder.output)
+        XCTAssertTrue(try ffmpegDecodes(url))
+    }
+}
