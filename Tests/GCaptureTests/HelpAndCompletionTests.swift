@@ -4,14 +4,24 @@ import XCTest
 /// `gcapture --help` and every subcommand's help as a person reads them in an 80-column terminal, and the
 /// shell completions generated from the same argument parser.
 final class HelpAndCompletionTests: XCTestCase {
-    static let subcommands = ["devices", "frames", "photo", "preview", "record", "run", "inspect"]
+    static let known = ["devices", "frames", "photo", "preview", "record", "run", "inspect"]
+
+    /// The subcommands `gcapture --help` lists: a command added later is checked too.
+    func subcommands() throws -> [String] {
+        let help = try runProduct("gcapture", ["--help"], environment: ["COLUMNS": "200"]).stdout
+        let listed = help.components(separatedBy: "SUBCOMMANDS:\n").last?.split(separator: "\n")
+            .filter { $0.hasPrefix("  ") && !$0.hasPrefix("   ") && !$0.contains("'gcapture help") }
+            .compactMap { $0.split(separator: " ").first.map(String.init) } ?? []
+        XCTAssertTrue(Set(Self.known).isSubset(of: Set(listed)), "\(listed)")
+        return listed
+    }
 
     /// No line longer than the terminal, and the prose wrapped as a greedy wrap does it: a line is broken
     /// only where the next word would not fit (a hard newline in a paragraph left a short line in the middle
     /// of it: "link, a node such as" then "/dev/video0, or ..."). An indented line (an example, an option) is
     /// never followed by an unindented one: that is an example wrapped onto the margin.
     func testEveryHelpWrapsAt80Columns() throws {
-        for arguments in [["--help"], ["help"]] + Self.subcommands.flatMap({ [[$0, "--help"], ["help", $0]] }) {
+        for arguments in [["--help"], ["help"]] + (try subcommands()).flatMap({ [[$0, "--help"], ["help", $0]] }) {
             let result = try runProduct("gcapture", arguments, environment: ["COLUMNS": "80"])
             XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)")
             let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
