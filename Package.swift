@@ -16,11 +16,16 @@ let package = Package(
         .executable(name: "gcapture", targets: ["GCaptureCLI"]),
         .executable(name: "gcapture-bench", targets: ["GCaptureBenchmark"]),
         .executable(name: "frame-counter", targets: ["FrameCounter"]),
+        .executable(name: "photo-booth", targets: ["PhotoBooth"]),
+        .executable(name: "recorder", targets: ["Recorder"]),
+        .executable(name: "motion-detector", targets: ["MotionDetector"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        // `swift package generate-documentation --target GCapture` (scripts/build-docs.sh): the DocC catalog.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -44,6 +49,10 @@ let package = Package(
         .executableTarget(name: "GCaptureBenchmark", dependencies: ["GCapture", "GStreamerKit"],
                           path: "Benchmarks/GCaptureBenchmark"),
         .executableTarget(name: "FrameCounter", dependencies: ["GCapture"], path: "Examples/FrameCounter"),
+        // The examples (issue 15), each on GCapture alone, in AVFoundation's shape; run by ExampleTests.
+        .executableTarget(name: "PhotoBooth", dependencies: ["GCapture"], path: "Examples/PhotoBooth"),
+        .executableTarget(name: "Recorder", dependencies: ["GCapture"], path: "Examples/Recorder"),
+        .executableTarget(name: "MotionDetector", dependencies: ["GCapture"], path: "Examples/MotionDetector"),
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit"]),
         .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
                     // Description files the tests read from the source tree (#filePath), not resources.

@@ -20,6 +20,9 @@ packages=(
   gstreamer1.0-rtsp nginx libnginx-mod-rtmp srt-tools
   # A gst-rtsp-server that accepts RECORD, for the RTSP publishing test.
   python3-gi gir1.2-gst-rtsp-server-1.0
+  # The shells whose completion scripts the tests check (bash is there), man to render the man page, and
+  # systemd-analyze for the kiosk's units (Examples/kiosk).
+  zsh fish man-db systemd
 )
 
 missing=()

@@ -9,17 +9,18 @@ struct PhotoCommand: AsyncParsableCommand {
         commandName: "photo",
         abstract: "Take photos with zero shutter lag: JPEG with EXIF, upright.",
         discussion: """
-        The photo is the frame exposed when the capture was requested, taken from a ring of recent frames.
-        With --count, captures overlap: the next is requested on time while earlier ones still encode.
-        With --deferred, .quality photos are written at once as a proxy and replaced by the final image
-        when processing is done; work left by a killed run is finished by the next run in the same folder.
+        The photo is the frame exposed when the capture was requested, taken from a ring of recent frames. \
+        With --count, captures overlap: the next is requested on time while earlier ones still encode. \
+        With --deferred, .quality photos are written at once as a proxy and replaced by the final image \
+        when processing is done; work left by a killed run is finished by the next run in the same folder. \
         Each photo of a burst is its own frame: a request within a frame of the previous one takes the next.
 
         \(StopSignals.helpText)
 
         Examples:
           gcapture photo --output shot.jpg
-          gcapture photo --quality quality --count 5 --interval 0.2 --output 'burst-%d.jpg' --json
+          gcapture photo --quality quality --count 5 --interval 0.2 \\
+              --output 'burst-%d.jpg' --json
         """)
 
     static let countRange = NumberRange(1...100_000)

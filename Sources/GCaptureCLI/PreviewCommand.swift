@@ -12,6 +12,7 @@ struct PreviewCommand: AsyncParsableCommand {
         the server has Xv, else ximagesink, else glimagesink), kmssink on a console with no desktop, or the one \
         --sink names. A front camera's picture is mirrored, as in a mirror, unless --mirror says otherwise.
 
+
         """ + StopSignals.helpText)
 
     enum Mirror: String, ExpressibleByArgument, CaseIterable { case auto, on, off }

@@ -8,19 +8,20 @@ struct RecordCommand: AsyncParsableCommand {
         commandName: "record",
         abstract: "Record a movie with audio: H.264 and AAC in MP4, crash-safe.",
         discussion: """
-        The movie is written in fragments of one second, so a crash or power cut costs at most that and the
+        The movie is written in fragments of one second, so a crash or power cut costs at most that and the \
         file plays as it is; the next recording in the same folder recovers it to within milliseconds.
 
-        When the camera is interrupted (unplugged, taken by another program, stalled), the recording goes on
-        through the gap in the same file with black frames and silence (--on-interruption continue), or the
-        file is finalized at the interruption and recording goes on in the next file beside it once the
+        When the camera is interrupted (unplugged, taken by another program, stalled), the recording goes on \
+        through the gap in the same file with black frames and silence (--on-interruption continue), or the \
+        file is finalized at the interruption and recording goes on in the next file beside it once the \
         camera is back: clip.mp4, clip-2.mp4, ... (--on-interruption split). Each finished file is printed.
 
         \(StopSignals.helpText)
 
         Examples:
           gcapture record --output clip.mp4 --duration 10
-          gcapture record --camera /dev/video0 --microphone none --output clip.mp4 --max-size 50000000 --json
+          gcapture record --camera /dev/video0 --microphone none --output clip.mp4 \\
+              --max-size 50000000 --json
           gcapture record --camera /dev/video0 --output clip.mp4 --on-interruption split
         """)
 

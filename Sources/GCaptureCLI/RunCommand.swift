@@ -27,6 +27,10 @@ struct RunCommand: AsyncParsableCommand {
         finalized, the photos requested are written, exit status 0; a second one exits at once. The end of \
         stdin ends the commands, not the run.
 
+        Under systemd (Type=notify, NOTIFY_SOCKET set): READY=1 once capturing, STATUS= lines, WATCHDOG=1 at \
+        half of WatchdogSec while frames flow (a wedged camera starves it and systemd restarts the service), \
+        STOPPING=1 when it stops. See Examples/kiosk.
+
         Examples:
           gcapture run pipelines/photobooth.yaml --json
           gcapture run --photo-folder shots --movie-folder clips
@@ -74,6 +78,12 @@ struct RunCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
     var noise: Int = 0
 
+    @Flag(help: "Show the live picture too, filling the screen: a kiosk's preview (under cage, see Examples/kiosk).")
+    var preview = false
+
+    @Option(help: "With --preview: a GStreamer video sink instead of the one chosen (see `gcapture preview --help`).")
+    var previewSink: String?
+
     @Flag(help: "Replies and events as JSON lines, for programs.")
     var json = false
 
@@ -83,6 +93,9 @@ struct RunCommand: AsyncParsableCommand {
 
     func validate() throws {
         if safe, file == nil { throw ValidationError("--safe is for description files: give the FILE") }
+        // A description file's preview output is not supported yet (docs/description-files.md).
+        if preview || previewSink != nil, file != nil { throw ValidationError("--preview is for the form without a FILE") }
+        if previewSink != nil, !preview { throw ValidationError("--preview-sink needs --preview") }
     }
 
     func run() async throws {
@@ -96,14 +109,17 @@ struct RunCommand: AsyncParsableCommand {
         ])
         let output = ControlOutput(json: json)
         output.hello()
+        // Under systemd (Type=notify): readiness, status, the watchdog; nothing without NOTIFY_SOCKET.
+        let service = ServiceNotifications()
         let controlLoop: ControlLoop
         do {
             let (capture, reload) = try makeCapture()
             let controller = CaptureController(capture: capture, output: output, onReload: reload) { message in
                 loop.withLock { $0 }?.fail(message)
             }
-            controlLoop = ControlLoop(controller: controller, output: output)
+            controlLoop = ControlLoop(controller: controller, output: output) { service?.stopping() }
             try await controller.start()
+            service?.ready(session: capture.session, camera: capture.camera)
         } catch {
             // A program reading the protocol hears why the run ended there too, not only a person on stderr.
             output.event("stopped", ["reason": "error", "error": "\(error)"], text: nil)
@@ -173,6 +189,14 @@ struct RunCommand: AsyncParsableCommand {
         if let microphone = microphoneChoice?.device { try session.add(CaptureDeviceInput(device: microphone)) }
         try session.add(photos)
         try session.add(movie)
+        if preview {
+            let screen = CapturePreviewOutput()
+            // waylandsink (cage) and kmssink fill the screen; on an X desktop the preview is a window.
+            let environment = ProcessInfo.processInfo.environment
+            screen.isFullscreen = !(environment["WAYLAND_DISPLAY"] ?? "").isEmpty || (environment["DISPLAY"] ?? "").isEmpty
+            screen.sinkName = previewSink
+            try session.add(screen)
+        }
         session.sessionPreset = preset
         try session.commitAndWait()
         return ControlledCapture(session: session, photoOutput: photos, movieOutput: movie, settings: settings,

@@ -58,7 +58,14 @@ final class DeviceRegistry: Sendable {
     }
 
     func device(withUniqueID id: String) -> CaptureDevice? {
-        devices.first { $0.uniqueID == id || ($0.nodePath != nil && $0.nodePath == id) }
+        let devices = devices
+        if let named = devices.first(where: { $0.uniqueID == id || ($0.nodePath != nil && $0.nodePath == id) }) { return named }
+        // A link of the owner's own to the node (a udev rule's SYMLINK+="kiosk-camera") names the camera
+        // too: a kiosk's unit names its camera so, whichever /dev/videoN it got at boot.
+        guard id.hasPrefix("/") else { return nil }
+        let target = URL(fileURLWithPath: id).resolvingSymlinksInPath().path
+        guard target != id else { return nil }
+        return devices.first { $0.nodePath.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path } == target }
     }
 
     func makeEventStream() -> AsyncStream<DeviceConnectionEvent> {

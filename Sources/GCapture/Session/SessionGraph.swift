@@ -64,6 +64,8 @@ final class SessionGraph: @unchecked Sendable {
     private var emit: (@Sendable (GraphEvent) -> Void)!
     private var branchCounter = 0
     private var sourceCounter = 0
+    /// Every video buffer that entered the tee (a filler's too): the proof that frames flow at all.
+    let videoFramesIn = FrameCounter()
 
     init(name: String, onEvent: @escaping @Sendable (SessionGraph, GraphEvent) -> Void) throws(CaptureError) {
         pipeline = Pipeline(name: name)
@@ -76,6 +78,12 @@ final class SessionGraph: @unchecked Sendable {
             }
         } catch {
             throw .missingPlugin("tee")
+        }
+        // The counter, not the graph: a probe holding the graph would keep its pipeline alive.
+        let framesIn = videoFramesIn
+        _ = videoTee.staticPad("sink")?.addProbe(.buffer) { _ in
+            framesIn.count.add(1, ordering: .relaxed)
+            return .ok
         }
         // One clock for every source, outliving any device (pulsesrc's clock dies with its server).
         pipeline.useClock(.system)

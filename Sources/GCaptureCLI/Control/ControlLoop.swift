@@ -28,10 +28,13 @@ final class ControlLoop: Sendable {
     let output: ControlOutput
     private let stop = StopLatch()
     private let photos = CapturesInFlight()
+    private let onStopping: @Sendable () -> Void
 
-    init(controller: CaptureController, output: ControlOutput) {
+    /// `onStopping`: called once the run begins to finish, before anything is finalized.
+    init(controller: CaptureController, output: ControlOutput, onStopping: @escaping @Sendable () -> Void = {}) {
         self.controller = controller
         self.output = output
+        self.onStopping = onStopping
     }
 
     /// The session stopped by itself: finish and exit with this error.
@@ -43,6 +46,7 @@ final class ControlLoop: Sendable {
         StopSignals.shared.onStop { [stop] number in stop.trigger(.signal(StopSignals.name(number))) }
         let reader = Task { await self.consume(StandardInputLines.stream()) }
         let reason = await stop.wait()
+        onStopping()
         await controller.shutDown()
         _ = await photos.finish()
         reader.cancel()
