@@ -93,8 +93,10 @@ struct RunCommand: AsyncParsableCommand {
 
     func validate() throws {
         if safe, file == nil { throw ValidationError("--safe is for description files: give the FILE") }
-        // A description file's preview output is not supported yet (docs/description-files.md).
-        if preview || previewSink != nil, file != nil { throw ValidationError("--preview is for the form without a FILE") }
+        // A description file says so itself (outputs.preview), in one place with its sink, gravity and mirroring.
+        if preview || previewSink != nil, file != nil {
+            throw ValidationError("--preview is for the form without a FILE: a description file has its own (outputs.preview)")
+        }
         if previewSink != nil, !preview { throw ValidationError("--preview-sink needs --preview") }
     }
 
