@@ -13,6 +13,8 @@ packages=(
   # The preview's X sinks (ximagesink, xvimagesink; glimagesink), and a display without a screen for its tests
   # (Xvfb) with xwd to take screenshots of it.
   gstreamer1.0-x gstreamer1.0-gl xvfb x11-apps
+  # The RotationCoordinator's tests: a private D-Bus bus with a stand-in iio-sensor-proxy in Python (GIO).
+  dbus-daemon python3 python3-gi
 )
 
 missing=()

@@ -22,7 +22,9 @@ extension CaptureDevice {
     ///   (0, 90, 180, 270 or xrandr's normal, right, inverted, left) and the preview also undoes the turn
     ///   of the screen. X RandR is not read: a kiosk's rotated monitor is rotated by exactly what its
     ///   mounting needs, which no sensor sees, so its xrandr setting alone would mislead.
-    /// Without a preview output the preview angle is 0.
+    /// Without a preview output the preview angle is 0. A mirrored preview (a front camera's, automatically)
+    /// is mirrored after it is turned, which reverses the sense of the screen's turn; the preview connection's
+    /// mirroring is read at each change of the angles.
     ///
     /// Changes are observable with `observe(_:options:changeHandler:)` (KVO's shape; handlers run in order
     /// on the coordinator's own queue, not the main queue, which a Linux program may not run) and `angles()`.
@@ -111,7 +113,7 @@ extension CaptureDevice {
             self.environment = environment
             state = Locked(State(mountAngle: DeviceSettings.mountAngle(of: device, environment: environment),
                                  displayRotation: Self.displayRotation(environment: environment)))
-            state.withLock { $0.angles = Self.angles(for: $0, position: device.position, hasPreview: previewLayer != nil) }
+            state.withLock { $0.angles = Self.angles(for: $0, position: device.position, preview: previewMirroring()) }
             mountListener.withLock { $0 = DeviceSettings.addMountAngleListener { [weak self] in self?.mountAngleChanged() } }
             let bus = environment["GCAPTURE_SENSOR_BUS"].flatMap { $0.isEmpty ? nil : $0 }
                 ?? SensorProxyClient.systemBusAddress(environment: environment)
@@ -209,7 +211,7 @@ extension CaptureDevice {
             state.withLock { state in
                 let old = state.angles
                 change(&state)
-                state.angles = Self.angles(for: state, position: device.position, hasPreview: previewLayer != nil)
+                state.angles = Self.angles(for: state, position: device.position, preview: previewMirroring())
                 let new = state.angles
                 guard new != old else { return }
                 let observers = Array(state.observers.values)
@@ -228,19 +230,28 @@ extension CaptureDevice {
 
         // MARK: The angles
 
+        /// Whether the preview's connection mirrors (nil without a preview): automatic mirroring mirrors this
+        /// coordinator's camera when it faces the user. Read at each change of the angles.
+        private func previewMirroring() -> Bool? {
+            guard let connection = previewLayer?.connection else { return nil }
+            return connection.automaticallyAdjustsVideoMirroring ? device.position == .front : connection.isVideoMirrored
+        }
+
         /// capture = mount + s × turn, s = +1 for a back camera, -1 for a front one (it faces the other way),
-        /// 0 for a camera not fixed to the machine. preview = capture - the screen's turn in the world: none
-        /// where the desktop follows the sensor, else the machine's turn plus the picture's turn on the panel.
-        private static func angles(for state: State, position: Position, hasPreview: Bool) -> Angles {
+        /// 0 for a camera not fixed to the machine. The preview is drawn on a screen turned by `screen` in the
+        /// world (none where the desktop follows the sensor, else the machine's turn plus the picture's turn on
+        /// the panel): capture - screen, or capture + screen when the preview is mirrored, since the mirror
+        /// comes after the turn and reverses its sense on the screen.
+        private static func angles(for state: State, position: Position, preview mirrored: Bool?) -> Angles {
             let turn = state.hasSensor ? state.sensorDegrees : 0
             let sign = switch position { case .back: 1; case .front: -1; case .unspecified: 0 }
             let capture = normalized(state.mountAngle + sign * turn)
-            guard hasPreview else { return Angles(preview: 0, capture: Double(capture)) }
+            guard let mirrored else { return Angles(preview: 0, capture: Double(capture)) }
             let screen = switch state.displayRotation {
             case .followsSensor: 0
             case .fixed(let degrees): turn + Int(degrees)
             }
-            return Angles(preview: Double(normalized(capture - screen)), capture: Double(capture))
+            return Angles(preview: Double(normalized(mirrored ? capture + screen : capture - screen)), capture: Double(capture))
         }
 
         private static func normalized(_ degrees: Int) -> Int { ((degrees % 360) + 360) % 360 }
