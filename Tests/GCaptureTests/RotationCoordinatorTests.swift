@@ -133,7 +133,7 @@ final class RotationCoordinatorTests: XCTestCase {
     func testWithoutASensorServiceTheMountAngleStandsAndFollowsItsSetting() async throws {
         let bus = try SensorBus()
         let id = "/dev/v4l/by-path/platform-rot-kiosk-video-index0"
-        for address in [bus.address, "unix:path=\(bus.folder.path)/no-such-bus"] {
+        for address in [bus.address, "unix:abstract=/gcapture/no-such-bus-\(UUID().uuidString)"] {
             let coordinator = CaptureDevice.RotationCoordinator(
                 device: camera(.back, id: id), previewLayer: nil,
                 environment: ["GCAPTURE_SENSOR_BUS": address, "GCAPTURE_CAMERA_MOUNT_ANGLES": "\(id)=270"])

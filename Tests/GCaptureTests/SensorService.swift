@@ -20,8 +20,9 @@ final class SensorBus: @unchecked Sendable {
         }
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("gcapture-bus-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let socket = folder.appendingPathComponent("bus").path
-        address = "unix:path=" + socket
+        // An abstract socket: it needs no file, which inside the v4l2 VM could only be on /tmp's 9p share, where
+        // a socket cannot be made.
+        address = "unix:abstract=/gcapture/test-bus-\(UUID().uuidString)"
         // A bus of the test's own: anyone may own any name and send anything (the system bus's policy files
         // would allow only the real service's user to own net.hadess.SensorProxy).
         let config = """
@@ -42,15 +43,21 @@ final class SensorBus: @unchecked Sendable {
         try config.write(to: configURL, atomically: true, encoding: .utf8)
         daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: executable)
-        daemon.arguments = ["--config-file=" + configURL.path, "--nofork", "--nopidfile"]
-        daemon.standardOutput = FileHandle.nullDevice
+        // It prints its address once it listens.
+        daemon.arguments = ["--config-file=" + configURL.path, "--nofork", "--nopidfile", "--print-address=1"]
+        let printed = Pipe(), listening = Locked(false)
+        daemon.standardOutput = printed
         daemon.standardError = FileHandle.nullDevice
+        printed.fileHandleForReading.readabilityHandler = { handle in
+            if handle.availableData.contains(UInt8(ascii: "\n")) { listening.withLock { $0 = true } }
+        }
         try daemon.run()
         let deadline = Date().addingTimeInterval(timeout)
-        while !FileManager.default.fileExists(atPath: socket), daemon.isRunning, Date() < deadline {
+        while !listening.withLock({ $0 }), daemon.isRunning, Date() < deadline {
             Thread.sleep(forTimeInterval: 0.01)
         }
-        guard daemon.isRunning, FileManager.default.fileExists(atPath: socket) else {
+        printed.fileHandleForReading.readabilityHandler = nil
+        guard daemon.isRunning, listening.withLock({ $0 }) else {
             stop()
             throw TestEnvironment.missing("dbus-daemon did not start a private bus within \(timeout) s")
         }
