@@ -30,7 +30,7 @@ let package = Package(
     targets: [
         .systemLibrary(
             name: "CGst",
-            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-pbutils-1.0 gstreamer-tag-1.0",
+            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-pbutils-1.0 gstreamer-tag-1.0 gio-2.0",
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
         ),
         .target(name: "CGstShim", dependencies: ["CGst"]),

@@ -2,7 +2,8 @@
 // 7; 004's mirroring fix), ported to gcapture by dropping the AV prefix. This file imports GCapture alone,
 // and its methods keep the seeds' shape, so the compiler checks that the renaming is all a port needs. What
 // Linux lacks is replaced, each marked LINUX: UIKit's button and PhotoKit's library by the small stand-ins
-// at the end, RotationCoordinator (no gravity sensor) by an angle the app sets. Left out: Pattern 2 (a
+// at the end, KVO's NSKeyValueObservation by the RotationCoordinator's own observation, and the preview
+// layer's optional connection by the preview output's connection, which is always there. Left out: Pattern 2 (a
 // SwiftUI preview) and Pattern 5 (interruption notifications do not exist yet). DEVICES marks the one
 // other change: the seeds' device lookup `AVCaptureDevice.default(.builtInWideAngleCamera, for: .video,
 // position:)` goes to the test cameras. It compiles in Swift 5 mode, the seeds' own; under Swift 6 the
@@ -42,8 +43,10 @@ class CameraManager: NSObject {
     // LINUX: what the seeds give UIKit and PhotoKit.
     let shutterButton = ShutterButton()
     let library = PhotoLibrary()
-    /// LINUX: no RotationCoordinator; how the camera is mounted, in degrees clockwise.
-    var mountingAngle: CGFloat = 0
+    private var rotationCoordinator: CaptureDevice.RotationCoordinator?
+    private var rotationObservation: CaptureDevice.RotationCoordinator.Observation?  // LINUX: NSKeyValueObservation?
+    /// Pattern 6 sets up the coordinator again for the new camera when there is a preview.
+    var previewLayer: CapturePreviewOutput?
     /// DEVICES: the cameras `AVCaptureDevice.default(.builtInWideAngleCamera, for: .video, position:)` finds.
     let cameras: [CaptureDevice]
 
@@ -96,11 +99,33 @@ class CameraManager: NSObject {
         }
     }
 
-    // MARK: Pattern 3: Rotation
+    // MARK: Pattern 3: Rotation Handling with RotationCoordinator
+
+    func setupRotationCoordinator(device: CaptureDevice, previewLayer: CapturePreviewOutput) {
+        // Create coordinator with device and preview layer
+        rotationCoordinator = CaptureDevice.RotationCoordinator(
+            device: device,
+            previewLayer: previewLayer
+        )
+
+        // Observe preview rotation changes
+        rotationObservation = rotationCoordinator?.observe(
+            \.videoRotationAngleForHorizonLevelPreview,
+            options: [.new]
+        ) { [weak previewLayer] coordinator, _ in
+            // Update preview layer rotation on main thread
+            DispatchQueue.main.async {
+                previewLayer?.connection.videoRotationAngle = coordinator.videoRotationAngleForHorizonLevelPreview  // LINUX: connection?
+            }
+        }
+
+        // Set initial rotation
+        previewLayer.connection.videoRotationAngle = rotationCoordinator!.videoRotationAngleForHorizonLevelPreview  // LINUX: connection?
+    }
 
     func captureRotationAngle() -> CGFloat {
         // Use this angle when capturing photos
-        mountingAngle  // LINUX: rotationCoordinator?.videoRotationAngleForHorizonLevelCapture ?? 0
+        rotationCoordinator?.videoRotationAngleForHorizonLevelCapture ?? 0
     }
 
     func captureRotatedPhoto() {
@@ -196,7 +221,10 @@ class CameraManager: NSObject {
                 let newInput = try CaptureDeviceInput(device: newDevice)
                 if session.canAddInput(newInput) {
                     session.addInput(newInput)
-                    // (The seed updates its RotationCoordinator here: LINUX has none.)
+                    // Update rotation coordinator for new device
+                    if let previewLayer = previewLayer {
+                        setupRotationCoordinator(device: newDevice, previewLayer: previewLayer)
+                    }
                 } else {
                     // Fallback: restore old input
                     session.addInput(currentInput)

@@ -54,7 +54,15 @@ final class SeedPortTests: XCTestCase {
         XCTAssertEqual(shown.last, .ready)
         XCTAssertTrue(camera.shutterButton.isEnabled)
 
-        camera.mountingAngle = 90
+        // Pattern 3: the coordinator follows the back camera's mount angle, set by its id as a kiosk's would be
+        // (no sensor service here: the mount angle alone), and its observation turns the preview.
+        let preview = CapturePreviewOutput()
+        camera.setupRotationCoordinator(device: cameras[0], previewLayer: preview)
+        XCTAssertEqual(camera.captureRotationAngle(), 0)
+        CaptureDevice.setMountAngle(90, forUniqueID: "test-back")
+        defer { CaptureDevice.setMountAngle(nil, forUniqueID: "test-back") }
+        try await waitUntil("the observation turned the preview") { preview.connection.videoRotationAngle == 90 }
+        XCTAssertEqual(camera.captureRotationAngle(), 90)
         camera.captureRotatedPhoto()
         try await waitUntil("the turned photo is in the library") { camera.library.photos.count == 2 }
         let turned = try exif(camera.library.photos[1])
@@ -124,6 +132,10 @@ final class SeedPortTests: XCTestCase {
 
     func testSwitchingBetweenBackAndFrontCameras() async throws {
         let camera = CameraManager(cameras: cameras)
+        // The front camera is mounted upside down: the coordinator set up again for it says so.
+        CaptureDevice.setMountAngle(180, forUniqueID: "test-front")
+        defer { CaptureDevice.setMountAngle(nil, forUniqueID: "test-front") }
+        camera.previewLayer = CapturePreviewOutput()
         camera.setupSession()
         camera.setupReadinessCoordinator()
         camera.startSession()
@@ -133,12 +145,14 @@ final class SeedPortTests: XCTestCase {
 
         camera.switchCamera()
         try await waitUntil("the front camera is in") { position() == .front }
+        try await waitUntil("the rotation coordinator follows the front camera") { camera.captureRotationAngle() == 180 }
         camera.capturePhoto()
         try await waitUntil("a photo from the front camera") { camera.library.photos.count == 1 }
         XCTAssertTrue(camera.session.isRunning)
 
         camera.switchCamera()
         try await waitUntil("the back camera is back") { position() == .back }
+        try await waitUntil("the rotation coordinator follows the back camera") { camera.captureRotationAngle() == 0 }
         camera.capturePhoto()
         try await waitUntil("a photo from the back camera") { camera.library.photos.count == 2 }
         XCTAssertEqual(camera.session.inputs.count, 1)

@@ -63,4 +63,6 @@ gboolean CGstShim_video_overlay_set_window_handle(GstElement *element, guintptr 
 /// has no video overlay or the overlay refused the rectangle.
 gboolean CGstShim_video_overlay_set_render_rectangle(GstElement *element, gint x, gint y, gint width, gint height);
 
+#include "CGstShimSensorProxy.h"
+
 #endif

@@ -48,14 +48,16 @@ enum DeviceFactory {
         } else {
             backend = .provided(device)
         }
+        let uniqueID = stableID(nodePath: nodePath, busInfo: properties["v4l2.device.bus_info"], fallback: device.displayName)
         return CaptureDevice(
-            uniqueID: stableID(nodePath: nodePath, busInfo: properties["v4l2.device.bus_info"], fallback: device.displayName),
+            uniqueID: uniqueID,
             localizedName: name,
             modelID: [properties["device.vendor.id"], properties["device.product.id"]].compactMap { $0 }.joined(separator: ":")
                 .nonEmpty ?? (properties["v4l2.device.driver"] ?? name),
             manufacturer: properties["device.vendor.name"] ?? properties["v4l2.device.driver"] ?? "",
             deviceType: isBuiltIn(busInfo: properties["v4l2.device.bus_info"], name: name) ? .builtInWideAngleCamera : .external,
-            position: position(for: nodePath, name: name),
+            position: position(uniqueID: uniqueID, nodePath: nodePath, name: name,
+                               environment: ProcessInfo.processInfo.environment),
             mediaType: .video, nodePath: nodePath, formats: formats, backend: backend)
     }
 
@@ -85,9 +87,12 @@ enum DeviceFactory {
                   index.trimmingCharacters(in: .whitespacesAndNewlines) == "0" else { return nil }
             let card = (try? String(contentsOfFile: "\(sysfs)/\(name)/name", encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? name
-            return CaptureDevice(uniqueID: stableID(nodePath: node, busInfo: nil, fallback: node), localizedName: card,
+            let uniqueID = stableID(nodePath: node, busInfo: nil, fallback: node)
+            return CaptureDevice(uniqueID: uniqueID, localizedName: card,
                                  modelID: card, manufacturer: "", deviceType: isBuiltIn(busInfo: nil, name: card) ? .builtInWideAngleCamera : .external,
-                                 position: position(for: node, name: card), mediaType: .video, nodePath: node,
+                                 position: position(uniqueID: uniqueID, nodePath: node, name: card,
+                                                    environment: ProcessInfo.processInfo.environment),
+                                 mediaType: .video, nodePath: node,
                                  formats: [], backend: .v4l2(path: node))
         }
     }
@@ -115,20 +120,32 @@ enum DeviceFactory {
         return nodePath
     }
 
-    /// Position from configuration (GCAPTURE_CAMERA_POSITIONS="/dev/video0=front,usb-X=back"), else the
-    /// name ("Front Camera", "user-facing"), else unspecified.
-    static func position(for nodePath: String?, name: String) -> CaptureDevice.Position {
-        if let configured = ProcessInfo.processInfo.environment["GCAPTURE_CAMERA_POSITIONS"] {
-            for entry in configured.split(separator: ",") {
-                let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-                if parts.count == 2, parts[0] == nodePath || parts[0] == name,
-                   let position = CaptureDevice.Position(rawValue: parts[1]) { return position }
-            }
+    /// Where a camera faces: as configured (GCAPTURE_CAMERA_POSITIONS="/dev/v4l/by-id/usb-X=front,..."
+    /// by stable id, node path or name: the owner's word wins, a driver can describe a board wrongly), else
+    /// as the driver reports it (V4L2's camera orientation control, from the firmware's description of a
+    /// phone or tablet board; "external" says nothing of where it faces), else from the name ("Front
+    /// Camera", "user-facing"), else unspecified.
+    static func position(uniqueID: String, nodePath: String?, name: String, environment: [String: String]) -> CaptureDevice.Position {
+        if let configured = DeviceSettings.position(for: [uniqueID] + (nodePath.map { [$0] } ?? []) + [name], environment: environment) {
+            return configured
+        }
+        if let nodePath, let reported = V4L2Control.read(V4L2Control.cameraOrientation, of: nodePath),
+           let position = position(v4l2CameraOrientation: reported) {
+            return position
         }
         let lower = name.lowercased()
         if lower.contains("front") || lower.contains("user-facing") { return .front }
         if lower.contains("back") || lower.contains("rear") || lower.contains("world-facing") { return .back }
         return .unspecified
+    }
+
+    /// V4L2_CAMERA_ORIENTATION_FRONT (0) and _BACK (1); _EXTERNAL (2) and anything else say nothing.
+    static func position(v4l2CameraOrientation value: Int32) -> CaptureDevice.Position? {
+        switch value {
+        case 0: .front
+        case 1: .back
+        default: nil
+        }
     }
 }
 
