@@ -9,20 +9,15 @@ struct StreamCommand: AsyncParsableCommand {
         commandName: "stream",
         abstract: "Publish the camera and microphone live: RTMP, SRT, RTSP or HLS files, reconnecting by itself.",
         discussion: """
-        URL is rtmp://host/app/key (nginx-rtmp, SRS, a CDN's ingest), srt://host:port (a caller; add
-        ?mode=listener to wait for players instead), rtsp://host:port/path (a server that takes RECORD, such as
-        MediaMTX), or a playlist path ending in .m3u8 for HLS files beside it, for a web server to serve.
-        Video is H.264 Main 4:2:0 with a key frame every --key-interval seconds, audio AAC.
+        URL is rtmp://host/app/key (nginx-rtmp, SRS, a CDN's ingest), srt://host:port (a caller; add ?mode=listener to wait for players instead), rtsp://host:port/path (a server that takes RECORD, such as MediaMTX), or a playlist path ending in .m3u8 for HLS files beside it, for a web server to serve. Video is H.264 Main 4:2:0 with a key frame every --key-interval seconds, audio AAC.
 
-        When the server goes away or refuses, the stream is retried after a growing, capped delay and goes live
-        again when the server is back; each state (connecting, live, reconnecting, failed) is printed. With
-        --record, the same session writes a movie too.
+        When the server goes away or refuses, the stream is retried after a growing, capped delay and goes live again when the server is back; each state (connecting, live, reconnecting, failed) is printed. With --record, the same session writes a movie too.
 
         \(StopSignals.helpText)
 
         Examples:
           gcapture stream rtmp://localhost/live/cam --duration 60
-          gcapture stream "srt://192.168.1.10:9000" --camera /dev/video0 --microphone none --bitrate 2500 --json
+          gcapture stream "srt://192.168.1.10:9000" --microphone none --bitrate 2500
           gcapture stream /var/www/live/cam.m3u8 --record cam.mp4
         """)
 
