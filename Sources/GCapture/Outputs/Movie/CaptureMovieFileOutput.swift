@@ -434,11 +434,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             if let file = bin.element(named: "file")?.staticPad("sink") {
                 MP4DisplayMatrix.apply(rotation: encoding.displayRotation, toMoviesPassing: file)
             }
-            for (media, queue, padName) in [(MediaType.video, "video_in", "sink"), (.audio, "audio_in", "audio_sink")] {
-                guard let target = bin.element(named: queue)?.staticPad("sink") else { continue }
-                pads.append(try bin.addGhostPad(named: padName, target: target))
-                inputs[media] = padName
-            }
+            let exposed = try EncodingInputs(exposedOn: bin)
+            (pads, inputs) = (exposed.pads, exposed.names)
         } catch let error as CaptureError {
             throw error
         } catch {

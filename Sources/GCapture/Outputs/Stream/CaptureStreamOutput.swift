@@ -276,11 +276,8 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
             if let encoder = bin.element(named: "video_encoder") {
                 try encoding.videoEncoder.configure(encoder, bitRate: encoding.videoBitRate, keyInterval: encoding.keyInterval)
             }
-            for (media, queue, padName) in [(MediaType.video, "video_in", "sink"), (.audio, "audio_in", "audio_sink")] {
-                guard let target = bin.element(named: queue)?.staticPad("sink") else { continue }
-                pads.append(try bin.addGhostPad(named: padName, target: target))
-                inputs[media] = padName
-            }
+            let exposed = try EncodingInputs(exposedOn: bin)
+            (pads, inputs) = (exposed.pads, exposed.names)
         } catch let error as CaptureError {
             throw error
         } catch {
