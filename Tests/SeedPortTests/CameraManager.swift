@@ -54,6 +54,10 @@ class CameraManager: NSObject {
         self.cameras = cameras
     }
 
+    /// TEST: reads what the session queue writes (Pattern 6 sets the rotation coordinator up again there), on
+    /// that queue, as an app would after its session work; read from the test's own thread it is a data race.
+    func onSessionQueue<T>(_ body: () -> T) -> T { sessionQueue.sync(execute: body) }
+
     // MARK: Pattern 1: Basic Session Setup
 
     func setupSession() {

@@ -145,14 +145,14 @@ final class SeedPortTests: XCTestCase {
 
         camera.switchCamera()
         try await waitUntil("the front camera is in") { position() == .front }
-        try await waitUntil("the rotation coordinator follows the front camera") { camera.captureRotationAngle() == 180 }
+        try await waitUntil("the rotation coordinator follows the front camera") { camera.onSessionQueue { camera.captureRotationAngle() } == 180 }
         camera.capturePhoto()
         try await waitUntil("a photo from the front camera") { camera.library.photos.count == 1 }
         XCTAssertTrue(camera.session.isRunning)
 
         camera.switchCamera()
         try await waitUntil("the back camera is back") { position() == .back }
-        try await waitUntil("the rotation coordinator follows the back camera") { camera.captureRotationAngle() == 0 }
+        try await waitUntil("the rotation coordinator follows the back camera") { camera.onSessionQueue { camera.captureRotationAngle() } == 0 }
         camera.capturePhoto()
         try await waitUntil("a photo from the back camera") { camera.library.photos.count == 2 }
         XCTAssertEqual(camera.session.inputs.count, 1)
