@@ -1,4 +1,5 @@
 import CGst
+import CGstShim
 import Synchronization
 
 /// Process-wide GStreamer set-up. Every wrapper in this module calls `GStreamer.initialize()` before its first
@@ -22,6 +23,11 @@ public enum GStreamer {
         gst_version(&major, &minor, &micro, &nano)
         return "\(major).\(minor).\(micro)"
     }
+
+    /// Whether v4l2 cameras drain their buffers when stopped instead of orphaning them: set when the program
+    /// loads (Sources/CGstShim/v4l2_drain.c), because 1.22's orphaning leaks the device's file descriptor and
+    /// a camera that waits for its last one to close never comes back after an unplug.
+    public static var v4l2DrainsOnStop: Bool { CGstShim_v4l2_drains_on_stop() != 0 }
 
     /// Releases GStreamer's global state. Only for programs that are about to exit and want the leak tracer
     /// (`GST_TRACERS=leaks`) to report: nothing GStreamer-related may be used afterwards.

@@ -3,6 +3,13 @@ import GStreamerKit
 import XCTest
 
 final class PipelineTests: XCTestCase {
+    /// Set when the program loads (v4l2_drain.c): without it, a camera unplugged while its buffers were in an
+    /// encoder kept its device open for good and never came back (InterruptionDeviceTests in the VM).
+    func testV4L2CamerasDrainTheirBuffersWhenStopped() {
+        XCTAssertTrue(GStreamer.v4l2DrainsOnStop)
+        XCTAssertNotNil(ProcessInfo.processInfo.environment["GST_V4L2_FORCE_DRAIN"])
+    }
+
     func testStateChangesAndEndOfStreamArriveAsMessages() async throws {
         let pipeline = try Pipeline.launch("videotestsrc num-buffers=10 ! video/x-raw,width=64,height=48 ! fakesink name=sink")
         let messages = pipeline.bus.messages()
