@@ -326,7 +326,6 @@ final class PreviewTests: XCTestCase {
         preview.connection.isVideoMirrored = true
         XCTAssertTrue(preview.connection.isVideoMirrored)
         XCTAssertTrue(preview.connection.isVideoMirroringSupported)
-        XCTAssertFalse(CaptureVideoDataOutput().connection.isVideoMirroringSupported)
     }
 
     // MARK: gcapture preview

@@ -11,8 +11,8 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
         connection = CaptureConnection(turnsCapturedFrames: Self.turnsCapturedFrames)
     }
 
-    /// Whether the output turns and mirrors what it captures as its connection says (photos and movies do;
-    /// frames to code are delivered as the camera gives them).
+    /// Whether the output turns and mirrors what it captures as its connection says: every video output
+    /// does (preview, frames to code, photos, movies) and says so by overriding this.
     class var turnsCapturedFrames: Bool { false }
 
     /// The connection for a media type (AVCaptureOutput.connection(with:)).

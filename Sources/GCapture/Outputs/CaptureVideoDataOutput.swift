@@ -40,6 +40,8 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
         var delegateQueue: DispatchQueue?
         /// Frames handed to the delegate queue and not yet processed.
         var delegateInFlight = 0
+        /// The branch's videoflip while the output is part of a running graph.
+        var flip: Element?
     }
 
     private let state = Locked(State())
@@ -48,7 +50,16 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
     private let layoutCache = VideoInfoCache()
     private let streams = Broadcast<SampleBuffer>()
 
-    public override init() {}
+    public override init() {
+        super.init()
+        // Rotation and mirroring set while frames flow apply from the next frame (a RotationCoordinator
+        // sets the angle live), as AVFoundation's video data output does.
+        connection.onChange { [weak self] in self?.applyOrientation() }
+    }
+
+    /// Frames come turned and mirrored as the connection says (mirrored only when asked for: automatic
+    /// mirroring never mirrors frames to code), with width and height exchanged by a quarter turn.
+    override class var turnsCapturedFrames: Bool { true }
 
     /// When true (the default) a frame that arrives while the delegate still processes the previous one is
     /// dropped (didDrop); when false up to `lateFrameBacklog` frames wait for the delegate. Either way a slow
@@ -60,7 +71,8 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
         set { state.withLock { $0.alwaysDiscardsLateVideoFrames = newValue } }
     }
 
-    /// Takes effect at the next configuration commit (or start).
+    /// Takes effect at the next configuration commit (or start). Width and height are the delivered
+    /// frames', after the connection's rotation.
     public var videoSettings: VideoSettings? {
         get { state.withLock { $0.videoSettings } }
         set { state.withLock { $0.videoSettings = newValue } }
@@ -98,7 +110,9 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
     override var yieldsFramesUnderPressure: Bool { alwaysDiscardsLateVideoFrames }
 
     override func branchDescription() throws(CaptureError) -> String? {
-        var fragment = ""
+        // The flip stays in the branch unturned (passing buffers through untouched) so that a change needs no
+        // rebuild; it turns the camera's YUV, before any conversion to a larger format.
+        var fragment = "videoflip name=frame-flip video-direction=identity ! "
         if let settings = videoSettings {
             var caps = "video/x-raw"
             if let format = settings.pixelFormat {
@@ -115,12 +129,20 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
     }
 
     override func didJoin(_ context: OutputContext, branch: Bin?) {
+        state.withLock { $0.flip = branch?.element(named: "frame-flip") }
+        applyOrientation()
         guard let sink = Self.appSink(in: branch) else { return }
         sink.setSampleHandler { [weak self] sample in self?.deliver(sample) }
     }
 
     override func didDetach() {
+        state.withLock { $0.flip = nil }
         streams.finishAll()
+    }
+
+    private func applyOrientation() {
+        let transform = FrameTransform(rotation: Int(connection.videoRotationAngle), mirrored: connection.mirrorsCapturedFrames)
+        try? state.withLock({ $0.flip })?.set("video-direction", transform.rawValue)
     }
 
     private func deliver(_ sample: Sample) {

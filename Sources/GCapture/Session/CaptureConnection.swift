@@ -13,7 +13,8 @@ public final class CaptureConnection: @unchecked Sendable {
     private let state = Locked(State())
     /// Told after a setting changes, outside the lock: an output that applies settings while it runs.
     private let changeHandler = Locked<(@Sendable () -> Void)?>(nil)
-    /// Whether the output applies rotation and mirroring (photos, movies) or not (frames to code).
+    /// Whether the output applies rotation and mirroring: every video output does (preview, frames to
+    /// code, photos, movies); an output of another medium does not.
     private let turnsCapturedFrames: Bool
 
     init(turnsCapturedFrames: Bool) {
@@ -28,33 +29,34 @@ public final class CaptureConnection: @unchecked Sendable {
         set {
             precondition(isVideoRotationAngleSupported(newValue),
                          turnsCapturedFrames ? "videoRotationAngle must be 0, 90, 180 or 270"
-                                             : "this output delivers frames as the camera gives them: videoRotationAngle must be 0")
+                                             : "this output carries no picture: videoRotationAngle must be 0")
             state.withLock { $0.videoRotationAngle = newValue }
             changed()
         }
     }
 
-    /// Whether the output turns what it captures by `angle`: photo and movie outputs by quarter turns;
-    /// a video data output only by 0 (its frames come as the camera gives them).
+    /// Whether the output turns what it captures by `angle`: every video output (preview, frames, photos,
+    /// movies) by quarter turns.
     public func isVideoRotationAngleSupported(_ angle: Double) -> Bool {
         turnsCapturedFrames ? Self.supportedVideoRotationAngles.contains(angle) : angle == 0
     }
 
-    /// The turns a connection takes: quarter turns, which photos and movies can carry without resampling.
+    /// The turns a connection takes: quarter turns, which every output can do without resampling.
     public static let supportedVideoRotationAngles: [Double] = [0, 90, 180, 270]
 
-    /// Whether isVideoMirrored is honoured: by photo and movie outputs, not by a video data output.
+    /// Whether isVideoMirrored is honoured: by every video output (preview, frames, photos, movies).
     public var isVideoMirroringSupported: Bool { turnsCapturedFrames }
 
     /// Whether the picture is mirrored. While automaticallyAdjustsVideoMirroring is on, this reads what the
-    /// automatic adjustment chose (a front camera's preview is mirrored; photos and movies never are) and
+    /// automatic adjustment chose (a front camera's preview is mirrored; photos, movies and frames never are) and
     /// setting it is a programming error, as in AVFoundation (which raises): turn the automatic adjustment off
     /// first. A silently ignored setting would leave the picture the other way round with no sign why.
     /// Setting it where isVideoMirroringSupported is false is a programming error too.
+    /// Mirroring applies after the rotation: the picture turned, then mirrored left-right as displayed.
     public var isVideoMirrored: Bool {
         get { state.withLock { $0.automaticallyAdjustsVideoMirroring ? $0.automaticMirroring : $0.isVideoMirrored } }
         set {
-            precondition(isVideoMirroringSupported || !newValue, "this output delivers frames as the camera gives them: it cannot mirror them")
+            precondition(isVideoMirroringSupported || !newValue, "this output carries no picture: it cannot mirror it")
             state.withLock { state in
                 precondition(!state.automaticallyAdjustsVideoMirroring,
                              "isVideoMirrored cannot be set while automaticallyAdjustsVideoMirroring is true: set that to false first")
@@ -88,7 +90,8 @@ public final class CaptureConnection: @unchecked Sendable {
         state.withLock { $0.automaticMirroring = mirrored }
     }
 
-    /// Whether captured frames (photos, movies) are to be mirrored: only when asked for explicitly.
+    /// Whether captured frames (photos, movies, frames to code) are to be mirrored: only when asked for
+    /// explicitly.
     var mirrorsCapturedFrames: Bool {
         state.withLock { !$0.automaticallyAdjustsVideoMirroring && $0.isVideoMirrored }
     }

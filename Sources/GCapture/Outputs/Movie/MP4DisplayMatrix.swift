@@ -66,16 +66,9 @@ enum MP4DisplayMatrix {
 
     private static let movieBoxType = Array("moov".utf8)
 
-    /// a b u / c d v / x y w, where a–d and x, y are 16.16 fixed point and u, v, w 2.30: the same matrices
-    /// ffmpeg writes, so every player reads them alike.
+    /// The matrix itself is FrameTransform's, with the rest of the orientation table.
     private static func matrix(rotation: Int, width: Int32, height: Int32) -> [Int32] {
-        let one: Int32 = 0x10000, w: Int32 = 0x4000_0000
-        switch rotation {
-        case 90: return [0, one, 0, -one, 0, 0, height << 16, 0, w]
-        case 180: return [-one, 0, 0, 0, -one, 0, width << 16, height << 16, w]
-        case 270: return [0, -one, 0, one, 0, 0, 0, width << 16, w]
-        default: return [one, 0, 0, 0, one, 0, 0, 0, w]
-        }
+        FrameTransform.displayMatrix(rotation: rotation, width: width, height: height)
     }
 
     /// Where the video track's matrix and its size are, as offsets into `bytes` (a whole `moov` box).

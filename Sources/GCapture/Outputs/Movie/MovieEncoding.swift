@@ -16,13 +16,17 @@ struct MovieEncoding: Sendable {
     /// The camera's raw pixel format ("NV12", "YUY2"...), nil when unknown.
     var cameraPixelFormat: String?
 
-    /// The turn written as the MP4's display matrix (players turn the picture, nothing is re-rendered).
-    var displayRotation: Int { container == .mp4 ? rotation : 0 }
+    /// The picture a player is to show, from the connection's rotation and mirroring.
+    var transform: FrameTransform { FrameTransform(rotation: rotation, mirrored: mirrored) }
 
-    /// The turn done to the pixels before encoding: mirroring always, rotation where the container
-    /// cannot carry it (GStreamer 1.22's matroskamux writes no orientation).
+    /// The turn written as the MP4's display matrix (players turn the picture, nothing is re-rendered).
+    var displayRotation: Int { container == .mp4 ? transform.displayMatrixSplit.displayRotation : 0 }
+
+    /// The turn done to the pixels before encoding: in an MP4 only the flip that, turned by the display
+    /// matrix, shows as the mirror; in Matroska the whole turn (GStreamer 1.22's matroskamux writes no
+    /// orientation).
     var pixelTransform: FrameTransform {
-        FrameTransform(rotation: container == .mp4 ? 0 : rotation, mirrored: mirrored)
+        container == .mp4 ? transform.displayMatrixSplit.pixels : transform
     }
 
     static var aacEncoder: String? {
