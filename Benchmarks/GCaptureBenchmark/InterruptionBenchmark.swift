@@ -88,7 +88,7 @@ enum InterruptionBenchmark {
     }
 
     /// PLAYING → first frame of a plain pipeline on the camera, as a hand-written program would open it.
-    static func plainStart(caps: String) throws -> Double {
+    static func plainStart(caps: String, device: String = InterruptionBenchmark.device) throws -> Double {
         let pipeline = try Pipeline.launch("v4l2src device=\(device) ! \(caps) ! appsink name=sink sync=false max-buffers=1 drop=true")
         defer { pipeline.shutDown() }
         guard let sink = pipeline.element(named: "sink").flatMap(AppSink.init) else {

@@ -13,6 +13,7 @@ struct BenchmarkReport: Codable {
     var soak: SoakReport?
     var v4l2Ring: V4L2RingReport?
     var interruptions: InterruptionReport?
+    var switching: SwitchReport?
 }
 
 /// Figure 1, in milliseconds.
@@ -100,6 +101,7 @@ extension BenchmarkReport {
         if let soak { lines += [""] + soak.table() }
         if let v4l2Ring { lines += [""] + v4l2Ring.table() }
         if let interruptions { lines += [""] + interruptions.table() }
+        if let switching { lines += [""] + switching.table() }
         return lines.joined(separator: "\n")
     }
 }

@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream }
+    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch` }
 
     var seconds = 10.0
     var rounds = 3
@@ -25,6 +25,7 @@ struct Options {
                gcapture-bench --only interruptions [--rounds N] [--json]          (where /dev/video0 is vivid)
                gcapture-bench --only preview [--seconds S] [--rounds N] [--json]  (on DISPLAY, else its own Xvfb)
                gcapture-bench --only stream [--seconds S] [--rounds N] [--json]   (needs nginx + libnginx-mod-rtmp)
+               gcapture-bench --only switch [--rounds N] [--json]                 (where /dev/video0 and 1 are vivid)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -51,6 +52,8 @@ struct Options {
         `--only stream` (never part of the default run) publishes 720p30 to an nginx-rtmp of its own on loopback:
         the CPU of `gcapture stream` against the equivalent gst-launch-1.0 publisher, and how soon a stream is
         live again once the server is back after a kill.
+        `--only switch` (never part of the default run; two vivid cameras) switches a recording session between them 2×N times: the
+        switch → the new camera's first frame against a plain v4l2src's start on it, and the gap across each switch.
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -88,7 +91,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview or stream, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream or switch, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -98,7 +101,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -173,6 +176,9 @@ do {
     }
     if options.runs(.interruptions) {
         report.interruptions = try await InterruptionBenchmark.run(rounds: options.rounds, progress: printError)
+    }
+    if options.runs(.switch) {
+        report.switching = try await SwitchBenchmark.run(rounds: options.rounds, progress: printError)
     }
     if options.runs(.soak) {
         report.soak = try SoakBenchmark.run(minutes: options.soakMinutes, progress: printError)

@@ -337,6 +337,11 @@ public final class CaptureSession: @unchecked Sendable {
             throw .configurationFailed(reason: error.description, underlying: nil)
         }
         for output in removed { graph.leave(output) }
+        if videoChanged, oldVideo?.device != newVideo?.device {
+            // Outputs kept running across the switch: what follows the camera (automatic mirroring) hears of it.
+            let device = newVideo?.device
+            for output in graph.members { output.videoDeviceDidChange(device) }
+        }
         if videoChanged { endInterruptionIfReplaced(.video, in: graph) }
         if audioChanged { endInterruptionIfReplaced(.audio, in: graph) }
         state.withLock { $0.committed = configuration }

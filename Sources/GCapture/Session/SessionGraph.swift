@@ -286,6 +286,12 @@ final class SessionGraph: @unchecked Sendable {
         let tee = slot == .video ? videoTee : audioTee
         let previous = slot == .video ? videoSource : audioSource
         let playing = isPlaying
+        if playing, let unit, let previous, !unit.isFiller, !previous.isFiller, unit.device.uniqueID != previous.device.uniqueID {
+            try switchOver(from: previous, to: unit, tee: tee, timeout: timeout)
+            if slot == .video { videoSource = unit } else { audioSource = unit }
+            Log.session.debug("\(pipeline.name): \(slot == .video ? "camera" : "microphone") \(unit.device), switched over from \(previous.device)")
+            return
+        }
         if let previous { unplug(previous, from: tee) }
         do {
             if let unit { try plug(unit, into: tee, confirmWithin: playing ? timeout : nil) }
@@ -352,6 +358,73 @@ final class SessionGraph: @unchecked Sendable {
                                 underlying: reason.map { GStreamerError(kind: failure.kind, message: $0) } ?? failure)
         }
         busState.withLock { $0.sources.append((path, unit.device)) }
+    }
+
+    /// Another device for a slot of a playing graph (a camera switch): the new source starts beside the old one,
+    /// unlinked, its buffers dropped, until it has delivered; then the tee moves from the old source to the new
+    /// one between two buffers, and only then is the old one stopped. So a device that cannot be opened, is busy
+    /// or delivers nothing costs nothing (the old one never stopped), and the outputs see a gap of about one
+    /// frame interval instead of the new device's whole start: a recording goes on, a preview keeps its last
+    /// picture. Two sources of one device cannot run at once: a new format of the same device goes through
+    /// unplug and plug instead.
+    private func switchOver(from previous: SourceUnit, to unit: SourceUnit, tee: Element, timeout: Duration) throws(CaptureError) {
+        do {
+            try pipeline.add(unit.bin)
+        } catch {
+            throw .deviceFailed(device: unit.device.description, underlying: error as? GStreamerError
+                                ?? GStreamerError(kind: .stateChange, message: "\(error)"))
+        }
+        let path = unit.bin.path
+        busState.withLock { _ = $0.failedSources.remove(path) }
+        watch(unit)
+        // An unlinked pad that pushes makes its source fail (not-linked): until the cut, its buffers are
+        // dropped here, after the trial's first-buffer probe (which onTrial adds before running the action).
+        let held = Atomic<Bool>(true)
+        let failure = onTrial(path, waitingForFirstBufferFrom: [unit], timeout: timeout) {
+            unit.bin.staticPad("src")?.addProbe(.buffer) { _ in held.load(ordering: .acquiring) ? .drop : .remove }
+            unit.bin.baseTime = pipeline.baseTime
+            try unit.bin.setState(.ready)
+            try unit.bin.syncStateWithParent()
+        }
+        if let (failure, _) = failure {
+            unwatch(path)
+            _ = try? unit.bin.setState(.null)
+            pipeline.remove(unit.bin)
+            let reason = SourceBuilder.explanation(of: failure, from: unit.device)
+            throw .deviceFailed(device: unit.device.description,
+                                underlying: reason.map { GStreamerError(kind: failure.kind, message: $0) } ?? failure)
+        }
+        unit.bin.staticPad("src")?.addProbe(.downstreamEvent) { [busState] info in
+            guard info.eventType == .endOfStream, busState.withLock({ $0.failedSources.contains(path) }) else { return .ok }
+            return .drop
+        }
+        // The cut: the old source's buffers go nowhere from now on (unlinked, it would fail before it is stopped),
+        // and whatever it says until it is stopped is dealt with (an error of a camera the session no longer
+        // uses must not fail the session).
+        let previousPath = previous.bin.path
+        busState.withLock { _ = $0.failedSources.insert(previousPath) }
+        let previousPad = previous.bin.staticPad("src")
+        let cut = previousPad?.addProbe(.buffer) { _ in .drop }
+        previous.bin.unlink(from: tee)
+        do {
+            try unit.bin.link(to: tee)
+        } catch {
+            // Nothing new reached the outputs: the old source goes on as it was.
+            unwatch(path)
+            _ = try? unit.bin.setState(.null)
+            pipeline.remove(unit.bin)
+            try? previous.bin.link(to: tee)
+            if let previousPad, let cut { previousPad.removeProbe(cut) }
+            busState.withLock { _ = $0.failedSources.remove(previousPath) }
+            throw .deviceFailed(device: unit.device.description, underlying: error as? GStreamerError
+                                ?? GStreamerError(kind: .link, message: "\(error)"))
+        }
+        held.store(false, ordering: .releasing)
+        busState.withLock { $0.sources.append((path, unit.device)) }
+        unwatch(previousPath)
+        _ = try? previous.bin.setState(.null)
+        pipeline.remove(previous.bin)
+        busState.withLock { $0.sources.removeAll { $0.path == previousPath } }
     }
 
     /// Puts a watch on a camera source: its stalls, its lateness, its frame rate under pressure.

@@ -409,6 +409,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         encoding.rotation = Int(connection.videoRotationAngle)
         encoding.mirrored = connection.mirrorsCapturedFrames
         encoding.cameraPixelFormat = selection?.format.pixelFormat
+        encoding.frameSize = selection.map { ($0.format.width, $0.format.height) }
         if encoding.videoBitRate == 0 {
             encoding.videoBitRate = MovieEncoding.defaultBitRate(width: selection?.format.width ?? 1280, height: selection?.format.height ?? 720)
         }

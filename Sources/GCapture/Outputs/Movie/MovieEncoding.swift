@@ -15,6 +15,11 @@ struct MovieEncoding: Sendable {
     var mirrored = false
     /// The camera's raw pixel format ("NV12", "YUY2"...), nil when unknown.
     var cameraPixelFormat: String?
+    /// The camera's frame size when the recording began: the movie's for good. A camera switched to during
+    /// the recording may deliver another size (and rate); its frames are scaled into this size keeping their
+    /// aspect ratio, with black bars where it differs (letterbox), and the rate the encoder is told stays
+    /// this one, so nothing after the scaler renegotiates (mp4mux cannot take new caps mid-file).
+    var frameSize: (width: Int, height: Int)?
 
     /// The picture a player is to show, from the connection's rotation and mirroring.
     var transform: FrameTransform { FrameTransform(rotation: rotation, mirrored: mirrored) }
@@ -64,8 +69,17 @@ struct MovieEncoding: Sendable {
         // 1080p: ~3 MB), not as raw frames in the input queue (3 s: 280 MB).
         let muxQueue = "queue max-size-buffers=0 max-size-bytes=0 max-size-time=\(Self.muxQueueNanoseconds)"
         let turn = pixelTransform == .identity ? "" : "videoflip video-direction=\(pixelTransform.rawValue) ! "
+        let format = "format=\(videoEncoder.inputFormat(forCameraFormat: cameraPixelFormat))"
+        // The same size passes videoscale untouched (passthrough); only another camera's frames are scaled.
+        let pinned = frameSize.map { size in
+            // Pixels turned a quarter before the scaler (Matroska) are the other way round.
+            let quarter = container != .mp4 && (rotation == 90 || rotation == 270)
+            let (width, height) = quarter ? (size.height, size.width) : (size.width, size.height)
+            return "videoscale add-borders=true ! video/x-raw,\(format),width=\(width),height=\(height),pixel-aspect-ratio=1/1 "
+                + "! capssetter caps=\"video/x-raw,framerate=\(max(1, frameRate))/1\" "
+        } ?? "video/x-raw,\(format) "
         var parts = [
-            "queue name=video_in \(inputQueue) ! \(turn)videoconvert ! video/x-raw,format=\(videoEncoder.inputFormat(forCameraFormat: cameraPixelFormat)) ! \(encoder) "
+            "queue name=video_in \(inputQueue) ! \(turn)videoconvert ! \(pinned)! \(encoder) "
                 + "! h264parse ! video/x-h264,stream-format=avc,alignment=au ! tee name=vt",
             "vt. ! \(muxQueue) ! mux.video_0",
         ]

@@ -1,0 +1,193 @@
+import Foundation
+@testable import GCapture
+import GStreamerKit
+import Synchronization
+import XCTest
+
+/// Seed Pattern 6 (front/back switching inside begin/commitConfiguration) on the built-in test cameras: two
+/// cameras of different sizes and rates, switched back and forth under a running, recording session.
+/// The same on two real V4L2 cameras: CameraSwitchV4L2Tests (in the VM).
+final class CameraSwitchTests: XCTestCase {
+    /// A back camera of 640x480 at 30 fps and a front one of 1280x720 at 25 fps: the movie must keep the
+    /// first camera's size and format while the second one's frames are scaled into it.
+    static let back = CaptureDevice.makeTestCamera(uniqueID: "switch-back", options: .init(
+        pattern: .smpte, motion: 2, position: .back, sizes: [.init(width: 640, height: 480)], maxFrameRate: 30))
+    static let front = CaptureDevice.makeTestCamera(uniqueID: "switch-front", options: .init(
+        pattern: .checkers, motion: 2, position: .front, sizes: [.init(width: 1280, height: 720)], maxFrameRate: 25))
+
+    func testSwitchesWhileRecordingMakeOneMovieThatPlaysAtItsFirstSize() async throws {
+        let frames = CaptureVideoDataOutput()
+        let log = FrameLog(frames)
+        let movie = CaptureMovieFileOutput()
+        let session = try makeSession(camera: Self.back, microphone: .testMicrophone, preset: .high, outputs: [frames, movie])
+        let errors = Locked<[CaptureSession.RuntimeError]>([])
+        let errorTask = Task { for await error in session.runtimeErrors() { errors.withLock { $0.append(error) } } }
+        defer { errorTask.cancel() }
+        try await session.start()
+        let url = try temporaryFolder().appendingPathComponent("switching.mp4")
+        let recording = await startRecording(movie, to: url)
+        let started = Date()
+        let switches = 6
+        for index in 1...switches {
+            try await Task.sleep(for: .milliseconds(400))
+            let camera = index % 2 == 1 ? Self.front : Self.back
+            try switchCamera(of: session, to: camera)
+            let width = camera == Self.front ? 1280 : 640
+            let before = log.count
+            let arrived = await log.waitFor(before + 3, timeout: 5)
+            XCTAssertTrue(arrived, "switch \(index): frames stopped")
+            XCTAssertTrue(log.all.dropFirst(before).contains { $0.width == width }, "switch \(index): no frame of \(camera)")
+        }
+        try await Task.sleep(for: .milliseconds(400))
+        movie.stopRecording()
+        let elapsed = Date().timeIntervalSince(started)
+        let finished = await recording.waitForFinish()
+        await session.stop()
+        XCTAssertNil(try XCTUnwrap(finished, "the recording never finished").error)
+        XCTAssertEqual(errors.withLock { $0.map(\.description) }, [], "runtime errors during the switches")
+
+        // Frames kept flowing, none of them black (no filler, no flash): the preview's picture is these frames.
+        let all = log.all
+        XCTAssertFalse(all.contains { !FrameLog.isPicture($0) },
+                       "black frames during the switches: \(all.filter { !FrameLog.isPicture($0) }.map { "\($0.width) \($0.luma) \($0.time)" })")
+        XCTAssertEqual(Set(all.map(\.width)), [640, 1280])
+
+        // One file, at the first camera's size, that plays end to end, with its audio.
+        let files = try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path).filter { $0.hasSuffix(".mp4") }
+        XCTAssertEqual(files, ["switching.mp4"])
+        let probed = try probe(url)
+        XCTAssertEqual(probed.videoSize?.width, 640)
+        XCTAssertEqual(probed.videoSize?.height, 480)
+        XCTAssertEqual(Set(probed.codecs), ["h264", "aac"])
+        XCTAssertEqual(probed.duration, elapsed, accuracy: 1.0, "the movie's duration against the recording's")
+        // 30 fps and 25 fps halves: between 25 and 30 frames a second.
+        let counted = Double(try XCTUnwrap(probed.videoFrames))
+        XCTAssertGreaterThan(counted, probed.duration * 25 * 0.8, "frames missing from the movie")
+        XCTAssertLessThan(counted, probed.duration * 30 * 1.1)
+        XCTAssertTrue(try ffmpegDecodes(url), "ffmpeg does not decode the movie")
+        let gaps = try largestVideoGap(url)
+        print("the movie's largest gap: \(gaps * 1000) ms; between frames delivered: \(FrameLog.longestGap(all) * 1000) ms")
+        // The switch costs about a frame (the goal is 2 intervals; the benchmark measures it): more than 5 would
+        // be a break-before-make switch waiting for the new camera to start.
+        XCTAssertLessThan(gaps, 5.0 / 25, "the largest gap between two frames in the movie: \(gaps) s")
+    }
+
+    /// A switch to a camera that is not there, or cannot be opened, leaves the running camera running and says
+    /// why; a switch after that works.
+    func testASwitchThatFailsKeepsTheOldCameraRunning() async throws {
+        let frames = CaptureVideoDataOutput()
+        let log = FrameLog(frames)
+        let session = try makeSession(camera: Self.back, preset: .high, outputs: [frames])
+        try await session.start()
+        await log.waitFor(3)
+        // A camera unplugged between the app making its input and the switch: its node is gone.
+        let node = try temporaryFolder().appendingPathComponent("video-gone").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: node, contents: nil))
+        let missing = CaptureDevice(uniqueID: node, localizedName: "Gone Camera", modelID: "", manufacturer: "",
+                                    deviceType: .external, position: .front, mediaType: .video, nodePath: node,
+                                    formats: TestCameraOptions().formats, backend: .v4l2(path: node))
+        let missingInput = try CaptureDeviceInput(device: missing)
+        try FileManager.default.removeItem(atPath: node)
+        let broken = CaptureDevice(uniqueID: "/dev/null", localizedName: "Not A Camera", modelID: "", manufacturer: "",
+                                   deviceType: .external, position: .front, mediaType: .video, nodePath: "/dev/null",
+                                   formats: TestCameraOptions().formats, backend: .v4l2(path: "/dev/null"))
+        for (input, words) in [(missingInput, "video-gone"), (try CaptureDeviceInput(device: broken), "Not A Camera")] {
+            let camera = input.device
+            XCTAssertThrowsError(try switchCamera(of: session, to: input)) { error in
+                XCTAssertTrue("\(error)".contains(words), "\(error)")
+            }
+            XCTAssertEqual((session.inputs.first as? CaptureDeviceInput)?.device, Self.back)
+            let before = log.count
+            let resumed = await log.waitFor(before + 10, timeout: 3)
+            XCTAssertTrue(resumed, "after a switch to \(camera): \(log.count - before) frames")
+            XCTAssertTrue(log.all.dropFirst(before).allSatisfy { $0.width == 640 && FrameLog.isPicture($0) })
+            XCTAssertTrue(session.isRunning)
+        }
+        try switchCamera(of: session, to: Self.front)
+        let before = log.count
+        await log.waitFor(before + 5)
+        XCTAssertTrue(log.all.dropFirst(before).contains { $0.width == 1280 })
+        await session.stop()
+    }
+
+    /// The old camera runs until the new one delivers (make-before-break): a new camera slow to give its first
+    /// frame (held here for 500 ms, as a USB camera takes its time) costs the outputs about one frame, not its
+    /// whole start.
+    func testTheOldCameraRunsUntilTheNewOneDelivers() async throws {
+        let frames = CaptureVideoDataOutput()
+        let log = FrameLog(frames)
+        let slow = CaptureDevice.makeTestCamera(uniqueID: "switch-slow-front", options: .init(
+            pattern: .checkers, motion: 2, position: .front, sizes: [.init(width: 1280, height: 720)], maxFrameRate: 25))
+        let session = try makeSession(camera: Self.back, preset: .high, outputs: [frames])
+        try await session.start()
+        await log.waitFor(5)
+        TestCameraStalls.set(slow.uniqueID, stalled: true)
+        defer { TestCameraStalls.set(slow.uniqueID, stalled: false) }
+        let input = try CaptureDeviceInput(device: slow)
+        session.beginConfiguration()
+        session.removeInput(session.inputs[0])
+        try session.add(input)
+        let commit = Task { try await session.commit() }
+        try await Task.sleep(for: .milliseconds(200))
+        let during = log.count
+        try await Task.sleep(for: .milliseconds(300))
+        let oldFramesWhileWaiting = log.count - during
+        TestCameraStalls.set(slow.uniqueID, stalled: false)
+        try await commit.value
+        await log.waitFor(log.count + 5)
+        await session.stop()
+        XCTAssertGreaterThanOrEqual(oldFramesWhileWaiting, 5, "the old camera stopped while the new one was starting")
+        let all = log.all
+        let firstNew = try XCTUnwrap(all.firstIndex { $0.width == 1280 }, "no frame of the new camera")
+        XCTAssertGreaterThan(firstNew, 0)
+        let gap = all[firstNew].time - all[firstNew - 1].time
+        // Goal ≤ 2 intervals (80 ms at 25 fps); 3 leaves room for a loaded machine, far below the 500 ms held.
+        XCTAssertLessThan(gap, 0.120, "the gap across the switch")
+    }
+
+    /// The switch tells the outputs it kept (videoDeviceDidChange): a preview's automatic mirroring follows
+    /// the new camera's position, as AVFoundation's does.
+    func testAutomaticMirroringFollowsASwitch() async throws {
+        let preview = CapturePreviewOutput(environment: [:])
+        preview.sinkName = "fakesink"
+        let session = try makeSession(camera: Self.back, preset: .high, outputs: [preview])
+        try await session.start()
+        XCTAssertFalse(preview.connection.isVideoMirrored)
+        try switchCamera(of: session, to: Self.front)
+        XCTAssertTrue(preview.connection.isVideoMirrored, "a front camera's preview is mirrored after the switch")
+        try switchCamera(of: session, to: Self.back)
+        XCTAssertFalse(preview.connection.isVideoMirrored, "a back camera's preview is not mirrored after the switch")
+        await session.stop()
+    }
+
+    /// Seed Pattern 6: remove the camera, add the other, inside one configuration.
+    private func switchCamera(of session: CaptureSession, to camera: CaptureDevice) throws {
+        try switchCamera(of: session, to: CaptureDeviceInput(device: camera))
+    }
+
+    private func switchCamera(of session: CaptureSession, to input: CaptureDeviceInput) throws {
+        session.beginConfiguration()
+        if let old = session.inputs.first(where: { ($0 as? CaptureDeviceInput)?.device.mediaType == .video }) {
+            session.removeInput(old)
+        }
+        try session.add(input)
+        try session.commitAndWait()
+    }
+}
+
+extension XCTestCase {
+    /// The longest interval between two consecutive video frames of a movie, in seconds, as ffprobe reads it.
+    func largestVideoGap(_ url: URL) throws -> Double {
+        try videoGaps(url, over: 0).map(\.length).max() ?? .infinity
+    }
+
+    /// Where a movie's video has gaps longer than `seconds` between consecutive frames: the time of the frame
+    /// before each, and its length.
+    func videoGaps(_ url: URL, over seconds: Double) throws -> [(at: Double, length: Double)] {
+        let result = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
+                                                      "-of", "csv=p=0", url.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let times = result.stdout.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }.sorted()
+        return zip(times.dropFirst(), times).map { (at: $1, length: $0 - $1) }.filter { $0.length > seconds }
+    }
+}
