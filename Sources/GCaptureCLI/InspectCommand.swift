@@ -47,7 +47,7 @@ struct InspectCommand: ParsableCommand {
         lines.append("camera: \(camera.description), preset \(d.camera.preset)"
                      + (d.camera.mount != 0 ? ", mounted at \(d.camera.mount)°" : ""))
         lines.append("microphone: " + (described.microphoneInput.map { $0.device.description } ?? "none"))
-        lines.append("photos and movies: turned \(turned)° clockwise" + (d.mirrored ? ", mirrored" : ""))
+        lines.append("photos, movies and frames: turned \(turned)° clockwise" + (d.mirrored ? ", mirrored" : ""))
         if let photo = d.outputs.photo, let files = described.photoFiles {
             lines.append("photo: \(files.folder.appendingPathComponent(photo.name.text).path) — quality \(photo.quality)"
                          + (photo.zeroShutterLag ? ", zero shutter lag" : "") + (photo.deferred ? ", deferred" : "")

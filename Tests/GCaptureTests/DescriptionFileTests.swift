@@ -377,6 +377,33 @@ final class DescriptionFileTests: XCTestCase {
         XCTAssertEqual(first.format, "GRAY8")
     }
 
+    /// The description's rotation turns frames as it turns photos and movies: a camera mounted on its side
+    /// gives analysis code upright frames, their width and height exchanged.
+    func testTheRotationTurnsFramesToo() async throws {
+        let folder = try temporaryFolder()
+        let file = folder.appendingPathComponent("sideways.yaml")
+        try """
+            version: 1
+            camera:
+              id: test
+              preset: vga640x480
+              mount: 90
+            outputs:
+              frames:
+                format: GRAY8
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let sideways = try DescribedSession(CaptureDescription.load(contentsOf: file, options: .init(usesTestDevices: true)))
+        let output = try XCTUnwrap(sideways.frameOutput)
+        XCTAssertEqual(output.connection.videoRotationAngle, 90)
+        let frames = FrameLog(output)
+        try await sideways.start()
+        let arrived = await frames.waitFor(5)
+        await sideways.stop()
+        XCTAssertTrue(arrived, "\(frames.count) frames")
+        let first = try XCTUnwrap(frames.all.first)
+        XCTAssertEqual([first.width, first.height], [480, 640], "a quarter turn exchanges width and height")
+    }
+
     /// The rotation is changed on the live session, for what is captured next.
     func testRotationChangesOnTheRunningSession() async throws {
         let (kiosk, _) = try open("kiosk-portrait.yaml")

@@ -136,7 +136,7 @@ public final class DescribedSession: @unchecked Sendable {
         applyTurns()
     }
 
-    /// Degrees photos and movies are turned by: the mount angle plus the rotation.
+    /// Degrees photos, movies and frames are turned by: the mount angle plus the rotation.
     public var effectiveRotation: Int {
         state.withLock { ($0.checked.description.camera.mount + $0.rotation) % 360 }
     }
@@ -146,10 +146,10 @@ public final class DescribedSession: @unchecked Sendable {
         let mirrored = isMirrored
         // The preview turns with what is captured, so that it shows what the photos will; its mirroring is its own.
         previewOutput?.connection.videoRotationAngle = angle
-        for output in [photoOutput as CaptureOutput?, movieOutput].compactMap({ $0 }) {
+        for output in [photoOutput as CaptureOutput?, movieOutput, frameOutput].compactMap({ $0 }) {
             output.connection.videoRotationAngle = angle
-            // The description says whether photos and movies are mirrored (photos and movies are not, unless it
-            // says so: what automatic adjustment also gives them); AVFoundation allows setting it only by hand.
+            // The description says whether what is captured is mirrored (it is not, unless it says so: what
+            // automatic adjustment also gives it); AVFoundation allows setting it only by hand.
             output.connection.automaticallyAdjustsVideoMirroring = false
             output.connection.isVideoMirrored = mirrored
         }
