@@ -28,6 +28,15 @@ GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info) {
     return buffer;
 }
 
+void CGstShim_probe_info_replace_with_deep_copy(GstPadProbeInfo *info) {
+    GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
+    if (buffer == NULL) return;
+    GstBuffer *copy = gst_buffer_copy_deep(buffer);
+    if (copy == NULL) return;
+    gst_buffer_unref(buffer);
+    GST_PAD_PROBE_INFO_DATA(info) = copy;
+}
+
 void CGstShim_add_noise(uint8_t *plane, size_t width, size_t height, size_t stride, int amplitude,
                         uint32_t *state) {
     if (amplitude <= 0) return;

@@ -112,6 +112,13 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             return Array(bytes.prefix(Int(copied)))
         }
 
+        /// Replaces the passing buffer with a copy of its memory, and lets the original go back to its pool at
+        /// once: nothing downstream keeps a device's buffer (or the device) however long it holds the frame.
+        public func replaceBufferWithCopy() {
+            guard isBuffer else { return }
+            CGstShim_probe_info_replace_with_deep_copy(raw)
+        }
+
         /// Makes the passing buffer writable and hands its memory to `body` (for in-place edits).
         public func withWritableBuffer(_ body: (WritableBuffer) -> Void) {
             guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }

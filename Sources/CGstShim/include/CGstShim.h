@@ -26,6 +26,9 @@ gboolean CGstShim_object_is_a(gpointer object, GType type);
 /// The GType of an instance (G_OBJECT_TYPE).
 GType CGstShim_object_type(gpointer object);
 
+/// Replaces the buffer carried by a probe with a deep copy in ordinary memory, letting go of the original
+/// (and of the pool and device memory it came from) at once.
+void CGstShim_probe_info_replace_with_deep_copy(GstPadProbeInfo *info);
 /// Makes the buffer carried by a probe writable, storing the (possibly new) buffer back in the probe info.
 GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info);
 

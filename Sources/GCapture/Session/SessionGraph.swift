@@ -64,6 +64,8 @@ final class SessionGraph: @unchecked Sendable {
     private var emit: (@Sendable (GraphEvent) -> Void)!
     private var branchCounter = 0
     private var sourceCounter = 0
+    /// Camera nodes this graph stopped using, and when (DeviceHandles).
+    private var camerasLeftBehind: [String: ContinuousClock.Instant] = [:]
     /// Every video buffer that entered the tee (a filler's too): the proof that frames flow at all.
     let videoFramesIn = FrameCounter()
 
@@ -286,6 +288,8 @@ final class SessionGraph: @unchecked Sendable {
         let tee = slot == .video ? videoTee : audioTee
         let previous = slot == .video ? videoSource : audioSource
         let playing = isPlaying
+        defer { if let previous, (slot == .video ? videoSource : audioSource)?.bin !== previous.bin { leftBehind(previous) } }
+        if let unit { waitForHandlesLeftBehind(on: unit.device) }
         if playing, let unit, let previous, !unit.isFiller, !previous.isFiller, unit.device.uniqueID != previous.device.uniqueID {
             try switchOver(from: previous, to: unit, tee: tee, timeout: timeout)
             if slot == .video { videoSource = unit } else { audioSource = unit }
@@ -443,6 +447,26 @@ final class SessionGraph: @unchecked Sendable {
     private func unwatchAll() {
         for watch in sourceWatches.withLock({ watches in defer { watches.removeAll() }; return Array(watches.values) }) {
             watch.uninstall()
+        }
+    }
+
+    /// A camera this graph stopped using: v4l2 may hold its node a moment longer (DeviceHandles).
+    private func leftBehind(_ unit: SourceUnit) {
+        guard !unit.isFiller, let node = unit.device.nodePath else { return }
+        camerasLeftBehind[DeviceHandles.resolvedNode(node)] = .now
+    }
+
+    /// Before a camera this graph let go of in the last few seconds is opened again: its old handles gone.
+    private func waitForHandlesLeftBehind(on device: CaptureDevice) {
+        guard let path = device.nodePath else { return }
+        let node = DeviceHandles.resolvedNode(path)
+        guard let since = camerasLeftBehind[node] else { return }
+        camerasLeftBehind[node] = nil
+        guard ContinuousClock.now - since < .seconds(10) else { return }
+        if let waited = DeviceHandles.waitUntilClosed(on: node, within: .seconds(3)) {
+            if waited > .milliseconds(20) { Log.session.debug("\(pipeline.name): waited \(waited) for the session's old handle on \(node) to close") }
+        } else {
+            Log.session.notice("\(pipeline.name): the session's old handle on \(node) is still open after 3 s")
         }
     }
 

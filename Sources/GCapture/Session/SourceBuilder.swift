@@ -40,6 +40,17 @@ enum SourceBuilder {
             throw .cannotAddInput("\(device) is a microphone, not a camera")
         }
         let bin = try makeBin(description, name: name, device: device)
+        if case .v4l2 = device.backend, !selection.format.isCompressed {
+            // A frame in the driver's memory keeps the camera open for as long as any output holds it (a
+            // recording's queue, an encoder, a photo ring), and a stopped v4l2src keeps it busy until the last
+            // one comes back (v4l2_drain.c): an unplugged camera then cannot come back, nor a camera switched
+            // away from be switched back to. One copy as frames leave the source lets every one go at once,
+            // as v4l2src itself does when its buffers run short. (jpegdec's output is its own already.)
+            bin.element(named: "caps")?.staticPad("src")?.addProbe(.buffer) { info in
+                info.replaceBufferWithCopy()
+                return .ok
+            }
+        }
         if case .testCamera(let options) = device.backend {
             TestCameraStalls.install(on: bin, uniqueID: device.uniqueID)
             if options.noiseLevel > 0 { addSensorNoise(to: bin, options: options, caps: selection.caps) }

@@ -1,0 +1,33 @@
+import Foundation
+
+/// This process's own handles on a device node. GStreamer's v4l2src, stopped while some of its frames are
+/// still downstream (in a recording's queue, in an encoder), keeps the device open until the last of them
+/// comes back: v4l2 drains its buffers rather than orphan them (Sources/CGstShim/v4l2_drain.c says why).
+/// Until then the driver answers "busy" to a new source of the same camera, the session's own included: a
+/// camera switched away from and back within a second, or reopened with another format, would fail. So the
+/// session waits for the handles it left behind, and only for those.
+enum DeviceHandles {
+    /// The node a path leads to (a /dev/v4l/by-path or udev link resolves to its /dev/videoN).
+    static func resolvedNode(_ path: String) -> String {
+        URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+    }
+
+    /// Whether any file descriptor of this process is open on `node` (resolved).
+    static func areOpen(on node: String) -> Bool {
+        guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return false }
+        return descriptors.contains { descriptor in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)")) == node
+        }
+    }
+
+    /// Blocks until no handle of this process is open on `node`, or `limit` passes; returns how long it
+    /// waited, or nil when the handles are still open.
+    static func waitUntilClosed(on node: String, within limit: Duration) -> Duration? {
+        let start = ContinuousClock.now
+        while areOpen(on: node) {
+            if ContinuousClock.now - start >= limit { return nil }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return ContinuousClock.now - start
+    }
+}
