@@ -155,6 +155,9 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
         public static let downstreamEvent = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue)
         public static let idle = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_IDLE.rawValue)
         public static let blockDownstream = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_BLOCK_DOWNSTREAM.rawValue)
+        /// Blocking, buffers only: runs before every non-blocking probe, and a pad linked in it sends its
+        /// sticky events (caps, segment) to the new peer before the buffer goes on (.remove lets it go).
+        public static let blockBuffer = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_BLOCK.rawValue | GST_PAD_PROBE_TYPE_BUFFER.rawValue)
     }
 
     public typealias ProbeHandler = @Sendable (ProbeInfo) -> ProbeReturn

@@ -365,12 +365,12 @@ final class SessionGraph: @unchecked Sendable {
     }
 
     /// Another device for a slot of a playing graph (a camera switch): the new source starts beside the old one,
-    /// unlinked, its buffers dropped, until it has delivered; then the tee moves from the old source to the new
-    /// one between two buffers, and only then is the old one stopped. So a device that cannot be opened, is busy
-    /// or delivers nothing costs nothing (the old one never stopped), and the outputs see a gap of about one
-    /// frame interval instead of the new device's whole start: a recording goes on, a preview keeps its last
-    /// picture. Two sources of one device cannot run at once: a new format of the same device goes through
-    /// unplug and plug instead.
+    /// unlinked, until it delivers; its first buffer moves the tee from the old source to the new one, on the new
+    /// source's streaming thread, and goes on into the outputs; only then is the old one stopped. So a device
+    /// that cannot be opened, is busy or delivers nothing costs nothing (the old one never stopped), and the
+    /// outputs see a gap of about one frame interval: a recording goes on, a preview keeps its last picture.
+    /// Two sources of one device cannot run at once: a new format of the same device goes through unplug and
+    /// plug instead.
     private func switchOver(from previous: SourceUnit, to unit: SourceUnit, tee: Element, timeout: Duration) throws(CaptureError) {
         do {
             try pipeline.add(unit.bin)
@@ -378,52 +378,36 @@ final class SessionGraph: @unchecked Sendable {
             throw .deviceFailed(device: unit.device.description, underlying: error as? GStreamerError
                                 ?? GStreamerError(kind: .stateChange, message: "\(error)"))
         }
-        let path = unit.bin.path
+        let path = unit.bin.path, previousPath = previous.bin.path
         busState.withLock { _ = $0.failedSources.remove(path) }
         watch(unit)
-        // An unlinked pad that pushes makes its source fail (not-linked): until the cut, its buffers are
-        // dropped here, after the trial's first-buffer probe (which onTrial adds before running the action).
-        let held = Atomic<Bool>(true)
+        let cut = SourceCut(previous: previous.bin, next: unit.bin, tee: tee) { [busState] path, silenced in
+            busState.withLock { state in
+                if silenced { state.failedSources.insert(path) } else { state.failedSources.remove(path) }
+            }
+        }
         let failure = onTrial(path, waitingForFirstBufferFrom: [unit], timeout: timeout) {
-            unit.bin.staticPad("src")?.addProbe(.buffer) { _ in held.load(ordering: .acquiring) ? .drop : .remove }
+            // Blocking probes run before the trial's first-buffer probe: the buffer that confirms the new
+            // source is the one that, once the tee is moved, reaches the outputs first.
+            unit.bin.staticPad("src")?.addProbe(.blockBuffer) { _ in cut.moveTee() }
             unit.bin.baseTime = pipeline.baseTime
             try unit.bin.setState(.ready)
             try unit.bin.syncStateWithParent()
         }
-        if let (failure, _) = failure {
+        if let failure = failure ?? cut.linkFailure.map({ ($0, unit.device) }) {
+            // The tee goes back to the old source if the new one took it (it failed after its first buffer).
+            cut.abandon()
             unwatch(path)
             _ = try? unit.bin.setState(.null)
             pipeline.remove(unit.bin)
-            let reason = SourceBuilder.explanation(of: failure, from: unit.device)
+            let reason = SourceBuilder.explanation(of: failure.0, from: unit.device)
             throw .deviceFailed(device: unit.device.description,
-                                underlying: reason.map { GStreamerError(kind: failure.kind, message: $0) } ?? failure)
+                                underlying: reason.map { GStreamerError(kind: failure.0.kind, message: $0) } ?? failure.0)
         }
         unit.bin.staticPad("src")?.addProbe(.downstreamEvent) { [busState] info in
             guard info.eventType == .endOfStream, busState.withLock({ $0.failedSources.contains(path) }) else { return .ok }
             return .drop
         }
-        // The cut: the old source's buffers go nowhere from now on (unlinked, it would fail before it is stopped),
-        // and whatever it says until it is stopped is dealt with (an error of a camera the session no longer
-        // uses must not fail the session).
-        let previousPath = previous.bin.path
-        busState.withLock { _ = $0.failedSources.insert(previousPath) }
-        let previousPad = previous.bin.staticPad("src")
-        let cut = previousPad?.addProbe(.buffer) { _ in .drop }
-        previous.bin.unlink(from: tee)
-        do {
-            try unit.bin.link(to: tee)
-        } catch {
-            // Nothing new reached the outputs: the old source goes on as it was.
-            unwatch(path)
-            _ = try? unit.bin.setState(.null)
-            pipeline.remove(unit.bin)
-            try? previous.bin.link(to: tee)
-            if let previousPad, let cut { previousPad.removeProbe(cut) }
-            busState.withLock { _ = $0.failedSources.remove(previousPath) }
-            throw .deviceFailed(device: unit.device.description, underlying: error as? GStreamerError
-                                ?? GStreamerError(kind: .link, message: "\(error)"))
-        }
-        held.store(false, ordering: .releasing)
         busState.withLock { $0.sources.append((path, unit.device)) }
         unwatch(previousPath)
         _ = try? previous.bin.setState(.null)

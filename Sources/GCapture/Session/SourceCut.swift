@@ -1,0 +1,77 @@
+import GStreamerKit
+
+/// The moment of a camera switch: the tee taken from the old source and given to the new one between two
+/// buffers, on the new source's streaming thread, in the blocking probe of its first buffer. That buffer is
+/// the first the outputs get, with no hop through the session's queue and no wait for the next frame (the
+/// switch's gap was 2.6 frame intervals in the VM that way). The session's thread may still abandon the
+/// switch when the new source fails: before the cut nothing happened; after it, the tee goes back.
+final class SourceCut: Sendable {
+    private enum Stage { case waiting, moved, abandoned }
+
+    private struct State {
+        var stage = Stage.waiting
+        var linkFailure: GStreamerError?
+        /// The probe that drops the old source's buffers once it no longer feeds the tee.
+        var oldSourceProbe: UInt?
+    }
+
+    private let state = Locked(State())
+    private let previous: Bin
+    private let next: Bin
+    private let tee: Element
+    /// Marks a source's errors and end of stream as dealt with (true), or as the session's again (false).
+    private let silence: @Sendable (_ path: String, _ silenced: Bool) -> Void
+
+    init(previous: Bin, next: Bin, tee: Element, silence: @escaping @Sendable (String, Bool) -> Void) {
+        self.previous = previous
+        self.next = next
+        self.tee = tee
+        self.silence = silence
+    }
+
+    /// Why the tee could not be linked to the new source, if it could not.
+    var linkFailure: GStreamerError? { state.withLock { $0.linkFailure } }
+
+    /// On the new source's streaming thread, at its buffers until the tee has moved (then the probe goes).
+    func moveTee() -> Pad.ProbeReturn {
+        state.withLock { state in
+            // An abandoned switch: the new source's buffers go nowhere until it is stopped.
+            guard state.stage == .waiting else { return .drop }
+            // The old source's buffers go nowhere from now on (unlinked, it would fail before it is stopped),
+            // and whatever it says until it is stopped is dealt with.
+            silence(previous.path, true)
+            let previousPad = previous.staticPad("src")
+            state.oldSourceProbe = previousPad?.addProbe(.buffer) { _ in .drop }
+            previous.unlink(from: tee)
+            do {
+                try next.link(to: tee)
+            } catch {
+                // Nothing new reached the outputs: the old source goes on as it was.
+                restorePrevious(&state)
+                state.linkFailure = error as? GStreamerError ?? GStreamerError(kind: .link, message: "\(error)")
+                state.stage = .abandoned
+                return .drop
+            }
+            state.stage = .moved
+            return .remove
+        }
+    }
+
+    /// On the session's thread, when the new source failed: the tee goes back to the old one if it had moved.
+    func abandon() {
+        state.withLock { state in
+            let moved = state.stage == .moved
+            state.stage = .abandoned
+            guard moved else { return }
+            next.unlink(from: tee)
+            restorePrevious(&state)
+        }
+    }
+
+    private func restorePrevious(_ state: inout State) {
+        try? previous.link(to: tee)
+        if let probe = state.oldSourceProbe { previous.staticPad("src")?.removeProbe(probe) }
+        state.oldSourceProbe = nil
+        silence(previous.path, false)
+    }
+}
