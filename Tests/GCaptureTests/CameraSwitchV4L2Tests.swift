@@ -113,14 +113,7 @@ final class CameraSwitchV4L2Tests: XCTestCase {
     /// A switch to a camera that another program holds: the running camera keeps running, and the commit says
     /// which camera failed.
     func testASwitchToABusyCameraKeepsTheOldOneRunning() async throws {
-        let cameras = try cameras()
-        let frames = CaptureVideoDataOutput()
-        let log = FrameLog(frames)
-        let session = try makeSession(camera: cameras[0], preset: Self.presets[0], outputs: [frames])
-        try await session.start()
-        let firstFrames = await log.waitFor(5, timeout: 10)
-        XCTAssertTrue(firstFrames)
-        let width = try XCTUnwrap(log.all.last?.width)
+        let (cameras, session, log, width) = try await runningOnTheFirstCamera()
         // Another program streams from the second camera (its first frame seen: the device is really taken).
         let busy = try Pipeline.launch("v4l2src device=\(Self.nodes[1]) ! appsink name=sink sync=false max-buffers=1 drop=true")
         let sink = try XCTUnwrap(busy.element(named: "sink").flatMap(AppSink.init))
@@ -141,14 +134,7 @@ final class CameraSwitchV4L2Tests: XCTestCase {
     /// fails): the running camera keeps running, and the commit says which camera failed. Named to run last in
     /// the class: vivid comes back only once every handle on it has closed, which can take a while.
     func testUnpluggedCameraSwitchedToKeepsTheOldOneRunning() async throws {
-        let cameras = try cameras()
-        let frames = CaptureVideoDataOutput()
-        let log = FrameLog(frames)
-        let session = try makeSession(camera: cameras[0], preset: Self.presets[0], outputs: [frames])
-        try await session.start()
-        let firstFrames = await log.waitFor(5, timeout: 10)
-        XCTAssertTrue(firstFrames)
-        let width = try XCTUnwrap(log.all.last?.width)
+        let (cameras, session, log, width) = try await runningOnTheFirstCamera()
         // vivid stays gone while a handle is open, as a USB camera's node does while a program still holds it.
         let handle = open(Self.nodes[1], O_RDWR)
         XCTAssertGreaterThanOrEqual(handle, 0)
@@ -160,6 +146,18 @@ final class CameraSwitchV4L2Tests: XCTestCase {
         }
         try await checkStillRunning(session, log, width: width, camera: cameras[0], after: "a switch to an unplugged camera")
         await session.stop()
+    }
+
+    /// A session running on the first camera with a frames output, its first frames seen, and their width.
+    private func runningOnTheFirstCamera() async throws -> ([CaptureDevice], CaptureSession, FrameLog, Int) {
+        let cameras = try cameras()
+        let frames = CaptureVideoDataOutput()
+        let log = FrameLog(frames)
+        let session = try makeSession(camera: cameras[0], preset: Self.presets[0], outputs: [frames])
+        try await session.start()
+        let firstFrames = await log.waitFor(5, timeout: 10)
+        XCTAssertTrue(firstFrames)
+        return (cameras, session, log, try XCTUnwrap(log.all.last?.width))
     }
 
     /// Whether the error names the camera (by its name, id or node).
