@@ -35,15 +35,7 @@ final class CameraPositionTests: XCTestCase {
         for (position, mirrored) in [(CaptureDevice.Position.front, true), (.back, false), (.unspecified, false)] {
             let camera = CaptureDevice.makeTestCamera(uniqueID: "position-\(position)", options: .init(
                 position: position, sizes: [.init(width: 320, height: 240)], maxFrameRate: 30))
-            let session = CaptureSession()
-            let preview = CapturePreviewOutput(environment: [:])
-            preview.sinkName = "fakesink"
-            let photos = CapturePhotoOutput()
-            try session.add(CaptureDeviceInput(device: camera))
-            try session.add(preview)
-            try session.add(photos)
-            try session.commitAndWait()
-            try await session.start()
+            let (session, preview, photos) = try await startPreviewAndPhotos(of: camera)
             XCTAssertEqual(preview.connection.isVideoMirrored, mirrored, "\(position)")
             XCTAssertFalse(photos.connection.isVideoMirrored, "\(position)")
             await session.stop()
@@ -81,15 +73,7 @@ final class CameraPositionV4L2Tests: XCTestCase {
         XCTAssertEqual(camera.position, .front)
         XCTAssertEqual(CaptureDevice.default(.builtInWideAngleCamera, for: .video, position: .front), camera)
 
-        let session = CaptureSession()
-        let preview = CapturePreviewOutput(environment: [:])
-        preview.sinkName = "fakesink"
-        let photos = CapturePhotoOutput()
-        try session.add(CaptureDeviceInput(device: camera))
-        try session.add(preview)
-        try session.add(photos)
-        try session.commitAndWait()
-        try await session.start()
+        let (session, preview, photos) = try await startPreviewAndPhotos(of: camera)
         XCTAssertTrue(preview.connection.isVideoMirrored)
         XCTAssertFalse(photos.connection.isVideoMirrored)
 
@@ -109,4 +93,18 @@ final class CameraPositionV4L2Tests: XCTestCase {
         preview.connection.videoRotationAngle = coordinator.videoRotationAngleForHorizonLevelPreview
         await session.stop()
     }
+}
+
+/// A running session of `camera` with a preview (on fakesink: only its connection is looked at) and photos.
+private func startPreviewAndPhotos(of camera: CaptureDevice) async throws -> (CaptureSession, CapturePreviewOutput, CapturePhotoOutput) {
+    let session = CaptureSession()
+    let preview = CapturePreviewOutput(environment: [:])
+    preview.sinkName = "fakesink"
+    let photos = CapturePhotoOutput()
+    try session.add(CaptureDeviceInput(device: camera))
+    try session.add(preview)
+    try session.add(photos)
+    try session.commitAndWait()
+    try await session.start()
+    return (session, preview, photos)
 }
