@@ -139,7 +139,8 @@ struct RunCommand: AsyncParsableCommand {
         guard let file else { return (try captureFromOptions(), CaptureController.reapplyCurrentSettings) }
         let described = try DescriptionCommandSupport.open(file, safe: safe, root: root)
         let capture = ControlledCapture(session: described.session, photoOutput: described.photoOutput,
-                                        movieOutput: described.movieOutput, settings: Self.settings(of: described),
+                                        movieOutput: described.movieOutput, streamOutput: described.streamOutput,
+                                        streamLocation: described.checked.streamLocation, settings: Self.settings(of: described),
                                         camera: described.cameraInput.device.description,
                                         microphone: described.microphoneInput?.device.description,
                                         notices: described.checked.notices)

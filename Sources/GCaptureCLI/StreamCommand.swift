@@ -113,13 +113,8 @@ struct StreamCommand: AsyncParsableCommand {
         let started = Date()
         let printer = Task {
             for await state in states {
-                var object: [String: Any] = ["event": "streamState", "state": state.name]
-                if case .reconnecting(let attempt, let next, let reason) = state {
-                    object["attempt"] = attempt
-                    object["retryIn"] = max(0, next.timeIntervalSinceNow)
-                    object["reason"] = reason
-                }
-                if case .failed(let error) = state { object["error"] = "\(error)" }
+                var object: [String: Any] = state.eventFields
+                object["event"] = "streamState"
                 events.emit(object, text: "\nstream: \(state)")
             }
         }

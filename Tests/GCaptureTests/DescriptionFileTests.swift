@@ -50,6 +50,7 @@ final class DescriptionFileTests: XCTestCase {
         XCTAssertEqual(Set(Schema.patterns), Set(TestCameraOptions.Pattern.allCases.map(\.rawValue)))
         XCTAssertEqual(Set(Schema.qualities), Set(CapturePhotoOutput.QualityPrioritization.allCases.map(\.description)))
         XCTAssertEqual(Schema.quarterTurns.map(Double.init), CaptureConnection.supportedVideoRotationAngles)
+        XCTAssertEqual(Set(Schema.streamProfiles), Set(CaptureStreamOutput.Profile.allCases.map(\.rawValue)))
     }
 
     /// Aliases multiply what a small file holds (a "billion laughs"): the reader stops counting at its

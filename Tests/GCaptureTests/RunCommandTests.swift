@@ -91,6 +91,42 @@ final class RunCommandTests: XCTestCase {
         XCTAssertGreaterThan(try probe(URL(fileURLWithPath: movie)).duration, 0.5)
     }
 
+    /// A description's `outputs.stream` publishes for the whole run (issue 14): HLS beside the file, its
+    /// states as streamState events, the playlist closed at quit and played by ffprobe, video and audio.
+    func testADescriptionsStreamPublishesForTheWholeRun() throws {
+        let folder = try temporaryFolder()
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("hls"), withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("stream.yaml")
+        try """
+            version: 1
+            camera:
+              id: test
+              preset: low
+            microphone: test-microphone
+            outputs:
+              stream:
+                url: hls/live.m3u8
+                key-interval: 1
+                profile: constrained-baseline
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let run = try launch("gcapture", ["run", file.path, "--json"], writesStdin: true)
+        XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
+        let deadline = Date().addingTimeInterval(20)
+        while !run.events("streamState").contains(where: { $0["state"] as? String == "live" }), Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTAssertTrue(run.events("streamState").contains { $0["state"] as? String == "live" }, "never live: \(run.output) \(run.errorOutput)")
+        Thread.sleep(forTimeInterval: 4)
+        quit(run)
+        checkLines(run)
+        let playlist = folder.appendingPathComponent("hls/live.m3u8")
+        let text = try String(contentsOf: playlist, encoding: .utf8)
+        XCTAssertTrue(text.contains("#EXT-X-ENDLIST"), "the playlist was not closed at quit: \(text)")
+        let probed = try probe(playlist, countFrames: false)
+        XCTAssertEqual(Set(probed.codecs), ["h264", "aac"], "\(probed.streams)")
+        XCTAssertGreaterThan(probed.duration, 2.5)
+    }
+
     func testJSONRequestsMakePhotosAndARecordingAnsweredByTheirIds() throws {
         let folder = try temporaryFolder()
         let run = try startRun(folder)

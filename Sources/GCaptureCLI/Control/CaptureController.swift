@@ -43,6 +43,7 @@ actor CaptureController {
     private var photosIdle: [CheckedContinuation<Void, Never>] = []
     private var stopping = false
     private var sessionEvents: Task<Void, Never>?
+    private var streamEvents: Task<Void, Never>?
 
     /// `onFatalError`: the session stopped by itself (the run then ends, with an error).
     init(capture: ControlledCapture, output: ControlOutput, onReload: @escaping ReloadHook = CaptureController.reapplyCurrentSettings,
@@ -70,6 +71,18 @@ actor CaptureController {
         if !capture.notices.isEmpty { fields["notice"] = capture.notices.joined(separator: "; ") }
         output.event("started", fields, text: "running with \(camera)" + (capture.microphone.map { " and \($0)" } ?? "")
                         + "; photos go to \(settings.photoFolder.path), movies to \(settings.movieFolder.path)")
+        try startStream()
+    }
+
+    /// A description's stream: its states as `streamState` events (as `gcapture stream --json` prints them).
+    private func startStream() throws(CaptureError) {
+        guard let stream = capture.streamOutput, let location = capture.streamLocation else { return }
+        let states = stream.stateUpdates()
+        let output = output
+        streamEvents = Task {
+            for await state in states { output.event("streamState", state.eventFields, text: "stream: \(state)") }
+        }
+        try stream.startStreaming(to: location)
     }
 
     /// Finishes everything: the recording is finalized, the photos requested are written, the session stops.
@@ -82,8 +95,15 @@ actor CaptureController {
             forget(recording)
         }
         await photosWritten()
+        if let stream = capture.streamOutput, stream.isStreaming {
+            // Ended as a stream ends (HLS's playlist closed, the RTMP server told), before the session stops.
+            stream.stopStreaming()
+            let deadline = Date().addingTimeInterval(5)
+            while stream.isStreaming, Date() < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+        }
         await capture.session.stop()
         sessionEvents?.cancel()
+        streamEvents?.cancel()
     }
 
     private nonisolated static func report(_ event: CaptureSession.Event, output: ControlOutput, onFatalError: @Sendable (String) -> Void) {

@@ -11,6 +11,9 @@ struct ControlledCapture: Sendable {
     var photoOutput: CapturePhotoOutput?
     /// Nil when the set-up records no movies: `record` answers so.
     var movieOutput: CaptureMovieFileOutput?
+    /// A description's stream: published from the start of the run to its end, its states reported.
+    var streamOutput: CaptureStreamOutput?
+    var streamLocation: String?
     /// What may change while it runs (a `rotate`, a reload).
     var settings: ControlledCaptureSettings
     /// Said in the started event: the devices in use, and why a test device stands in when one does.

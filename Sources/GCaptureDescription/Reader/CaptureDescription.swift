@@ -65,7 +65,8 @@ public struct CaptureDescription: Sendable, Equatable {
         public var photo: Photo?
         public var movie: Movie?
         public var frames: Frames?
-        public var isEmpty: Bool { preview == nil && photo == nil && movie == nil && frames == nil }
+        public var stream: Stream?
+        public var isEmpty: Bool { preview == nil && photo == nil && movie == nil && frames == nil && stream == nil }
     }
 
     /// A window showing the camera (CapturePreviewOutput).
@@ -113,6 +114,20 @@ public struct CaptureDescription: Sendable, Equatable {
         public var width: Int?
         public var height: Int?
         public var discardLate = true
+    }
+
+    /// The session published live (CaptureStreamOutput) from the start of the run to its end.
+    public struct Stream: Sendable, Equatable {
+        /// rtmp://, srt://, rtsp:// or an HLS playlist's path (relative to the folder the run starts in, or
+        /// to the root under --safe, where publishing is refused).
+        public var url = ""
+        /// Kbit/s; nil: from the frame size.
+        public var bitRate: Int?
+        /// Seconds between key frames.
+        public var keyInterval: Double = 2
+        /// main or constrained-baseline (CaptureStreamOutput.Profile).
+        public var profile = "main"
+        public var encoder: String?
     }
 
     /// The rotation photos and movies get: the mount angle plus the extra rotation, in quarter turns.

@@ -8,12 +8,13 @@ enum Schema {
     static let keys: [String: [String]] = [
         "": ["version", "camera", "microphone", "rotation", "mirror", "outputs", "filters"],
         "camera": ["id", "position", "preset", "mount", "source", "pattern", "noise"],
-        "outputs": ["preview", "photo", "movie", "frames"],
+        "outputs": ["preview", "photo", "movie", "frames", "stream"],
         "outputs.preview": ["sink", "gravity", "fullscreen", "mirror"],
         "outputs.photo": ["quality", "zero-shutter-lag", "deferred", "folder", "name", "exif-orientation"],
         "outputs.movie": ["audio", "format", "fragment-interval", "max-duration", "max-size", "min-free-disk",
                           "encoder", "bit-rate", "folder", "name"],
         "outputs.frames": ["format", "width", "height", "discard-late"],
+        "outputs.stream": ["url", "bit-rate", "key-interval", "profile", "encoder"],
     ]
 
     /// CaptureSession.Preset's names (a test keeps the two lists equal).
@@ -30,6 +31,8 @@ enum Schema {
     /// CapturePreviewOutput.VideoGravity's names, spelled as keys are.
     static let gravities = ["resize-aspect", "resize-aspect-fill", "resize"]
     static let previewMirroring = ["auto", "on", "off"]
+    /// CaptureStreamOutput.Profile's names (a test keeps the two lists equal).
+    static let streamProfiles = ["main", "constrained-baseline"]
 
     /// The mappings that hold a key, for "belongs under" hints when a key is at the wrong level.
     static func parents(of key: String) -> [String] {

@@ -25,10 +25,10 @@ extension Walker {
         if let node = top["outputs"] {
             description.outputs = readOutputs(node)
             if description.outputs.isEmpty, case .mapping = node {
-                error(at(node), "outputs has none of preview, photo, movie or frames: the session would capture for nobody")
+                error(at(node), "outputs has none of preview, photo, movie, frames or stream: the session would capture for nobody")
             }
         } else {
-            error(.start, "the description has no `outputs:` (preview, photo, movie or frames)")
+            error(.start, "the description has no `outputs:` (preview, photo, movie, frames or stream)")
         }
         if let node = top["filters"] { description.filters = readFilters(node) }
         if let movie = description.outputs.movie, movie.audio, description.microphone == .none,
@@ -112,6 +112,7 @@ extension Walker {
         if let node = fields["photo"], enabled(node, "outputs.photo") { outputs.photo = readPhoto(node) }
         if let node = fields["movie"], enabled(node, "outputs.movie") { outputs.movie = readMovie(node) }
         if let node = fields["frames"], enabled(node, "outputs.frames") { outputs.frames = readFrames(node) }
+        if let node = fields["stream"], enabled(node, "outputs.stream") { outputs.stream = readStream(node) }
         return outputs
     }
 
@@ -178,13 +179,7 @@ extension Walker {
             movie.maxSize = SafeLimits.defaultMaxSize
         }
         if let node = fields["min-free-disk"], let value = bytes(node, "\(p).min-free-disk", minimum: 0) { movie.minFreeDisk = value }
-        if let node = fields["encoder"], let value = text(node, "\(p).encoder") {
-            if value.isEmpty || !value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) {
-                error(at(node), "\(p).encoder needs one element name (like x264enc), not '\(value)'")
-            } else {
-                movie.encoder = value
-            }
-        }
+        if let node = fields["encoder"], let value = elementName(node, "\(p).encoder") { movie.encoder = value }
         if let node = fields["bit-rate"], let value = integer(node, "\(p).bit-rate", in: 16...1_000_000, unit: "kbit/s") { movie.bitRate = value }
         if let node = fields["folder"], let value = folder(node, "\(p).folder") { movie.folder = value }
         let extensions = movie.format == "mp4" ? ["mp4", "m4v", "mov"] : ["mkv"]
@@ -194,6 +189,40 @@ extension Walker {
             movie.name = try! FileNamePattern(parsing: "movie-{counter}.mkv")
         }
         return movie
+    }
+
+    /// One GStreamer element's name (an encoder), nothing that could be a pipeline fragment.
+    private mutating func elementName(_ node: Node, _ path: String) -> String? {
+        guard let value = text(node, path) else { return nil }
+        guard !value.isEmpty, value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+            error(at(node), "\(path) needs one element name (like x264enc), not '\(value)'")
+            return nil
+        }
+        return value
+    }
+
+    /// A mapping with at least a url: `stream: true` has nowhere to publish to.
+    private mutating func readStream(_ node: Node) -> CaptureDescription.Stream? {
+        let p = "outputs.stream"
+        let missingURL = "\(p) needs a url: rtmp://HOST/APP/KEY, srt://HOST:PORT, rtsp://HOST:PORT/PATH or an HLS playlist's path (.m3u8)"
+        guard case .mapping = node else {
+            error(at(node), missingURL)
+            return nil
+        }
+        guard let fields = entries(node, path: p, what: p) else { return nil }
+        var stream = CaptureDescription.Stream()
+        if let urlNode = fields["url"] {
+            if let value = text(urlNode, "\(p).url") {
+                if value.trimmingCharacters(in: .whitespaces).isEmpty { error(at(urlNode), missingURL) } else { stream.url = value }
+            }
+        } else {
+            error(at(node), missingURL)
+        }
+        if let node = fields["bit-rate"], let value = integer(node, "\(p).bit-rate", in: 100...100_000, unit: "kbit/s") { stream.bitRate = value }
+        if let node = fields["key-interval"], let value = seconds(node, "\(p).key-interval", in: 0.1...60) { stream.keyInterval = value }
+        if let node = fields["profile"], let value = choice(node, "\(p).profile", among: Schema.streamProfiles) { stream.profile = value }
+        if let node = fields["encoder"], let value = elementName(node, "\(p).encoder") { stream.encoder = value }
+        return stream
     }
 
     private mutating func readFrames(_ node: Node) -> CaptureDescription.Frames {

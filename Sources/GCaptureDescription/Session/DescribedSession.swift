@@ -13,6 +13,8 @@ public final class DescribedSession: @unchecked Sendable {
     public let movieOutput: CaptureMovieFileOutput?
     public let frameOutput: CaptureVideoDataOutput?
     public let previewOutput: CapturePreviewOutput?
+    /// Publishes from `start` on to `checked.streamLocation`.
+    public let streamOutput: CaptureStreamOutput?
 
     private struct State {
         var checked: CheckedDescription
@@ -38,11 +40,13 @@ public final class DescribedSession: @unchecked Sendable {
         let description = checked.description
         session = CaptureSession(name: "described")
         let cameraInput = try CaptureDeviceInput(device: checked.camera)
-        let recordsAudio = description.outputs.movie?.audio ?? false
+        // A stream carries the microphone too (as `gcapture stream` does), unless the description says `none`.
+        let recordsAudio = (description.outputs.movie?.audio ?? false) || description.outputs.stream != nil
         microphoneInput = try recordsAudio ? checked.microphone.map { device throws(CaptureError) in try CaptureDeviceInput(device: device) } : nil
         photoOutput = description.outputs.photo.map { _ in CapturePhotoOutput() }
         movieOutput = description.outputs.movie.map { _ in CaptureMovieFileOutput() }
         frameOutput = description.outputs.frames.map { _ in CaptureVideoDataOutput() }
+        streamOutput = description.outputs.stream.map { _ in CaptureStreamOutput() }
         previewOutput = description.outputs.preview.map { preview in
             let output = CapturePreviewOutput()
             output.sinkName = preview.sink == "auto" ? nil : preview.sink
@@ -70,10 +74,22 @@ public final class DescribedSession: @unchecked Sendable {
     }
 
     public var outputs: [CaptureOutput] {
-        [previewOutput as CaptureOutput?, photoOutput, movieOutput, frameOutput].compactMap { $0 }
+        [previewOutput as CaptureOutput?, photoOutput, movieOutput, frameOutput, streamOutput].compactMap { $0 }
     }
 
-    public func start() async throws(CaptureError) { try await session.start() }
+    /// Starts the session, and the stream if the description has one.
+    public func start() async throws(CaptureError) {
+        try await session.start()
+        try startStreaming()
+    }
+
+    /// Starts publishing to the description's stream location (the session must be running); nothing
+    /// without a stream output or while it publishes already. The supervisor retries a server that is away.
+    public func startStreaming() throws(CaptureError) {
+        guard let streamOutput, let location = checked.streamLocation, !streamOutput.isStreaming else { return }
+        try streamOutput.startStreaming(to: location)
+    }
+
     public func stop() async { await session.stop() }
 
     /// The settings of outputs that can change while the session runs (they apply from the next photo or
@@ -98,6 +114,12 @@ public final class DescribedSession: @unchecked Sendable {
             movieOutput.videoBitRate = movie.bitRate.map { $0 * 1000 }
             let files = OutputFiles(folder: folder, pattern: movie.name)
             state.withLock { $0.movieFiles = files }
+        }
+        if let stream = description.outputs.stream, let streamOutput {
+            streamOutput.videoBitRate = stream.bitRate.map { $0 * 1000 }
+            streamOutput.keyFrameInterval = stream.keyInterval
+            streamOutput.profile = CaptureStreamOutput.Profile(rawValue: stream.profile) ?? .main
+            streamOutput.videoEncoder = stream.encoder
         }
         if let frames = description.outputs.frames, let frameOutput {
             frameOutput.alwaysDiscardsLateVideoFrames = frames.discardLate
@@ -217,6 +239,8 @@ public final class DescribedSession: @unchecked Sendable {
             ("outputs.frames", was.outputs.frames.map { ($0.format, $0.width, $0.height) } ?? (nil, nil, nil)
                 != now.outputs.frames.map { ($0.format, $0.width, $0.height) } ?? (nil, nil, nil)
                 || (was.outputs.frames == nil) != (now.outputs.frames == nil)),
+            // The stream's branch and connection are made when it starts.
+            ("outputs.stream", was.outputs.stream != now.outputs.stream || old.streamLocation != new.streamLocation),
             ("microphone", old.microphone != new.microphone || was.outputs.movie?.audio != now.outputs.movie?.audio),
         ]
         report.needsRestart = structural.filter(\.1).map(\.0)

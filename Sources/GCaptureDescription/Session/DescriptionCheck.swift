@@ -33,6 +33,8 @@ public struct CheckedDescription: Sendable {
     /// Where photos and movies go, absolute (created when the session is built).
     public let photoFolder: URL?
     public let movieFolder: URL?
+    /// Where the stream goes, as CaptureStreamOutput takes it (an HLS playlist's path made absolute).
+    public let streamLocation: String?
     /// What runs otherwise than written (keys for features this engine does not have yet).
     public let warnings: [DescriptionDiagnostic]
     /// Test devices standing in for missing real ones (only with `fallsBackToTestDevices`).
@@ -79,7 +81,7 @@ extension CaptureDescription {
         guard errors.isEmpty, let result else { throw DescriptionError(errors) }
         return CheckedDescription(description: description, camera: result.camera, microphone: result.microphone,
                                   photoFolder: result.photoFolder, movieFolder: result.movieFolder,
-                                  warnings: all.filter { $0.severity == .warning }, notices: checker.notices)
+                                  streamLocation: result.streamLocation, warnings: all.filter { $0.severity == .warning }, notices: checker.notices)
     }
 }
 
@@ -102,6 +104,7 @@ struct MachineCheck {
         var microphone: CaptureDevice?
         var photoFolder: URL?
         var movieFolder: URL?
+        var streamLocation: String?
     }
 
     mutating func error(_ position: SourcePosition, _ message: String) {
@@ -134,6 +137,7 @@ struct MachineCheck {
         let movieFolder = description.outputs.movie.flatMap { folder($0.folder, "outputs.movie.folder") }
         found?.photoFolder = photoFolder
         found?.movieFolder = movieFolder
+        found?.streamLocation = description.outputs.stream.flatMap { checkStream($0) }
         return found
     }
 
@@ -281,6 +285,36 @@ struct MachineCheck {
         } catch {
             self.error(description.keyPosition(of: "outputs.preview"), "outputs.preview: \(error)")
         }
+    }
+
+    // MARK: Stream
+
+    /// Where the stream goes, as CaptureStreamOutput takes it: the URL, or an HLS playlist's path made
+    /// absolute against the root (the description's folder). The scheme, the plugins (by Debian package),
+    /// the playlist's folder and the encoder are checked here, at the url. Under --safe a description may
+    /// not send the camera anywhere.
+    mutating func checkStream(_ stream: CaptureDescription.Stream) -> String? {
+        let path = "outputs.stream.url"
+        // No url (or one the reader refused) was reported where it is missing.
+        guard !stream.url.isEmpty, !refused(path) else { return nil }
+        if options.safe {
+            error(description.keyPosition(of: "outputs.stream"), "outputs.stream publishes the camera to a server, which --safe forbids")
+            return nil
+        }
+        var location = stream.url
+        if !location.contains("://"), !location.hasPrefix("/") {
+            let base = options.root ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+            location = base.appendingPathComponent(location).standardizedFileURL.path
+        }
+        let output = CaptureStreamOutput()
+        output.videoEncoder = refused("outputs.stream.encoder") ? nil : stream.encoder
+        do {
+            try output.checkDestination(location)
+        } catch {
+            self.error(description.position(of: path), "\(path): \(error)")
+            return nil
+        }
+        return location
     }
 
     // MARK: Folders
