@@ -16,7 +16,7 @@ if ! swift package --allow-writing-to-directory "$out" generate-documentation --
   exit 1
 fi
 for page in gcapture gcapture/gettingstarted gcapture/portingfromavfoundation gcapture/takingphotos \
-            gcapture/recordingmovies gcapture/handlinginterruptions gcapture/descriptionfiles gcapture/capturesession; do
+            gcapture/recordingmovies gcapture/handlinginterruptions gcapture/streaminglive gcapture/descriptionfiles gcapture/capturesession; do
   [ -f "$out/documentation/$page/index.html" ] || [ -f "$out/data/documentation/$page.json" ] \
     || { echo "build-docs: $page is missing from $out" >&2; exit 1; }
 done
