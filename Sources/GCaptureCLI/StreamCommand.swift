@@ -49,6 +49,9 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(help: "H.264 profile: `main` (default) or `constrained-baseline`.")
     var profile: CaptureStreamOutput.Profile = .main
 
+    @Option(help: "Audio codec: `aac` (default) or `opus` (over srt:// and rtsp:// only).")
+    var audioCodec: CaptureStreamOutput.AudioCodec = .aac
+
     @Option(parsing: .unconditional, help: "Seconds to publish, \(durationRange.accepted); without it, until Ctrl-C or another signal.",
             transform: durationRange.parser)
     var duration: Double?
@@ -68,6 +71,7 @@ struct StreamCommand: AsyncParsableCommand {
         stream.videoBitRate = bitrate.map { $0 * 1000 }
         stream.keyFrameInterval = keyInterval
         stream.profile = profile
+        stream.audioCodec = audioCodec
         // The URL first: a mistake in it is the user's to fix before any device is opened.
         try stream.checkDestination(url)
         let movieURL = record.map { URL(fileURLWithPath: $0).standardizedFileURL }
@@ -162,6 +166,7 @@ struct StreamCommand: AsyncParsableCommand {
 }
 
 extension CaptureStreamOutput.Profile: ExpressibleByArgument {}
+extension CaptureStreamOutput.AudioCodec: ExpressibleByArgument {}
 
 extension EventPrinter {
     func streamProgress(_ stream: CaptureStreamOutput, elapsed: Double) {

@@ -51,6 +51,7 @@ final class DescriptionFileTests: XCTestCase {
         XCTAssertEqual(Set(Schema.qualities), Set(CapturePhotoOutput.QualityPrioritization.allCases.map(\.description)))
         XCTAssertEqual(Schema.quarterTurns.map(Double.init), CaptureConnection.supportedVideoRotationAngles)
         XCTAssertEqual(Set(Schema.streamProfiles), Set(CaptureStreamOutput.Profile.allCases.map(\.rawValue)))
+        XCTAssertEqual(Set(Schema.streamAudioCodecs), Set(CaptureStreamOutput.AudioCodec.allCases.map(\.rawValue)))
     }
 
     /// Aliases multiply what a small file holds (a "billion laughs"): the reader stops counting at its

@@ -255,6 +255,37 @@ final class StreamOutputTests: XCTestCase {
         XCTAssertGreaterThan(stats.bytesSent, 50_000)
     }
 
+    /// Opus where the protocol carries it: over SRT the listener's MPEG-TS holds Opus with the H.264; for
+    /// RTMP (FLV) and HLS it is refused before anything starts, naming AAC.
+    func testOpusTravelsOverSRTAndIsRefusedWhereItCannot() async throws {
+        guard FileManager.default.isExecutableFile(atPath: SRTListener.path) else {
+            throw TestEnvironment.missing("srt-live-transmit is not installed (apt install srt-tools)")
+        }
+        let folder = try temporaryFolder()
+        let stream = CaptureStreamOutput()
+        stream.audioCodec = .opus
+        for refused in ["rtmp://127.0.0.1/live/key", folder.appendingPathComponent("live.m3u8").path] {
+            XCTAssertThrowsError(try stream.checkDestination(refused), refused) { error in
+                XCTAssertTrue("\(error)".contains("AAC"), "\(error)")
+            }
+        }
+        let port = try freeLoopbackPort(udp: true)
+        var listener = try SRTListener(port: port, output: folder.appendingPathComponent("opus.ts"))
+        defer { listener.kill() }
+        let session = try await streamingSession(stream, also: [])
+        defer { Task { await session.stop() } }
+        try stream.startStreaming(to: "srt://127.0.0.1:\(port)")
+        let live = try await waitFor(stream, "live", within: 10)
+        XCTAssertEqual(live, .live, "\(live)")
+        try await Task.sleep(for: .seconds(3))
+        stream.stopStreaming()
+        _ = try await waitFor(stream, "idle", within: 5)
+        listener.kill()
+        let probed = try probe(folder.appendingPathComponent("opus.ts"))
+        XCTAssertEqual(probed.codecs.sorted(), ["h264", "opus"])
+        XCTAssertGreaterThan(probed.videoFrames ?? 0, 45)
+    }
+
     /// HLS: the playlist and its segments appear, old segments go as new ones come, ffprobe plays it.
     func testHLSPlaylistAndSegmentsAppearAndRoll() async throws {
         let folder = try temporaryFolder()

@@ -128,6 +128,8 @@ public struct CaptureDescription: Sendable, Equatable {
         /// main or constrained-baseline (CaptureStreamOutput.Profile).
         public var profile = "main"
         public var encoder: String?
+        /// aac, or opus where the protocol carries it (srt://, rtsp://).
+        public var audioCodec = "aac"
     }
 
     /// The rotation photos and movies get: the mount angle plus the extra rotation, in quarter turns.

@@ -14,7 +14,7 @@ enum Schema {
         "outputs.movie": ["audio", "format", "fragment-interval", "max-duration", "max-size", "min-free-disk",
                           "encoder", "bit-rate", "folder", "name"],
         "outputs.frames": ["format", "width", "height", "discard-late"],
-        "outputs.stream": ["url", "bit-rate", "key-interval", "profile", "encoder"],
+        "outputs.stream": ["url", "bit-rate", "key-interval", "profile", "encoder", "audio-codec"],
     ]
 
     /// CaptureSession.Preset's names (a test keeps the two lists equal).
@@ -33,6 +33,8 @@ enum Schema {
     static let previewMirroring = ["auto", "on", "off"]
     /// CaptureStreamOutput.Profile's names (a test keeps the two lists equal).
     static let streamProfiles = ["main", "constrained-baseline"]
+    /// CaptureStreamOutput.AudioCodec's names.
+    static let streamAudioCodecs = ["aac", "opus"]
 
     /// The mappings that hold a key, for "belongs under" hints when a key is at the wrong level.
     static func parents(of key: String) -> [String] {

@@ -222,6 +222,7 @@ extension Walker {
         if let node = fields["key-interval"], let value = seconds(node, "\(p).key-interval", in: 0.1...60) { stream.keyInterval = value }
         if let node = fields["profile"], let value = choice(node, "\(p).profile", among: Schema.streamProfiles) { stream.profile = value }
         if let node = fields["encoder"], let value = elementName(node, "\(p).encoder") { stream.encoder = value }
+        if let node = fields["audio-codec"], let value = choice(node, "\(p).audio-codec", among: Schema.streamAudioCodecs) { stream.audioCodec = value }
         return stream
     }
 

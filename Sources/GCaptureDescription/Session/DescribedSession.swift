@@ -120,6 +120,7 @@ public final class DescribedSession: @unchecked Sendable {
             streamOutput.keyFrameInterval = stream.keyInterval
             streamOutput.profile = CaptureStreamOutput.Profile(rawValue: stream.profile) ?? .main
             streamOutput.videoEncoder = stream.encoder
+            streamOutput.audioCodec = CaptureStreamOutput.AudioCodec(rawValue: stream.audioCodec) ?? .aac
         }
         if let frames = description.outputs.frames, let frameOutput {
             frameOutput.alwaysDiscardsLateVideoFrames = frames.discardLate

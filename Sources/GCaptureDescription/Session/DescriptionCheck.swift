@@ -308,6 +308,7 @@ struct MachineCheck {
         }
         let output = CaptureStreamOutput()
         output.videoEncoder = refused("outputs.stream.encoder") ? nil : stream.encoder
+        output.audioCodec = CaptureStreamOutput.AudioCodec(rawValue: stream.audioCodec) ?? .aac
         do {
             try output.checkDestination(location)
         } catch {

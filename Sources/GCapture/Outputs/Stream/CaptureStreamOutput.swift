@@ -23,9 +23,17 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         case constrainedBaseline = "constrained-baseline"
     }
 
+    /// The audio codec: AAC goes everywhere; Opus only where the container carries it (SRT's MPEG-TS,
+    /// RTSP's RTP), not in FLV (RTMP) nor in HLS's segments, which players read as AAC.
+    public enum AudioCodec: String, Sendable, Codable, CaseIterable {
+        case aac
+        case opus
+    }
+
     private struct Settings {
         var videoBitRate: Int?
         var audioBitRate = 128_000
+        var audioCodec = AudioCodec.aac
         var keyFrameInterval = 2.0
         var profile = Profile.main
         var videoEncoder: String?
@@ -97,6 +105,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     /// Video bits per second; nil picks one from the frame size (720p: 1.8 Mbit/s, 1080p: 4 Mbit/s).
     public var videoBitRate: Int? { get { locked { settings.videoBitRate } } set { locked { settings.videoBitRate = newValue } } }
     /// AAC bits per second. Default 128 000.
+    public var audioCodec: AudioCodec { get { locked { settings.audioCodec } } set { locked { settings.audioCodec = newValue } } }
     public var audioBitRate: Int { get { locked { settings.audioBitRate } } set { locked { settings.audioBitRate = max(8000, newValue) } } }
     /// Seconds between key frames: how long a player joining mid-stream waits for a picture, and HLS's
     /// segment length. Default 2.
@@ -198,6 +207,13 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     public func checkDestination(_ location: String) throws(CaptureError) -> StreamDestination {
         let destination = try StreamDestination(location)
         try destination.checkInstalled()
+        if audioCodec == .opus {
+            guard destination.carriesOpus else {
+                throw .invalidSettings("Opus audio does not travel in \(destination.kind == .rtmp ? "RTMP's FLV" : "HLS's segments"); use AAC there, or Opus over srt:// or rtsp://")
+            }
+            guard GStreamer.hasElement("opusenc") else { throw .missingPackage(element: "opusenc", package: "gstreamer1.0-plugins-base") }
+            guard GStreamer.hasElement("opusparse") else { throw .missingPackage(element: "opusparse", package: "gstreamer1.0-plugins-bad") }
+        }
         if destination.kind == .hls {
             let folder = (destination.location as NSString).deletingLastPathComponent
             var isFolder: ObjCBool = false
@@ -257,7 +273,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         let width = selection?.format.width ?? 1280, height = selection?.format.height ?? 720
         return StreamEncoding(destination: destination, profile: settings.profile,
                               videoBitRate: settings.videoBitRate ?? max(500_000, width * height * 2),
-                              audioBitRate: settings.audioBitRate,
+                              audioBitRate: settings.audioBitRate, audioCodec: settings.audioCodec,
                               frameRate: Int((selection?.frameRate.doubleValue ?? 30).rounded()),
                               keyFrameInterval: settings.keyFrameInterval,
                               withAudio: graph.hasSource(.audio) && destination.carriesAudio,

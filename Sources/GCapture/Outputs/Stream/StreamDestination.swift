@@ -93,6 +93,8 @@ public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether the protocol carries AAC (all four do; Opus only SRT/RTSP, which we do not use yet).
     var carriesAudio: Bool { true }
+    /// MPEG-TS (SRT) and RTP (RTSP) carry Opus; FLV does not, and HLS players expect AAC in their segments.
+    var carriesOpus: Bool { kind == .srt || kind == .rtsp }
 
     /// The sink end in gst-launch syntax, named "sink", fed by the pads named in `videoPad`/`audioPad`.
     /// Each protocol's muxer is pinned where it matters: FLV streamable (no seeking back to patch headers),

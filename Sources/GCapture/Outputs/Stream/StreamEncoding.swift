@@ -3,12 +3,13 @@ import GStreamerKit
 /// The encoders of a stream, constrained to what servers and players accept: H.264 in 4:2:0 at a fixed
 /// profile (x264enc left to itself picks High 4:4:4 10-bit from some inputs, which servers reject), a key
 /// frame at a fixed interval, no B-frames, SPS/PPS before every key frame (a player joining mid-stream
-/// decodes from the next one), AAC at 48 kHz stereo.
+/// decodes from the next one), AAC (or Opus where the container carries it) at 48 kHz stereo.
 struct StreamEncoding: Sendable {
     var destination: StreamDestination
     var profile: CaptureStreamOutput.Profile
     var videoBitRate: Int
     var audioBitRate: Int
+    var audioCodec: CaptureStreamOutput.AudioCodec = .aac
     var frameRate: Int
     /// Seconds between key frames.
     var keyFrameInterval: Double
@@ -38,10 +39,16 @@ struct StreamEncoding: Sendable {
             sink,
         ]
         if withAudio {
-            guard let aac = MovieEncoding.aacEncoder else { throw .missingPackage(element: "voaacenc", package: "gstreamer1.0-plugins-bad") }
+            let encoder: String
+            switch audioCodec {
+            case .aac:
+                guard let aac = MovieEncoding.aacEncoder else { throw .missingPackage(element: "voaacenc", package: "gstreamer1.0-plugins-bad") }
+                encoder = "\(aac) bitrate=\(audioBitRate) ! aacparse name=\(Self.encodedAudio)"
+            case .opus:
+                encoder = "opusenc bitrate=\(audioBitRate) ! opusparse name=\(Self.encodedAudio)"
+            }
             parts.append("queue name=audio_in \(inputQueue) ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2 "
-                         + "! \(aac) bitrate=\(audioBitRate) ! aacparse name=\(Self.encodedAudio) "
-                         + "! queue max-size-buffers=0 max-size-bytes=0 max-size-time=2000000000 ! \(audioPad)")
+                         + "! \(encoder) ! queue max-size-buffers=0 max-size-bytes=0 max-size-time=2000000000 ! \(audioPad)")
         }
         return parts.joined(separator: "  ")
     }
