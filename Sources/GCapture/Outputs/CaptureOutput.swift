@@ -48,6 +48,10 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
     func didDetach(drained: Bool) { didDetach() }
     /// The branch failed and was detached; the session keeps running.
     func didFail(_ error: GStreamerError) {}
+    /// Whether the output builds its branch again by itself after a failure (a stream reconnecting): the
+    /// session then does not report the failure as a runtime error, which says the output was detached for
+    /// good; the output's own state says what goes on.
+    var recoversFromBranchFailures: Bool { false }
     /// The session's microphone failed and was removed; video goes on.
     func audioSourceDidFail(_ device: CaptureDevice, error: GStreamerError) {}
     /// The session's camera (or microphone, as `reason.affectsVideo` says) was interrupted. Called on the

@@ -464,7 +464,9 @@ public final class CaptureSession: @unchecked Sendable {
         case .outputFailed(let output, let error):
             graph.detachBranch(of: output)
             output.didFail(error)
-            publish(RuntimeError(error: .outputFailed(output: output.displayName, underlying: error), output: output, isFatal: false))
+            if !output.recoversFromBranchFailures {
+                publish(RuntimeError(error: .outputFailed(output: output.displayName, underlying: error), output: output, isFatal: false))
+            }
         case .sourceStalled(let device):
             videoSourceDidStall(device)
         case .sourceResumed(let device):

@@ -477,6 +477,9 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         if isStreaming { finish(state: .idle) }
     }
 
+    /// The supervisor reconnects; `state` says so, and `.failed` when the policy gives up.
+    override var recoversFromBranchFailures: Bool { true }
+
     /// The branch failed (refused, connection lost, server gone): the session has detached it already.
     override func didFail(_ error: GStreamerError) {
         guard let connection = locked({ publication?.attached == true ? publication?.connection : nil }) else { return }
