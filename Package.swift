@@ -5,7 +5,8 @@ import PackageDescription
 //   CGst (system library) → CGstShim (C macros/variadics) → GStreamerKit (safe Swift over GStreamer,
 //   knows nothing about cameras) → GCapture (the capture engine) → GCaptureDescription (YAML description
 //   files) → gcapture CLI, benchmark, examples.
-//   CImaging holds the engine's pixel loops (plain C, no GStreamer); CProcessHeap tunes glibc's heap.
+//   CImaging holds the engine's pixel loops (plain C, no GStreamer); CProcessHeap tunes glibc's heap;
+//   CDeviceServices reads the accelerometer service and V4L2 controls for the engine.
 let package = Package(
     name: "gcapture",
     platforms: [.macOS(.v14)],
@@ -34,11 +35,15 @@ let package = Package(
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
         ),
         .target(name: "CGstShim", dependencies: ["CGst"]),
+        // System services the engine reads and Swift cannot call by itself (GDBus for iio-sensor-proxy, the
+        // V4L2 control ioctl); no GStreamer.
+        .target(name: "CDeviceServices", dependencies: ["CGst"]),
         .target(name: "GStreamerKit", dependencies: ["CGst", "CGstShim", .product(name: "Logging", package: "swift-log")]),
         .target(name: "CImaging", linkerSettings: [.linkedLibrary("jpeg")]),
         // glibc's heap limited to two arenas when the program loads (see heap.c).
         .target(name: "CProcessHeap"),
-        .target(name: "GCapture", dependencies: ["GStreamerKit", "CImaging", "CProcessHeap", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "GCapture", dependencies: ["GStreamerKit", "CImaging", "CProcessHeap", "CDeviceServices",
+                                                 .product(name: "Logging", package: "swift-log")]),
         // Description files (YAML): read, checked with positions, and built into a session.
         .target(name: "GCaptureDescription", dependencies: ["GCapture", "GStreamerKit", .product(name: "Yams", package: "Yams")]),
         .executableTarget(

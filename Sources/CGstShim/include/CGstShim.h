@@ -70,6 +70,5 @@ gboolean CGstShim_video_overlay_set_render_rectangle(GstElement *element, gint x
 // the shim asks for that when the program loads).
 int CGstShim_v4l2_drains_on_stop(void);
 
-#include "CGstShimSensorProxy.h"
 
 #endif

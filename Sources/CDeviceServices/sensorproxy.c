@@ -1,18 +1,13 @@
-#include "CGstShimSensorProxy.h"
-#include <errno.h>
-#include <fcntl.h>
+#include "CDeviceServices.h"
 #include <gio/gio.h>
-#include <linux/videodev2.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 #define SERVICE "net.hadess.SensorProxy"
 #define OBJECT_PATH "/net/hadess/SensorProxy"
 #define CALL_TIMEOUT_MS 2000
 
-struct CGstShim_sensor_proxy {
+struct CDeviceServices_sensor_proxy {
     char *address;
-    CGstShim_sensor_proxy_callback callback;
+    CDeviceServices_sensor_proxy_callback callback;
     void *context;
     GMainContext *main_context;
     GMainLoop *loop;
@@ -33,7 +28,7 @@ struct CGstShim_sensor_proxy {
     char *reported;
 };
 
-static void report(CGstShim_sensor_proxy *proxy, const char *orientation) {
+static void report(CDeviceServices_sensor_proxy *proxy, const char *orientation) {
     if (g_atomic_int_get(&proxy->stopping)) return;
     const char *now = orientation ? orientation : "\x01none";
     if (proxy->reported && strcmp(proxy->reported, now) == 0) return;
@@ -42,7 +37,7 @@ static void report(CGstShim_sensor_proxy *proxy, const char *orientation) {
     proxy->callback(proxy->context, orientation);
 }
 
-static GVariant *get_property(CGstShim_sensor_proxy *proxy, const char *name) {
+static GVariant *get_property(CDeviceServices_sensor_proxy *proxy, const char *name) {
     GVariant *reply = g_dbus_connection_call_sync(proxy->connection, proxy->owner, OBJECT_PATH,
                                                   "org.freedesktop.DBus.Properties", "Get",
                                                   g_variant_new("(ss)", SERVICE, name), G_VARIANT_TYPE("(v)"),
@@ -54,7 +49,7 @@ static GVariant *get_property(CGstShim_sensor_proxy *proxy, const char *name) {
     return value;
 }
 
-static gboolean call(CGstShim_sensor_proxy *proxy, const char *method) {
+static gboolean call(CDeviceServices_sensor_proxy *proxy, const char *method) {
     GVariant *reply = g_dbus_connection_call_sync(proxy->connection, proxy->owner, OBJECT_PATH, SERVICE, method, NULL,
                                                   NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, CALL_TIMEOUT_MS,
                                                   proxy->cancellable, NULL);
@@ -64,7 +59,7 @@ static gboolean call(CGstShim_sensor_proxy *proxy, const char *method) {
 }
 
 /// Reads the orientation afresh: the service has an accelerometer (claimed, so it reports), or not.
-static void refresh(CGstShim_sensor_proxy *proxy) {
+static void refresh(CDeviceServices_sensor_proxy *proxy) {
     GVariant *has = get_property(proxy, "HasAccelerometer");
     gboolean present = has && g_variant_is_of_type(has, G_VARIANT_TYPE_BOOLEAN) && g_variant_get_boolean(has);
     if (has) g_variant_unref(has);
@@ -83,7 +78,7 @@ static void refresh(CGstShim_sensor_proxy *proxy) {
 static void properties_changed(GDBusConnection *connection, const char *sender, const char *path, const char *interface,
                                const char *signal, GVariant *parameters, gpointer data) {
     (void)connection; (void)sender; (void)path; (void)interface; (void)signal;
-    CGstShim_sensor_proxy *proxy = data;
+    CDeviceServices_sensor_proxy *proxy = data;
     if (!g_variant_is_of_type(parameters, G_VARIANT_TYPE("(sa{sv}as)"))) return;
     const char *changed_interface = NULL;
     GVariant *changed = NULL;
@@ -107,7 +102,7 @@ static void properties_changed(GDBusConnection *connection, const char *sender, 
 
 static void name_appeared(GDBusConnection *connection, const char *name, const char *owner, gpointer data) {
     (void)name;
-    CGstShim_sensor_proxy *proxy = data;
+    CDeviceServices_sensor_proxy *proxy = data;
     g_free(proxy->owner);
     proxy->owner = g_strdup(owner);
     proxy->claimed = FALSE;
@@ -121,7 +116,7 @@ static void name_appeared(GDBusConnection *connection, const char *name, const c
 
 static void name_vanished(GDBusConnection *connection, const char *name, gpointer data) {
     (void)name;
-    CGstShim_sensor_proxy *proxy = data;
+    CDeviceServices_sensor_proxy *proxy = data;
     if (proxy->signal_id && connection) g_dbus_connection_signal_unsubscribe(connection, proxy->signal_id);
     proxy->signal_id = 0;
     g_clear_pointer(&proxy->owner, g_free);
@@ -134,7 +129,7 @@ static gboolean quit_loop(gpointer data) {
     return G_SOURCE_REMOVE;
 }
 
-static void free_proxy(CGstShim_sensor_proxy *proxy) {
+static void free_proxy(CDeviceServices_sensor_proxy *proxy) {
     g_main_loop_unref(proxy->loop);
     g_main_context_unref(proxy->main_context);
     g_object_unref(proxy->cancellable);
@@ -145,7 +140,7 @@ static void free_proxy(CGstShim_sensor_proxy *proxy) {
 }
 
 static gpointer run(gpointer data) {
-    CGstShim_sensor_proxy *proxy = data;
+    CDeviceServices_sensor_proxy *proxy = data;
     g_atomic_pointer_set(&proxy->own_thread, g_thread_self());
     g_main_context_push_thread_default(proxy->main_context);
     GError *error = NULL;
@@ -183,9 +178,9 @@ static gpointer run(gpointer data) {
     return NULL;
 }
 
-CGstShim_sensor_proxy *CGstShim_sensor_proxy_start(const char *bus_address, CGstShim_sensor_proxy_callback callback,
+CDeviceServices_sensor_proxy *CDeviceServices_sensor_proxy_start(const char *bus_address, CDeviceServices_sensor_proxy_callback callback,
                                                    void *context) {
-    CGstShim_sensor_proxy *proxy = g_new0(CGstShim_sensor_proxy, 1);
+    CDeviceServices_sensor_proxy *proxy = g_new0(CDeviceServices_sensor_proxy, 1);
     proxy->address = g_strdup(bus_address);
     proxy->callback = callback;
     proxy->context = context;
@@ -196,7 +191,7 @@ CGstShim_sensor_proxy *CGstShim_sensor_proxy_start(const char *bus_address, CGst
     return proxy;
 }
 
-void CGstShim_sensor_proxy_stop(CGstShim_sensor_proxy *proxy) {
+void CDeviceServices_sensor_proxy_stop(CDeviceServices_sensor_proxy *proxy) {
     if (!proxy) return;
     g_atomic_int_set(&proxy->stopping, 1);
     gboolean on_own_thread = g_atomic_pointer_get(&proxy->own_thread) == (gpointer)g_thread_self();
@@ -211,14 +206,4 @@ void CGstShim_sensor_proxy_stop(CGstShim_sensor_proxy *proxy) {
     if (on_own_thread) return;
     g_thread_join(proxy->thread);
     free_proxy(proxy);
-}
-
-int CGstShim_v4l2_read_control(const char *path, uint32_t control_id, int32_t *value) {
-    int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return errno;
-    struct v4l2_control control = { .id = control_id, .value = 0 };
-    int result = ioctl(fd, VIDIOC_G_CTRL, &control) == 0 ? 0 : errno;
-    close(fd);
-    if (result == 0) *value = control.value;
-    return result;
 }

@@ -1,4 +1,4 @@
-import CGstShim
+import CDeviceServices
 
 /// Reads a V4L2 device's controls directly, for what GStreamer's device provider does not report.
 public enum V4L2Control {
@@ -9,6 +9,6 @@ public enum V4L2Control {
     /// The control's value, or nil when the node cannot be opened or its driver has no such control.
     public static func read(_ control: UInt32, of path: String) -> Int32? {
         var value: Int32 = 0
-        return CGstShim_v4l2_read_control(path, control, &value) == 0 ? value : nil
+        return CDeviceServices_v4l2_read_control(path, control, &value) == 0 ? value : nil
     }
 }

@@ -1,5 +1,6 @@
-import CGstShim
+import CDeviceServices
 import Foundation
+import GStreamerKit
 
 /// A client of iio-sensor-proxy, the service that reads a machine's accelerometer on Linux
 /// (`net.hadess.SensorProxy` on the system D-Bus): it claims the accelerometer while the service and its
@@ -35,7 +36,7 @@ public final class SensorProxyClient: Sendable {
     public init(busAddress: String, onChange: @escaping @Sendable (Orientation?) -> Void) {
         let box = Unmanaged.passRetained(Box(onChange))
         self.box = box
-        let started = CGstShim_sensor_proxy_start(busAddress, { context, name in
+        let started = CDeviceServices_sensor_proxy_start(busAddress, { context, name in
             guard let context else { return }
             let box = Unmanaged<Box>.fromOpaque(context).takeUnretainedValue()
             // A name the service may add later reads as no usable orientation rather than a wrong one.
@@ -48,7 +49,7 @@ public final class SensorProxyClient: Sendable {
     /// `onChange` itself, where it cannot wait). Safe to call more than once.
     public func stop() {
         guard let client = client.withLock({ client in defer { client = nil }; return client }) else { return }
-        CGstShim_sensor_proxy_stop(client)
+        CDeviceServices_sensor_proxy_stop(client)
     }
 
     deinit {
