@@ -6,9 +6,9 @@ import GStreamerKit
 /// (`net.hadess.SensorProxy` on the system D-Bus): it claims the accelerometer while the service and its
 /// sensor are there and reports each orientation it gives, following the service as it comes and goes.
 /// It knows nothing of cameras; what an orientation means for a picture is the engine's business.
-public final class SensorProxyClient: Sendable {
+final class SensorProxyClient: Sendable {
     /// The service's orientations, as it names them: which edge of the screen points up.
-    public enum Orientation: String, Sendable, CaseIterable {
+    enum Orientation: String, Sendable, CaseIterable {
         case normal
         case bottomUp = "bottom-up"
         case leftUp = "left-up"
@@ -18,7 +18,7 @@ public final class SensorProxyClient: Sendable {
     }
 
     /// The system bus: `DBUS_SYSTEM_BUS_ADDRESS` when set (as GIO and libdbus honour it), else the standard socket.
-    public static func systemBusAddress(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    static func systemBusAddress(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         environment["DBUS_SYSTEM_BUS_ADDRESS"].flatMap { $0.isEmpty ? nil : $0 } ?? "unix:path=/run/dbus/system_bus_socket"
     }
 
@@ -33,7 +33,7 @@ public final class SensorProxyClient: Sendable {
     /// Starts following the service on the bus at `busAddress`. `onChange` is called on the client's own
     /// thread, in order: with an orientation, or with nil while there is no accelerometer (no bus, no
     /// service, or a service without a sensor), which is also the first report when there is none.
-    public init(busAddress: String, onChange: @escaping @Sendable (Orientation?) -> Void) {
+    init(busAddress: String, onChange: @escaping @Sendable (Orientation?) -> Void) {
         let box = Unmanaged.passRetained(Box(onChange))
         self.box = box
         let started = CDeviceServices_sensor_proxy_start(busAddress, { context, name in
@@ -47,7 +47,7 @@ public final class SensorProxyClient: Sendable {
 
     /// Releases the accelerometer and disconnects; no report comes after it returns (unless called from
     /// `onChange` itself, where it cannot wait). Safe to call more than once.
-    public func stop() {
+    func stop() {
         guard let client = client.withLock({ client in defer { client = nil }; return client }) else { return }
         CDeviceServices_sensor_proxy_stop(client)
     }
