@@ -4,7 +4,7 @@ import PackageDescription
 // Layers, each depending only on the ones above it in this list:
 //   CGst (system library) → CGstShim (C macros/variadics) → GStreamerKit (safe Swift over GStreamer,
 //   knows nothing about cameras) → GCapture (the capture engine) → GCaptureDescription (YAML description
-//   files) → gcapture CLI, benchmark, examples.
+//   files) → GCaptureWeb (the operator's web page, on SwiftNIO) → gcapture CLI, benchmark, examples.
 //   CImaging holds the engine's pixel loops (plain C, no GStreamer); CProcessHeap tunes glibc's heap;
 //   CDeviceServices reads the accelerometer service and V4L2 controls for the engine.
 let package = Package(
@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "GCapture", targets: ["GCapture"]),
+        .library(name: "GCaptureWeb", targets: ["GCaptureWeb"]),
         .library(name: "GStreamerKit", targets: ["GStreamerKit"]),
         .library(name: "GCaptureDescription", targets: ["GCaptureDescription"]),
         .executable(name: "gcapture", targets: ["GCaptureCLI"]),
@@ -25,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // `swift package generate-documentation --target GCapture` (scripts/build-docs.sh): the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -46,9 +48,15 @@ let package = Package(
                                                  .product(name: "Logging", package: "swift-log")]),
         // Description files (YAML): read, checked with positions, and built into a session.
         .target(name: "GCaptureDescription", dependencies: ["GCapture", "GStreamerKit", .product(name: "Yams", package: "Yams")]),
+        // The operator's web page (`gcapture serve`, `gcapture run --http`): live view, controls, events, gallery.
+        // Knows the engine, not the CLI: the commands come in through its OperatorConsole protocol.
+        .target(name: "GCaptureWeb", dependencies: ["GCapture", "CImaging",
+                                                    .product(name: "NIOCore", package: "swift-nio"),
+                                                    .product(name: "NIOPosix", package: "swift-nio"),
+                                                    .product(name: "NIOHTTP1", package: "swift-nio")]),
         .executableTarget(
             name: "GCaptureCLI",
-            dependencies: ["GCapture", "GCaptureDescription", "GStreamerKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["GCapture", "GCaptureDescription", "GCaptureWeb", "GStreamerKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(name: "GCaptureBenchmark", dependencies: ["GCapture", "GStreamerKit"],

@@ -55,5 +55,6 @@ struct NumberRange<Value: Comparable & LosslessStringConvertible & Sendable>: Se
 /// The numeric options' ranges, shared by the commands that have the same option.
 enum NumberRanges {
     static let noise = NumberRange(0...127)
+    static let liveRate = NumberRange(0.5...60.0, "frames a second")
     static let rotation = NumberRange(0...270, "degrees", only: CaptureConnection.supportedVideoRotationAngles.map { Int($0) })
 }

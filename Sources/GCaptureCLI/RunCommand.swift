@@ -87,6 +87,11 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Replies and events as JSON lines, for programs.")
     var json = false
 
+    @Option(help: "Serve the operator's web page (live view, controls, events, gallery) on ADDR:PORT, e.g. 127.0.0.1:8080 (see `gcapture serve`).")
+    var http: String?
+
+    @OptionGroup var web: WebOptions
+
     static func naming(_ text: String, option: String) throws -> FileNamePattern {
         do { return try FileNamePattern(parsing: text) } catch { throw ValidationError("\(option) \(text): \(error)") }
     }
@@ -98,44 +103,18 @@ struct RunCommand: AsyncParsableCommand {
             throw ValidationError("--preview is for the form without a FILE: a description file has its own (outputs.preview)")
         }
         if previewSink != nil, !preview { throw ValidationError("--preview-sink needs --preview") }
+        if http == nil, web.token != nil { throw ValidationError("--token is for the web page: give --http ADDR:PORT") }
     }
 
     func run() async throws {
-        // A file size limit of the process (ulimit -f) must end the recording with an error, not kill us.
-        signal(SIGXFSZ, SIG_IGN)
-        // Installed before anything else: a SIGUSR1 or SIGHUP arriving early must not kill the process.
-        let loop = Locked<ControlLoop?>(nil)
-        StopSignals.shared.install(actions: [
-            SIGUSR1: { if let loop = loop.withLock({ $0 }) { Task { await loop.shutter() } } },
-            SIGHUP: { if let loop = loop.withLock({ $0 }) { Task { await loop.controller.reload() } } },
-        ])
-        let output = ControlOutput(json: json)
-        output.hello()
-        // Under systemd (Type=notify): readiness, status, the watchdog; nothing without NOTIFY_SOCKET.
-        let service = ServiceNotifications()
-        let controlLoop: ControlLoop
-        do {
-            let (capture, reload) = try makeCapture()
-            let controller = CaptureController(capture: capture, output: output, onReload: reload) { message in
-                loop.withLock { $0 }?.fail(message)
-            }
-            controlLoop = ControlLoop(controller: controller, output: output) { service?.stopping() }
-            try await controller.start()
-            service?.ready(session: capture.session, camera: capture.camera)
-        } catch {
-            // A program reading the protocol hears why the run ended there too, not only a person on stderr.
-            output.event("stopped", ["reason": "error", "error": "\(error)"], text: nil)
-            throw error
-        }
-        loop.withLock { $0 = controlLoop }
-        try await controlLoop.run()
+        try await ControlledRun.run(json: json, web: http.map { ControlledRun.Web(options: web, listen: $0) }, makeCapture: makeCapture)
     }
 
     /// The set-up to run and how SIGHUP reloads it: the one place `run` gets its set-up. Here from the
     /// options, re-applying the settings in force on reload; a description file's set-up comes in here too,
     /// as a `ControlledCapture` built from the described session, its outputs and settings, with a reload
     /// hook that re-reads the file and returns its settings.
-    private func makeCapture() throws -> (ControlledCapture, CaptureController.ReloadHook) {
+    func makeCapture() throws -> (ControlledCapture, CaptureController.ReloadHook) {
         guard let file else { return (try captureFromOptions(), CaptureController.reapplyCurrentSettings) }
         let described = try DescriptionCommandSupport.open(file, safe: safe, root: root)
         let capture = ControlledCapture(session: described.session, photoOutput: described.photoOutput,
@@ -175,7 +154,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     /// The set-up the options describe.
-    private func captureFromOptions() throws -> ControlledCapture {
+    func captureFromOptions() throws -> ControlledCapture {
         let cameraChoice = try DeviceChoice.camera(camera, noise: noise)
         let microphoneChoice = try DeviceChoice.microphone(microphone)
         let settings = ControlledCaptureSettings(

@@ -44,4 +44,12 @@ typedef struct {
 int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8_t *app1, size_t app1_length,
                          uint8_t **jpeg, size_t *jpeg_capacity, size_t *jpeg_length, char *error, size_t error_capacity);
 
+/// A small JPEG (the longer side `max_dimension` pixels, or the picture's own size when smaller) of the JPEG
+/// `jpeg`, decoded at libjpeg's smallest scale (1/2, 1/4, 1/8) that is still large enough: a big photo is
+/// never decoded whole. `*thumbnail` is malloc'd, the caller frees it; `*decoded_width/height` say how large
+/// the decoded picture was (the proof that it was not decoded at full size). Returns 0, or -1 with the reason.
+int CImaging_jpeg_thumbnail(const uint8_t *jpeg, size_t jpeg_length, int max_dimension, int quality,
+                            uint8_t **thumbnail, size_t *thumbnail_length, int *decoded_width, int *decoded_height,
+                            char *error, size_t error_capacity);
+
 #endif

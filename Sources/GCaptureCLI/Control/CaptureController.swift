@@ -1,6 +1,7 @@
 import Foundation
 import GCapture
 import GCaptureDescription
+import GStreamerKit
 
 /// What a command answers when it worked: the reply's fields (for --json) and its plain words.
 struct ControlReply: Sendable {
@@ -43,6 +44,8 @@ actor CaptureController {
     private var photosIdle: [CheckedContinuation<Void, Never>] = []
     private var stopping = false
     private var sessionEvents: Task<Void, Never>?
+    /// Why the session is interrupted now, or nil: for the web page's status.
+    private nonisolated let interruption = Locked<String?>(nil)
     private var streamEvents: Task<Void, Never>?
 
     /// `onFatalError`: the session stopped by itself (the run then ends, with an error).
@@ -61,8 +64,17 @@ actor CaptureController {
     func start() async throws(CaptureError) {
         applyToConnections(settings)
         let events = capture.session.events()
-        let output = output, onFatalError = onFatalError
-        sessionEvents = Task { for await event in events { Self.report(event, output: output, onFatalError: onFatalError) } }
+        let output = output, onFatalError = onFatalError, interruption = interruption
+        sessionEvents = Task {
+            for await event in events {
+                switch event {
+                case .wasInterrupted(let reason): interruption.withLock { $0 = reason.description }
+                case .interruptionEnded: interruption.withLock { $0 = nil }
+                default: break
+                }
+                Self.report(event, output: output, onFatalError: onFatalError)
+            }
+        }
         try await capture.session.start()
         var fields: ControlFields = ["camera": camera, "microphone": capture.microphone ?? "none",
                                      "photoFolder": settings.photoFolder.path, "movieFolder": settings.movieFolder.path,
@@ -128,6 +140,26 @@ actor CaptureController {
 
     private func refuseWhenStopping() throws(ControlFailure) {
         if stopping { throw ControlFailure("gcapture is stopping") }
+    }
+
+    /// Carries out one command and waits for its outcome (a photo's: until it is written). `help` and
+    /// `quit` belong to whoever reads the requests, not to the capture.
+    func perform(_ command: ControlCommand, trigger: String) async -> Result<ControlReply, ControlFailure> {
+        do {
+            switch command {
+            case .photo(let path): return await takePhoto(try requestPhoto(path: path, trigger: trigger))
+            case .recordStart(let path): return .success(try await startRecording(path: path))
+            case .recordStop: return .success(try await stopRecording())
+            case .pause: return .success(try pauseRecording())
+            case .resume: return .success(try resumeRecording())
+            case .switchCamera(let camera): return .success(try await switchCamera(camera))
+            case .rotate(let degrees): return .success(try rotate(degrees))
+            case .mirror(let mirrored): return .success(try mirror(mirrored))
+            case .help, .quit: return .failure(ControlFailure("\(command) is not a capture command"))
+            }
+        } catch {
+            return .failure(error)
+        }
     }
 
     // MARK: Photos
@@ -309,6 +341,24 @@ actor CaptureController {
         camera = input.device.description
         output.event("cameraSwitched", ["camera": camera], text: nil)
         return ControlReply(fields: ["camera": camera], text: "now using \(camera)")
+    }
+
+    /// What the capture is doing now: the web page's status.
+    func status() -> ControlFields {
+        let cameraID = capture.session.inputs.compactMap { $0 as? CaptureDeviceInput }.first { $0.device.mediaType == .video }?.device.uniqueID
+        var fields: ControlFields = [
+            "camera": camera, "cameraID": cameraID ?? NSNull(), "microphone": capture.microphone ?? "none",
+            "testDevice": !capture.notices.isEmpty, "photos": capture.photoOutput != nil, "movies": capture.movieOutput != nil,
+            "running": capture.session.isRunning, "interruption": interruption.withLock { $0 } ?? NSNull(),
+            "rotation": settings.rotation, "mirrored": settings.mirrored,
+            "cameras": CaptureDevice.DiscoverySession(mediaType: .video).devices.map(\.uniqueID),
+        ]
+        if let recording, let movie = capture.movieOutput {
+            fields["recording"] = ["path": recording.url.path, "elapsed": movie.recordedDuration, "paused": movie.isRecordingPaused] as ControlFields
+        } else {
+            fields["recording"] = NSNull()
+        }
+        return fields
     }
 
     // MARK: Settings

@@ -100,26 +100,16 @@ final class ControlLoop: Sendable {
             } catch {
                 output.fail(id, error.message)
             }
-        case .recordStart(let path): Self.answer(id, await outcome { () async throws(ControlFailure) in try await controller.startRecording(path: path) }, output)
-        case .recordStop: Self.answer(id, await outcome { () async throws(ControlFailure) in try await controller.stopRecording() }, output)
-        case .pause: Self.answer(id, await outcome { () async throws(ControlFailure) in try await controller.pauseRecording() }, output)
-        case .resume: Self.answer(id, await outcome { () async throws(ControlFailure) in try await controller.resumeRecording() }, output)
-        case .switchCamera(let camera): Self.answer(id, await outcome { () async throws(ControlFailure) in try await controller.switchCamera(camera) }, output)
-        case .rotate(let degrees): Self.answer(id, await outcome { () async throws(ControlFailure) in try await controller.rotate(degrees) }, output)
-        case .mirror(let mirrored): Self.answer(id, await outcome { () async throws(ControlFailure) in try await controller.mirror(mirrored) }, output)
+        case .recordStart, .recordStop, .pause, .resume, .switchCamera, .rotate, .mirror:
+            Self.answer(id, await controller.perform(request.command, trigger: "command"), output)
         case .help:
-            output.reply(id, ["commands": ControlCommand.synopsis, "protocol": ControlProtocol.version],
-                         text: "commands: " + ControlCommand.synopsis.joined(separator: "; ") + " (see docs/control-protocol.md)")
+            output.reply(id, ControlCommand.helpFields, text: "commands: " + ControlCommand.synopsis.joined(separator: "; ") + " (see docs/control-protocol.md)")
         case .quit:
             // Answered once everything is finished, by run().
             stop.trigger(.quit(id))
             return false
         }
         return true
-    }
-
-    private func outcome(_ body: () async throws(ControlFailure) -> ControlReply) async -> Result<ControlReply, ControlFailure> {
-        do { return .success(try await body()) } catch { return .failure(error) }
     }
 
     private static func answer(_ id: RequestID?, _ result: Result<ControlReply, ControlFailure>, _ output: ControlOutput) {

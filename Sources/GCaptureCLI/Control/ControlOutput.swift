@@ -1,4 +1,5 @@
 import Foundation
+import GStreamerKit
 
 /// A reply's or an event's fields; JSON values (String, Int, Double, Bool, NSNull, arrays of them).
 typealias ControlFields = [String: any Sendable]
@@ -9,6 +10,8 @@ typealias ControlFields = [String: any Sendable]
 final class ControlOutput: Sendable {
     let json: Bool
     private let lock = NSLock()
+    /// The web page's event streams: every event as a JSON object, whatever the form printed on stdout.
+    private let listeners = Locked<[UUID: AsyncStream<Data>.Continuation]>([:])
 
     init(json: Bool) { self.json = json }
 
@@ -36,6 +39,34 @@ final class ControlOutput: Sendable {
         var object: [String: Any] = fields
         object["event"] = name
         if json { write(object, text: "") } else if let text { write([:], text: text) }
+        let listening = listeners.withLock { Array($0.values) }
+        if !listening.isEmpty, let line = Self.encode(object) {
+            for listener in listening { listener.yield(line) }
+        }
+    }
+
+    /// The events from now on, as JSON objects. A listener that falls 256 events behind loses the oldest.
+    func eventStream() -> AsyncStream<Data> {
+        let (stream, continuation) = AsyncStream<Data>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let key = UUID()
+        listeners.withLock { $0[key] = continuation }
+        continuation.onTermination = { [weak self] _ in _ = self?.listeners.withLock { $0.removeValue(forKey: key) } }
+        return stream
+    }
+
+    /// A reply object as JSON: what the web page's command route answers.
+    static func replyObject(_ id: RequestID?, _ result: Result<ControlReply, ControlFailure>) -> Data {
+        var object: [String: Any]
+        switch result {
+        case .success(let reply): object = reply.fields; object["ok"] = true
+        case .failure(let failure): object = ["ok": false, "error": failure.message]
+        }
+        if let id { object["id"] = id.json }
+        return encode(object) ?? Data(#"{"ok":false}"#.utf8)
+    }
+
+    static func encode(_ object: [String: Any]) -> Data? {
+        try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
     }
 
     private func write(_ object: [String: Any], text: String) {

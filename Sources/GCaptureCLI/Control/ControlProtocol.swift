@@ -41,6 +41,9 @@ enum ControlCommand: Sendable, Equatable {
         "photo [PATH]", "record start [PATH]", "record stop", "pause", "resume", "switch CAMERA",
         "rotate 0|90|180|270", "mirror on|off", "help", "quit",
     ]
+
+    /// `help`'s reply fields.
+    static let helpFields: [String: any Sendable] = ["commands": synopsis, "protocol": ControlProtocol.version]
 }
 
 struct ControlRequest: Sendable, Equatable {

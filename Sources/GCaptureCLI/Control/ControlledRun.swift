@@ -1,0 +1,81 @@
+import Foundation
+import GCapture
+import GCaptureWeb
+import GStreamerKit
+
+/// A controlled capture run until told to stop: what `gcapture run` and `gcapture serve` share. Commands
+/// come from stdin and signals, and from the web page when one is served.
+enum ControlledRun {
+    /// The web page to serve beside the run.
+    struct Web {
+        var options: WebOptions
+        var listen: String
+    }
+
+    static func run(json: Bool, web: Web?,
+                    makeCapture: () throws -> (ControlledCapture, CaptureController.ReloadHook)) async throws {
+        // A file size limit of the process (ulimit -f) must end the recording with an error, not kill us.
+        signal(SIGXFSZ, SIG_IGN)
+        // Installed before anything else: a SIGUSR1 or SIGHUP arriving early must not kill the process.
+        let loop = Locked<ControlLoop?>(nil)
+        StopSignals.shared.install(actions: [
+            SIGUSR1: { if let loop = loop.withLock({ $0 }) { Task { await loop.shutter() } } },
+            SIGHUP: { if let loop = loop.withLock({ $0 }) { Task { await loop.controller.reload() } } },
+        ])
+        let output = ControlOutput(json: json)
+        output.hello()
+        // Under systemd (Type=notify): readiness, status, the watchdog; nothing without NOTIFY_SOCKET.
+        let service = ServiceNotifications()
+        let controlLoop: ControlLoop
+        var server: OperatorWebServer?
+        do {
+            let (capture, reload) = try makeCapture()
+            let controller = CaptureController(capture: capture, output: output, onReload: reload) { message in
+                loop.withLock { $0 }?.fail(message)
+            }
+            controlLoop = ControlLoop(controller: controller, output: output) { service?.stopping() }
+            if let web { server = try prepareWeb(web, capture: capture, controller: controller, output: output) }
+            try await controller.start()
+            if let server, let web { try await announce(server, web: web, output: output) }
+            service?.ready(session: capture.session, camera: capture.camera)
+        } catch {
+            await server?.stop()
+            // A program reading the protocol hears why the run ended there too, not only a person on stderr.
+            output.event("stopped", ["reason": "error", "error": "\(error)"], text: nil)
+            throw error
+        }
+        loop.withLock { $0 = controlLoop }
+        do {
+            try await controlLoop.run()
+        } catch {
+            await server?.stop()
+            throw error
+        }
+        await server?.stop()
+    }
+
+    /// The server and its live view, whose output joins the session before it starts.
+    private static func prepareWeb(_ web: Web, capture: ControlledCapture, controller: CaptureController,
+                                   output: ControlOutput) throws -> OperatorWebServer {
+        let folders = [capture.settings.photoFolder, capture.settings.movieFolder]
+        let (server, liveView, madeToken) = try web.options.server(listen: web.listen, folders: folders,
+                                                                   console: WebConsole(controller: controller, output: output))
+        capture.session.beginConfiguration()
+        try capture.session.add(liveView.output)
+        try capture.session.commitAndWait()
+        if let madeToken {
+            FileHandle.standardError.write(Data("gcapture: \(server.configuration.host) is reachable from other machines; the page's access token is \(madeToken)\n".utf8))
+        }
+        return server
+    }
+
+    private static func announce(_ server: OperatorWebServer, web: Web, output: ControlOutput) async throws {
+        let port: Int
+        do { port = try await server.start() } catch { throw CommandFailure(error.description) }
+        let host = server.configuration.host
+        let shown = host == "0.0.0.0" || host == "::" ? (ProcessInfo.processInfo.hostName) : host.contains(":") ? "[\(host)]" : host
+        let url = "http://\(shown):\(port)/"
+        let login = server.configuration.token.map { "\(url)?token=\($0)" } ?? url
+        output.event("listening", ["url": url, "port": port, "token": server.configuration.token != nil], text: "the web page is at \(login)")
+    }
+}

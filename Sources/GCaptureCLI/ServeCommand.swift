@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import GCapture
+import GCaptureWeb
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve an operator's web page: the live picture, the shutter, recording and a gallery.",
+        discussion: """
+        The page shows the camera live (MJPEG, encoded once however many browsers watch, "NO SIGNAL" while \
+        the camera is interrupted), has buttons for a photo, a recording, pause and the camera, pushes the \
+        events (photos, progress, interruptions) as they happen, and lists the photos and movies of the \
+        output folder with small thumbnails and download links, newest first.
+
+        The page's API: POST /api/command with a control-protocol request as JSON (see docs/control-protocol.md; \
+        a path is not taken, files are named by the naming rule); GET /api/status, /api/gallery; \
+        /api/events (Server-Sent Events); /live.mjpg.
+
+        It listens on 127.0.0.1 unless --listen says otherwise. Any other address needs an access token: \
+        given with --token, or made and printed at start; the page asks for it once (a cookie keeps it), \
+        programs send `Authorization: Bearer TOKEN`. The commands of `gcapture run` work on stdin too, and \
+        the signals as there: SIGUSR1 takes a photo, the first INT or TERM finalizes and stops.
+
+        Examples:
+          gcapture serve
+          gcapture serve --listen 0.0.0.0:8080 --output /srv/booth
+          curl -s -X POST -H 'Content-Type: application/json' -d '{"command":"photo"}' localhost:8080/api/command
+        """)
+
+    @OptionGroup var logging: LoggingOptions
+
+    @Option(help: "ADDR:PORT to listen on; 0.0.0.0:PORT for every address (then a token is needed).")
+    var listen = "127.0.0.1:8080"
+
+    @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
+    var camera: String?
+
+    @Option(help: "Microphone id, `none` for silent movies; default: the first real microphone, else `test-microphone`.")
+    var microphone: String?
+
+    @Option(help: "Folder for the photos and movies, which the gallery shows (created if missing).")
+    var output = "captures"
+
+    @OptionGroup var web: WebOptions
+
+    @Flag(help: "Replies and events on stdout as JSON lines, for programs.")
+    var json = false
+
+    func run() async throws {
+        var setup = try RunCommand.parse([])
+        setup.camera = camera
+        setup.microphone = microphone
+        setup.photoFolder = output
+        setup.movieFolder = output
+        try await ControlledRun.run(json: json, web: ControlledRun.Web(options: web, listen: listen)) {
+            (try setup.captureFromOptions(), CaptureController.reapplyCurrentSettings)
+        }
+    }
+}

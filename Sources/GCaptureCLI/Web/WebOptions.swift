@@ -1,0 +1,50 @@
+import ArgumentParser
+import Foundation
+import GCapture
+import GCaptureWeb
+
+/// The web page's options, the same for `gcapture serve` and `gcapture run --http`.
+struct WebOptions: ParsableArguments {
+    @Option(name: .customLong("token"),
+            help: "The access token the page asks for (at least 8 characters). Required off loopback; when it is not given there, one is made and printed.")
+    var token: String?
+
+    @Option(name: .customLong("live-size"), help: "The live view's size, WIDTHxHEIGHT (default: 1280x720).",
+            transform: WebOptions.size)
+    var liveSize: (width: Int, height: Int) = (1280, 720)
+
+    @Option(name: .customLong("live-rate"), parsing: .unconditional,
+            help: "The live view's frames a second, \(NumberRanges.liveRate.accepted) (default: 15).", transform: NumberRanges.liveRate.parser)
+    var liveRate: Double = 15
+
+    static func size(_ text: String) throws -> (width: Int, height: Int) {
+        let parts = text.lowercased().split(separator: "x")
+        guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]),
+              (16...7680).contains(width), (16...4320).contains(height) else {
+            throw ValidationError("--live-size \(text): write WIDTHxHEIGHT, e.g. 1280x720 (16x16 to 7680x4320)")
+        }
+        return (width, height)
+    }
+
+    /// The server for `listen` ("ADDR:PORT"), with the live view it serves; the live view's output is to be
+    /// added to the session before it starts.
+    func server(listen: String, folders: [URL], console: any OperatorConsole) throws -> (OperatorWebServer, LiveView, String?) {
+        let address: (host: String, port: Int)
+        switch WebServerConfiguration.parseListenAddress(listen) {
+        case .success(let parsed): address = parsed
+        case .failure(let error): throw CommandFailure("--listen \(error)")
+        }
+        var configuration = WebServerConfiguration(host: address.host, port: address.port, token: token, folders: folders)
+        var madeToken: String?
+        if configuration.requiresToken, token == nil {
+            madeToken = WebServerConfiguration.makeToken()
+            configuration.token = madeToken
+        }
+        let liveView = try LiveView(settings: .init(width: liveSize.width, height: liveSize.height, framesPerSecond: liveRate))
+        do {
+            return (try OperatorWebServer(configuration: configuration, console: console, liveView: liveView), liveView, madeToken)
+        } catch {
+            throw CommandFailure(error.description)
+        }
+    }
+}

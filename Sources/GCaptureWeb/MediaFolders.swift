@@ -1,0 +1,139 @@
+import CImaging
+import Foundation
+import Synchronization
+
+/// The photos and movies the gallery shows, and the only files the server hands out. A file is named in a
+/// URL by its folder's index and its own name: one path component, percent-decoded once, never "..", never
+/// hidden, and it must be a regular file whose real path (symbolic links resolved) lies in that folder.
+struct MediaFolders: Sendable {
+    enum Kind: String, Sendable { case photo, movie }
+
+    struct Item: Sendable {
+        var folder: Int
+        var name: String
+        var kind: Kind
+        var bytes: Int
+        var modified: Date
+        /// A movie still being recorded: its recovery sidecar is beside it.
+        var recording: Bool
+    }
+
+    enum Refusal: Error, Equatable {
+        /// The name is not a plain file name (traversal, a hidden file, bad encoding): 400.
+        case badName
+        /// No such file in the folder, or one the server does not hand out (a link out, a folder): 404.
+        case notFound
+    }
+
+    static let photoExtensions: Set<String> = ["jpg", "jpeg"]
+    static let movieExtensions: Set<String> = ["mp4", "mkv", "mov"]
+
+    let folders: [URL]
+    /// Each folder's real path, resolved once: what a served file's real path must begin with.
+    private let realFolders: [String]
+
+    init(_ folders: [URL]) {
+        var seen = Set<String>()
+        var kept: [URL] = [], real: [String] = []
+        for folder in folders {
+            let resolved = Self.realPath(folder.path) ?? folder.standardizedFileURL.path
+            if seen.insert(resolved).inserted { kept.append(folder); real.append(resolved) }
+        }
+        self.folders = kept
+        realFolders = real
+    }
+
+    static func kind(of name: String) -> Kind? {
+        let ext = (name as NSString).pathExtension.lowercased()
+        if photoExtensions.contains(ext) { return .photo }
+        if movieExtensions.contains(ext) { return .movie }
+        return nil
+    }
+
+    /// Every photo and movie, newest first.
+    func items() -> [Item] {
+        var items: [Item] = []
+        let manager = FileManager.default
+        for (index, folder) in folders.enumerated() {
+            guard let names = try? manager.contentsOfDirectory(atPath: folder.path) else { continue }
+            let present = Set(names)
+            for name in names where !name.hasPrefix(".") {
+                guard let kind = Self.kind(of: name), let file = try? resolve(folder: index, name: name) else { continue }
+                var info = stat()
+                guard stat(file, &info) == 0 else { continue }
+                let modified = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+                items.append(Item(folder: index, name: name, kind: kind, bytes: Int(info.st_size), modified: modified,
+                                  recording: kind == .movie && present.contains(".\(name).gcapture-recovery.mkv")))
+            }
+        }
+        return items.sorted { $0.modified != $1.modified ? $0.modified > $1.modified : $0.name > $1.name }
+    }
+
+    /// The real path of the file `name` in folder `folder`, as the URL gave them (still percent-encoded).
+    func resolve(folder folderText: Substring, name encoded: Substring) throws(Refusal) -> String {
+        guard let folder = Int(folderText), String(folder) == folderText else { throw .badName }
+        guard let name = String(encoded).removingPercentEncoding else { throw .badName }
+        return try resolve(folder: folder, name: name)
+    }
+
+    func resolve(folder: Int, name: String) throws(Refusal) -> String {
+        guard folders.indices.contains(folder) else { throw .notFound }
+        guard Self.isPlainName(name) else { throw .badName }
+        guard let real = Self.realPath(folders[folder].appendingPathComponent(name).path) else { throw .notFound }
+        // A link that leads out of the folder (or into a subfolder) is not served.
+        guard (real as NSString).deletingLastPathComponent == realFolders[folder] else { throw .notFound }
+        var info = stat()
+        guard stat(real, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw .notFound }
+        return real
+    }
+
+    /// One path component that names a visible file: no separators, no "..", no NUL or control characters.
+    static func isPlainName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 255 && !name.hasPrefix(".")
+            && !name.contains("/") && !name.contains("\\")
+            && !name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+    }
+
+    static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}
+
+/// Small JPEGs of the gallery's photos, made with libjpeg's scaled decoding (a 12-megapixel photo is decoded
+/// at an eighth of its size, never whole) and kept while the file is unchanged.
+final class Thumbnails: Sendable {
+    static let size = 240
+    private struct Key: Hashable { var path: String; var modified: Int; var bytes: Int }
+    private let cache = Mutex<[Key: Data]>([:])
+    private static let kept = 512
+
+    /// The photo's thumbnail, or nil when it cannot be read as a JPEG.
+    func thumbnail(ofPhotoAt path: String) -> Data? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        let key = Key(path: path, modified: Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec), bytes: Int(info.st_size))
+        if let cached = cache.withLock({ $0[key] }) { return cached }
+        guard let jpeg = FileManager.default.contents(atPath: path), let small = Self.make(from: jpeg) else { return nil }
+        cache.withLock { cache in
+            if cache.count >= Self.kept { cache.removeAll() }
+            cache[key] = small
+        }
+        return small
+    }
+
+    static func make(from jpeg: Data, size: Int = Thumbnails.size) -> Data? {
+        var output: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        var width: Int32 = 0, height: Int32 = 0
+        var message = [CChar](repeating: 0, count: 200)
+        let status = jpeg.withUnsafeBytes { bytes in
+            CImaging_jpeg_thumbnail(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, Int32(size), 75,
+                                    &output, &length, &width, &height, &message, message.count)
+        }
+        defer { free(output) }
+        guard status == 0, let output else { return nil }
+        return Data(bytes: output, count: length)
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// The operator's web page: a live view, the capture's controls and events, and a gallery of the photos and
+/// movies, served over HTTP on SwiftNIO (one event-loop thread: the capture's threads keep the cores).
+///
+/// It listens on loopback unless told otherwise; any other address needs an access token. Files come only
+/// from the configured folders, requests and connections are bounded, and an error names what is wrong,
+/// never a path of the machine.
+public final class OperatorWebServer: Sendable {
+    public let configuration: WebServerConfiguration
+    private let application: WebApplication
+    private let group: MultiThreadedEventLoopGroup
+    private let channel = Mutex<Channel?>(nil)
+    private let connections: OpenCount
+    private let streams: OpenCount
+
+    public struct StartError: Error, Sendable, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// `liveView`: nil for a server without one (its output must be in the session before it starts).
+    public init(configuration: WebServerConfiguration, console: any OperatorConsole, liveView: LiveView?) throws(StartError) {
+        if configuration.requiresToken, (configuration.token ?? "").isEmpty {
+            throw StartError(description: "\(configuration.host) can be reached from other machines: give a --token (or let one be made) to listen there")
+        }
+        if let token = configuration.token, token.count < 8 || token.contains(where: { $0.isWhitespace || $0 == ";" || $0 == "," }) {
+            throw StartError(description: "the token must be at least 8 characters, without blanks, ';' or ','")
+        }
+        for folder in configuration.folders {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue else {
+                throw StartError(description: "\(folder.path) is not a folder")
+            }
+        }
+        self.configuration = configuration
+        application = WebApplication(configuration: configuration, console: console, liveView: liveView)
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        connections = OpenCount(limit: configuration.maxConnections)
+        streams = OpenCount(limit: configuration.maxViewers)
+    }
+
+    /// Starts listening; returns the port (the one asked for, or the one the system chose for port 0).
+    @discardableResult
+    public func start() async throws(StartError) -> Int {
+        let application = application, connections = connections, streams = streams
+        let idle = TimeAmount.nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000
+                                          + configuration.idleTimeout.components.attoseconds / 1_000_000_000)
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                guard connections.tryOpen() else {
+                    return channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler()) }
+                }
+                channel.closeFuture.whenComplete { _ in connections.close() }
+                let loopback = channel.remoteAddress?.ipAddress.map(WebServerConfiguration.isLoopback) ?? false
+                return channel.eventLoop.makeCompletedFuture {
+                    let operations = channel.pipeline.syncOperations
+                    try operations.addHandler(IdleStateHandler(readTimeout: idle))
+                    try operations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try operations.addHandler(HTTPConnectionHandler(application: application, streams: streams, peerIsLoopback: loopback))
+                }
+            }
+        do {
+            let bound = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+            channel.withLock { $0 = bound }
+            return bound.localAddress?.port ?? configuration.port
+        } catch {
+            throw StartError(description: "cannot listen on \(configuration.host):\(configuration.port): \(Self.reason(error))")
+        }
+    }
+
+    /// Stops listening and closes every connection.
+    public func stop() async {
+        if let channel = channel.withLock({ $0 }) { try? await channel.close() }
+        try? await group.shutdownGracefully()
+    }
+
+    /// Connections open now (for tests and the benchmark).
+    public var openConnections: Int { connections.current }
+
+    private static func reason(_ error: any Error) -> String {
+        if let error = error as? IOError {
+            switch error.errnoCode {
+            case EADDRINUSE: return "the port is in use by another program"
+            case EACCES: return "permission denied (ports below 1024 need privileges)"
+            case EADDRNOTAVAIL: return "no network interface has that address"
+            default: return String(cString: strerror(error.errnoCode))
+            }
+        }
+        if error is SocketAddressError { return "that is not an address of this machine" }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// The page's routes: who may use them, and what each answers. Every route but the login page needs the
+/// token when one is set (always, off loopback); without one, only requests addressed to a loopback name
+/// are served, so that another site cannot reach the camera by pointing its own name at 127.0.0.1.
+struct WebApplication: Sendable {
+    static let cookieName = "gcapture_token"
+
+    let configuration: WebServerConfiguration
+    let console: any OperatorConsole
+    let liveView: LiveView?
+    let media: MediaFolders
+    let thumbnails = Thumbnails()
+
+    init(configuration: WebServerConfiguration, console: any OperatorConsole, liveView: LiveView?) {
+        self.configuration = configuration
+        self.console = console
+        self.liveView = liveView
+        media = MediaFolders(configuration.folders)
+    }
+
+    func respond(to request: WebRequest) async -> WebResponse {
+        let path = request.path
+        if path == "/login" { return login(request) }
+        if path == "/app.css", request.method == .GET {
+            return .bytes(.ok, Data(WebPage.css.utf8), type: "text/css; charset=utf-8")
+        }
+        if let refusal = refusal(of: request) { return refusal }
+        // A link with ?token= (printed at start) logs the browser in and is replaced by the clean address.
+        if configuration.token != nil, request.query["token"] != nil, request.method == .GET, path == "/" {
+            return .redirect(to: "/", extra: [("Set-Cookie", sessionCookie)])
+        }
+        switch (request.method, path) {
+        case (.GET, "/"), (.HEAD, "/"):
+            return .bytes(.ok, Data(WebPage.html.utf8), type: "text/html; charset=utf-8",
+                          extra: [("Content-Security-Policy", WebPage.contentSecurityPolicy)])
+        case (.GET, "/app.js"):
+            return .bytes(.ok, Data(WebPage.script.utf8), type: "text/javascript; charset=utf-8")
+        case (.GET, "/app.css"):
+            return .bytes(.ok, Data(WebPage.css.utf8), type: "text/css; charset=utf-8")
+        case (.GET, "/live.mjpg"):
+            guard let liveView else { return .error(.notFound, "this server has no live view") }
+            return .liveView(liveView)
+        case (.GET, "/api/status"):
+            return .bytes(.ok, await status(), type: "application/json")
+        case (.POST, "/api/command"):
+            return await command(request)
+        case (.GET, "/api/events"):
+            return .events(console.events())
+        case (.GET, "/api/gallery"):
+            return gallery()
+        case (.GET, "/favicon.ico"):
+            return .bytes(.noContent, Data(), type: "image/x-icon", extra: [("Cache-Control", "max-age=86400")])
+        default:
+            break
+        }
+        let components = path.split(separator: "/", omittingEmptySubsequences: false)
+        // "/media/0/photo.jpg" splits into "", "media", "0", "photo.jpg"; anything else is not a media file.
+        if components.count == 4, components[0].isEmpty, ["media", "thumbs"].contains(components[1]) {
+            guard request.method == .GET || request.method == .HEAD else { return .error(.methodNotAllowed, "\(path) is read with GET") }
+            return await mediaFile(folder: components[2], name: components[3], thumbnail: components[1] == "thumbs", request: request)
+        }
+        if ["/", "/live.mjpg", "/api/status", "/api/command", "/api/events", "/api/gallery"].contains(String(path)) {
+            return .error(.methodNotAllowed, "\(request.method) is not what \(path) takes")
+        }
+        return .error(.notFound, "nothing here: the page is at /")
+    }
+
+    // MARK: Access
+
+    private var sessionCookie: String {
+        "\(Self.cookieName)=\(configuration.token ?? ""); Path=/; HttpOnly; SameSite=Strict"
+    }
+
+    /// Why the request may not go on, or nil when it may.
+    private func refusal(of request: WebRequest) -> WebResponse? {
+        if let token = configuration.token {
+            let offered = request.headers["authorization"].first.flatMap { header -> String? in
+                header.lowercased().hasPrefix("bearer ") ? String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces) : nil
+            } ?? request.cookie(Self.cookieName) ?? request.query["token"]
+            guard let offered, Self.constantTimeEqual(offered, token) else {
+                if request.method == .GET, request.path == "/" || request.acceptsHTML { return .redirect(to: "/login") }
+                return .error(.unauthorized, offered == nil ? "this server needs its access token (printed when it started): log in at /login"
+                                                             : "the access token is wrong")
+            }
+        } else {
+            // No token: loopback only, and addressed by a loopback name.
+            let host = request.headers["host"].first.map(Self.hostName) ?? ""
+            guard WebServerConfiguration.isLoopback(host) else {
+                return .error(.forbidden, "this server answers to localhost only (start it with a --token to be reached by another name)")
+            }
+        }
+        // Commands only from the page's own origin, as JSON: a form on another site cannot post JSON without
+        // the browser asking first (a CORS preflight this server never grants).
+        if request.method == .POST {
+            if let origin = request.headers["origin"].first, let host = request.headers["host"].first,
+               origin != "http://\(host)", origin != "https://\(host)" {
+                return .error(.forbidden, "a command from another site (\(origin)) is refused")
+            }
+        }
+        return nil
+    }
+
+    static func hostName(_ header: String) -> String {
+        if header.hasPrefix("["), let end = header.firstIndex(of: "]") { return String(header[...end]) }
+        return String(header.split(separator: ":").first ?? "")
+    }
+
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var difference = UInt8(x.count == y.count ? 0 : 1)
+        for index in 0..<max(x.count, y.count) {
+            difference |= (index < x.count ? x[index] : 0) ^ (index < y.count ? y[index] : 0)
+        }
+        return difference == 0
+    }
+
+    private func login(_ request: WebRequest) -> WebResponse {
+        guard let token = configuration.token else { return .redirect(to: "/") }
+        switch request.method {
+        case .GET:
+            return .bytes(.ok, Data(WebPage.login(message: nil).utf8), type: "text/html; charset=utf-8",
+                          extra: [("Content-Security-Policy", WebPage.contentSecurityPolicy)])
+        case .POST:
+            let offered = WebRequest.formFields(Substring(decoding: request.body, as: UTF8.self))["token"] ?? ""
+            guard Self.constantTimeEqual(offered, token) else {
+                return .bytes(.unauthorized, Data(WebPage.login(message: "That is not the token this server printed.").utf8),
+                              type: "text/html; charset=utf-8", extra: [("Content-Security-Policy", WebPage.contentSecurityPolicy)])
+            }
+            return .redirect(to: "/", extra: [("Set-Cookie", sessionCookie)])
+        default:
+            return .error(.methodNotAllowed, "/login takes GET and POST")
+        }
+    }
+
+    // MARK: API
+
+    private func status() async -> Data {
+        var object = (try? JSONSerialization.jsonObject(with: await console.status())) as? [String: Any] ?? [:]
+        if let liveView {
+            object["liveView"] = ["width": liveView.settings.width, "height": liveView.settings.height,
+                                  "framesPerSecond": liveView.settings.framesPerSecond, "viewers": liveView.viewerCount]
+        }
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+    }
+
+    private func command(_ request: WebRequest) async -> WebResponse {
+        let type = request.headers["content-type"].first?.lowercased() ?? ""
+        guard type.hasPrefix("application/json") else {
+            return .error(.unsupportedMediaType, "a command is a JSON object sent as application/json, e.g. {\"command\": \"photo\"}")
+        }
+        let reply = await console.perform(request: request.body)
+        return .bytes(reply.ok ? .ok : .unprocessableEntity, reply.json, type: "application/json")
+    }
+
+    private func gallery() -> WebResponse {
+        let formatter = ISO8601DateFormatter()
+        let items = media.items().map { item -> [String: Any] in
+            let name = item.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#;"))) ?? item.name
+            return ["name": item.name, "kind": item.kind.rawValue, "bytes": item.bytes, "modified": formatter.string(from: item.modified),
+                    "recording": item.recording, "url": "/media/\(item.folder)/\(name)", "thumbnail": "/thumbs/\(item.folder)/\(name)"]
+        }
+        return .json(.ok, ["items": items])
+    }
+
+    private func mediaFile(folder: Substring, name: Substring, thumbnail: Bool, request: WebRequest) async -> WebResponse {
+        let path: String
+        do { path = try media.resolve(folder: folder, name: name) } catch {
+            return error == .badName ? .error(.badRequest, "that is not the name of a file in the gallery")
+                                     : .error(.notFound, "no such photo or movie")
+        }
+        let kind = MediaFolders.kind(of: path)
+        if thumbnail {
+            guard kind == .photo else {
+                return .bytes(.ok, Data(WebPage.movieIcon.utf8), type: "image/svg+xml", extra: [("Cache-Control", "max-age=3600")])
+            }
+            let thumbnails = thumbnails
+            let small = await Task.detached(priority: .utility) { thumbnails.thumbnail(ofPhotoAt: path) }.value
+            guard let small else { return .error(.unprocessableEntity, "the photo cannot be read as a JPEG") }
+            return .bytes(.ok, small, type: "image/jpeg", extra: [("Cache-Control", "private, max-age=60")])
+        }
+        guard kind != nil else { return .error(.notFound, "no such photo or movie") }
+        let opened = await Task.detached { () -> (NIOFileHandle, Int)? in
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard descriptor >= 0 else { return nil }
+            var info = stat()
+            guard fstat(descriptor, &info) == 0 else { close(descriptor); return nil }
+            return (NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: descriptor), Int(info.st_size))
+        }.value
+        guard let (handle, size) = opened else { return .error(.notFound, "no such photo or movie") }
+        var range: ClosedRange<Int>?
+        if let header = request.headers["range"].first {
+            guard let asked = Self.byteRange(header, size: size) else {
+                try? handle.close()
+                var headers = HTTPHeaders(WebResponse.securityHeaders)
+                headers.add(name: "Content-Range", value: "bytes */\(size)")
+                return .full(.rangeNotSatisfiable, headers, ByteBuffer())
+            }
+            range = asked
+        }
+        let type = switch (path as NSString).pathExtension.lowercased() {
+        case "mp4", "mov": "video/mp4"
+        case "mkv": "video/x-matroska"
+        default: "image/jpeg"
+        }
+        return .file(FileToSend(handle: handle, range: range, size: size, contentType: type,
+                                downloadName: request.query["download"] != nil ? (path as NSString).lastPathComponent : nil))
+    }
+
+    /// One range of `bytes=a-b`, `bytes=a-` or `bytes=-n`; nil when it lies outside the file (or asks several).
+    static func byteRange(_ header: String, size: Int) -> ClosedRange<Int>? {
+        guard header.hasPrefix("bytes="), size > 0 else { return nil }
+        let spec = header.dropFirst(6)
+        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
+        let first = spec[..<dash].trimmingCharacters(in: .whitespaces), last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
+        if first.isEmpty {
+            guard let count = Int(last), count > 0 else { return nil }
+            return max(0, size - count)...(size - 1)
+        }
+        guard let start = Int(first), start < size else { return nil }
+        let end = last.isEmpty ? size - 1 : min(Int(last) ?? -1, size - 1)
+        return end >= start ? start...end : nil
+    }
+}

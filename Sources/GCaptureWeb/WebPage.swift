@@ -1,0 +1,187 @@
+/// The operator's page: HTML, style and script served from this module (no files to install, nothing
+/// fetched from elsewhere: the Content-Security-Policy allows this server only).
+enum WebPage {
+    static let contentSecurityPolicy = "default-src 'self'; img-src 'self' data:; media-src 'self'; frame-ancestors 'none'; form-action 'self'"
+
+    static let html = """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>gcapture</title>
+        <link rel="stylesheet" href="/app.css">
+        </head>
+        <body>
+        <header><h1>gcapture</h1><span id="status">connecting…</span></header>
+        <main>
+          <section id="view">
+            <img id="live" src="/live.mjpg" alt="the camera's live picture">
+            <div id="banner" hidden></div>
+            <div id="controls">
+              <button id="shutter" type="button">Take photo</button>
+              <button id="record" type="button">Record</button>
+              <button id="pause" type="button" disabled>Pause</button>
+              <select id="camera" aria-label="camera"></select>
+              <button id="switch" type="button">Switch camera</button>
+            </div>
+            <p id="reply" role="status"></p>
+            <ol id="events" aria-label="events"></ol>
+          </section>
+          <section>
+            <h2>Gallery</h2>
+            <div id="gallery"></div>
+          </section>
+        </main>
+        <script src="/app.js"></script>
+        </body>
+        </html>
+        """
+
+    static let css = """
+        body { font: 15px system-ui, sans-serif; margin: 0; background: #111; color: #eee; }
+        header { display: flex; gap: 1em; align-items: baseline; padding: .5em 1em; background: #222; }
+        h1 { font-size: 1.2em; margin: 0; } h2 { font-size: 1.1em; }
+        main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 1em; padding: 1em; }
+        @media (max-width: 900px) { main { grid-template-columns: 1fr; } }
+        #live { width: 100%; background: #000; aspect-ratio: 16 / 9; object-fit: contain; display: block; }
+        #banner { background: #a40; padding: .4em .8em; }
+        #controls { display: flex; flex-wrap: wrap; gap: .5em; margin: .6em 0; }
+        button, select { font: inherit; padding: .4em .8em; border-radius: 4px; border: 1px solid #555; background: #333; color: #eee; }
+        button.recording { background: #b00; }
+        #reply.error { color: #f88; }
+        #events { font: 12px monospace; max-height: 10em; overflow-y: auto; padding-left: 1.5em; color: #aaa; }
+        #gallery { display: grid; grid-template-columns: repeat(auto-fill, minmax(150px, 1fr)); gap: .6em; }
+        #gallery figure { margin: 0; background: #222; padding: .3em; border-radius: 4px; }
+        #gallery img { width: 100%; aspect-ratio: 4 / 3; object-fit: cover; display: block; }
+        #gallery figcaption { font-size: 12px; word-break: break-all; }
+        #gallery a { color: #8cf; }
+        """
+
+    static let script = """
+        "use strict";
+        const $ = (id) => document.getElementById(id);
+        let recording = null, paused = false;
+
+        function say(text, failed) { $("reply").textContent = text; $("reply").className = failed ? "error" : ""; }
+
+        async function command(request) {
+          try {
+            const response = await fetch("/api/command", { method: "POST", headers: { "Content-Type": "application/json" },
+                                                           body: JSON.stringify(request) });
+            const reply = await response.json();
+            say(reply.ok ? "ok" + (reply.path ? ": " + reply.path : "") : reply.error, !reply.ok);
+            return reply;
+          } catch (error) { say("the server did not answer: " + error, true); return { ok: false }; }
+        }
+
+        function showRecording(path, isPaused) {
+          recording = path; paused = !!isPaused;
+          $("record").textContent = recording ? "Stop recording" : "Record";
+          $("record").classList.toggle("recording", !!recording);
+          $("pause").disabled = !recording;
+          $("pause").textContent = paused ? "Resume" : "Pause";
+        }
+
+        function showInterruption(reason) {
+          $("banner").hidden = !reason;
+          $("banner").textContent = reason ? "Camera interrupted: " + reason + " (it comes back by itself)" : "";
+        }
+
+        async function refreshStatus() {
+          const status = await (await fetch("/api/status")).json();
+          $("status").textContent = status.camera + (status.testDevice ? " (the built-in test camera)" : "");
+          showRecording(status.recording ? status.recording.path : null, status.recording && status.recording.paused);
+          showInterruption(status.interruption);
+          $("shutter").disabled = !status.photos;
+          $("record").disabled = !status.movies;
+          const select = $("camera");
+          select.replaceChildren(...(status.cameras || []).map((id) => {
+            const option = document.createElement("option");
+            option.value = id; option.textContent = id; option.selected = id === status.cameraID;
+            return option;
+          }));
+        }
+
+        async function refreshGallery() {
+          const gallery = await (await fetch("/api/gallery")).json();
+          $("gallery").replaceChildren(...gallery.items.map((item) => {
+            const figure = document.createElement("figure");
+            figure.className = "item " + item.kind;
+            figure.dataset.name = item.name;
+            const link = document.createElement("a");
+            link.href = item.url;
+            const image = document.createElement("img");
+            image.loading = "lazy"; image.src = item.thumbnail; image.alt = item.name;
+            link.append(image);
+            const caption = document.createElement("figcaption");
+            const download = document.createElement("a");
+            download.href = item.url + "?download=1"; download.textContent = item.name;
+            caption.append(download, item.recording ? " (recording…)" : "");
+            figure.append(link, caption);
+            return figure;
+          }));
+        }
+
+        function logEvent(event) {
+          const line = document.createElement("li");
+          line.textContent = event.event + (event.path ? " " + event.path : "") + (event.reason ? " (" + event.reason + ")" : "")
+            + (event.error ? ": " + event.error : "");
+          $("events").prepend(line);
+          while ($("events").children.length > 100) $("events").lastChild.remove();
+        }
+
+        function listen() {
+          const events = new EventSource("/api/events");
+          events.onmessage = (message) => {
+            const event = JSON.parse(message.data);
+            if (event.event === "recordingProgress") return;
+            logEvent(event);
+            switch (event.event) {
+              case "photo": case "recordingFinished": refreshGallery(); break;
+              case "recordingStarted": showRecording(event.path, false); refreshGallery(); break;
+              case "recordingPaused": showRecording(recording, true); break;
+              case "recordingResumed": showRecording(recording, false); break;
+              case "interrupted": showInterruption(event.reason); break;
+              case "interruptionEnded": showInterruption(null); break;
+              case "cameraSwitched": refreshStatus(); break;
+            }
+            if (event.event === "recordingFinished") showRecording(null, false);
+          };
+          events.onopen = () => refreshStatus();
+        }
+
+        $("shutter").onclick = () => command({ command: "photo" });
+        $("record").onclick = () => command(recording ? { command: "record", action: "stop" } : { command: "record", action: "start" });
+        $("pause").onclick = () => command({ command: paused ? "resume" : "pause" });
+        $("switch").onclick = () => command({ command: "switch", camera: $("camera").value });
+        // A live view that broke (the server restarted, the network dropped) is asked for again.
+        $("live").onerror = () => setTimeout(() => { $("live").src = "/live.mjpg?" + Date.now(); }, 2000);
+        refreshStatus().catch(() => say("cannot reach the server", true));
+        refreshGallery();
+        listen();
+        """
+
+    static func login(message: String?) -> String {
+        """
+        <!doctype html>
+        <html lang="en">
+        <head><meta charset="utf-8"><title>gcapture: log in</title><link rel="stylesheet" href="/app.css"></head>
+        <body>
+        <header><h1>gcapture</h1></header>
+        <main><form method="post" action="/login">
+          <p>This camera needs the access token gcapture printed when it started.</p>
+          \(message.map { "<p id=\"reply\" class=\"error\">\($0)</p>" } ?? "")
+          <input name="token" type="password" autocomplete="current-password" aria-label="token" autofocus>
+          <button type="submit">Log in</button>
+        </form></main>
+        </body>
+        </html>
+        """
+    }
+
+    static let movieIcon = """
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 160 120"><rect width="160" height="120" fill="#333"/>\
+        <polygon points="62,38 62,82 102,60" fill="#ccc"/></svg>
+        """
+}
