@@ -67,7 +67,7 @@ let package = Package(
         .executableTarget(name: "Recorder", dependencies: ["GCapture"], path: "Examples/Recorder"),
         .executableTarget(name: "MotionDetector", dependencies: ["GCapture"], path: "Examples/MotionDetector"),
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit"]),
-        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
+        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GCaptureWeb", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
                     // Description files the tests read from the source tree (#filePath), not resources.
                     exclude: ["Descriptions"]),
         // The seed documents' AVFoundation code ported by renaming; GCapture alone, in the seeds' Swift 5.

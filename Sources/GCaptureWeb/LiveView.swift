@@ -42,6 +42,8 @@ public final class LiveView: Sendable {
         var latest: ByteBuffer?
         var lastFrame: ContinuousClock.Instant?
         var showingNoSignal = false
+        /// The session says its camera is interrupted: what frames come meanwhile are filler, not the camera.
+        var cameraInterrupted = false
         var lastNoSignal: ContinuousClock.Instant?
         var encodedFrames = 0
         let created = ContinuousClock.now
@@ -51,6 +53,7 @@ public final class LiveView: Sendable {
     private let encoder: FrameEncoder
     private let noSignalPart: ByteBuffer
     private let watchdog = Mutex<Task<Void, Never>?>(nil)
+    private let sessionEvents = Mutex<Task<Void, Never>?>(nil)
 
     public init(settings: Settings = Settings()) throws(CaptureError) {
         guard settings.width >= 16, settings.height >= 16, settings.width <= 7680, settings.height <= 4320 else {
@@ -73,7 +76,35 @@ public final class LiveView: Sendable {
         startWatchdog()
     }
 
-    deinit { watchdog.withLock { $0?.cancel() } }
+    deinit {
+        watchdog.withLock { $0?.cancel() }
+        sessionEvents.withLock { $0?.cancel() }
+    }
+
+    /// Follows the session's interruptions: while its camera is interrupted viewers see "no signal" (the
+    /// session may feed the outputs black filler frames meanwhile, which are not the camera's picture).
+    public func follow(_ session: CaptureSession) {
+        let events = session.events()
+        let task = Task { [weak self] in
+            for await event in events {
+                switch event {
+                case .wasInterrupted(let reason) where reason.affectsVideo: self?.setCameraInterrupted(true)
+                case .interruptionEnded(let reason) where reason.affectsVideo: self?.setCameraInterrupted(false)
+                case .didStopRunning: self?.setCameraInterrupted(false)
+                default: break
+                }
+            }
+        }
+        sessionEvents.withLock { $0?.cancel(); $0 = task }
+    }
+
+    private func setCameraInterrupted(_ interrupted: Bool) {
+        state.withLock { state in
+            state.cameraInterrupted = interrupted
+            if interrupted { state.lastNoSignal = nil }
+        }
+        if interrupted { showNoSignalIfStalled() }
+    }
 
     /// Frames encoded since the start: the same count however many viewers watch.
     public var encodedFrameCount: Int { state.withLock { $0.encodedFrames } }
@@ -97,11 +128,12 @@ public final class LiveView: Sendable {
         _ = state.withLock { $0.viewers.removeValue(forKey: key) }
     }
 
-    fileprivate var wantsFrames: Bool { state.withLock { !$0.viewers.isEmpty } }
+    fileprivate var wantsFrames: Bool { state.withLock { !$0.viewers.isEmpty && !$0.cameraInterrupted } }
 
     fileprivate func publish(jpeg: Data) {
         let part = Self.part(jpeg: jpeg)
-        let viewers = state.withLock { state in
+        let viewers = state.withLock { state -> [@Sendable (ByteBuffer) -> Void] in
+            guard !state.cameraInterrupted else { return [] }
             state.latest = part
             state.lastFrame = .now
             state.showingNoSignal = false
@@ -113,6 +145,7 @@ public final class LiveView: Sendable {
 
     fileprivate func frameArrivedWithoutViewers() {
         state.withLock { state in
+            guard !state.cameraInterrupted else { return }
             state.lastFrame = .now
             state.showingNoSignal = false
         }
@@ -142,7 +175,8 @@ public final class LiveView: Sendable {
     private func showNoSignalIfStalled() {
         let now = ContinuousClock.now
         let viewers = state.withLock { state -> [@Sendable (ByteBuffer) -> Void] in
-            guard now - (state.lastFrame ?? state.created) > Self.signalLossAfter, !state.viewers.isEmpty else { return [] }
+            let stalled = state.cameraInterrupted || now - (state.lastFrame ?? state.created) > Self.signalLossAfter
+            guard stalled, !state.viewers.isEmpty else { return [] }
             if let sent = state.lastNoSignal, now - sent < .milliseconds(900) { return [] }
             state.lastNoSignal = now
             state.showingNoSignal = true

@@ -141,7 +141,8 @@ struct WebApplication: Sendable {
         var object = (try? JSONSerialization.jsonObject(with: await console.status())) as? [String: Any] ?? [:]
         if let liveView {
             object["liveView"] = ["width": liveView.settings.width, "height": liveView.settings.height,
-                                  "framesPerSecond": liveView.settings.framesPerSecond, "viewers": liveView.viewerCount]
+                                  "framesPerSecond": liveView.settings.framesPerSecond, "viewers": liveView.viewerCount,
+                                  "encodedFrames": liveView.encodedFrameCount]
         }
         return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
     }

@@ -49,8 +49,8 @@ public struct WebServerConfiguration: Sendable {
         }
         var host = String(text[..<colon])
         let portText = text[text.index(after: colon)...]
-        guard let port = Int(portText), (1...65_535).contains(port) else {
-            return .failure(ListenAddressError("\(text): the port \"\(portText)\" is not a number from 1 to 65535"))
+        guard let port = Int(portText), (0...65_535).contains(port) else {
+            return .failure(ListenAddressError("\(text): the port \"\(portText)\" is not a number from 0 to 65535 (0: any free port)"))
         }
         if host.hasPrefix("[") {
             guard host.hasSuffix("]") else { return .failure(ListenAddressError("\(text): the IPv6 address has no closing ]")) }

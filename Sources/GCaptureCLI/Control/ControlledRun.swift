@@ -63,6 +63,7 @@ enum ControlledRun {
         capture.session.beginConfiguration()
         try capture.session.add(liveView.output)
         try capture.session.commitAndWait()
+        liveView.follow(capture.session)
         if let madeToken {
             FileHandle.standardError.write(Data("gcapture: \(server.configuration.host) is reachable from other machines; the page's access token is \(madeToken)\n".utf8))
         }

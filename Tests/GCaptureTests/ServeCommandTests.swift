@@ -1,0 +1,248 @@
+import Foundation
+import XCTest
+
+/// `gcapture serve` as a browser and an attacker use it, through a plain socket client: the commands, the
+/// gallery, the live view, the events, and everything it must refuse without disturbing the capture.
+final class ServeCommandTests: XCTestCase {
+    /// A running `gcapture serve` on a free port of 127.0.0.1, with the test camera, saving into `folder`.
+    func startServe(_ extra: [String] = [], folder: URL, listen: String = "127.0.0.1:0") throws -> (LaunchedCommand, Int) {
+        let serve = try launch("gcapture", ["serve", "--listen", listen, "--camera", "test", "--microphone", "none",
+                                            "--output", folder.path, "--json", "--live-size", "640x360"] + extra)
+        guard serve.waitForEvent("listening", timeout: 30), let port = serve.events("listening").first?["port"] as? Int else {
+            throw CheckFailed(description: "gcapture serve did not start listening: \(serve.errorOutput)")
+        }
+        return (serve, port)
+    }
+
+    func testAPhotoAndARecordingFromTheAPIAreInTheGalleryNewestFirstAndPlay() throws {
+        let folder = try temporaryFolder()
+        let (_, port) = try startServe(folder: folder)
+
+        let photo = try command(port, #"{"command": "photo"}"#)
+        XCTAssertEqual(photo.status, 200, photo.text)
+        let photoPath = try XCTUnwrap(photo.json?["path"] as? String)
+        XCTAssertEqual(URL(fileURLWithPath: photoPath).deletingLastPathComponent().standardizedFileURL.path, folder.standardizedFileURL.path)
+
+        let start = try command(port, #"{"id": 7, "command": "record", "action": "start"}"#)
+        XCTAssertEqual(start.status, 200, start.text)
+        XCTAssertEqual(start.json?["id"] as? Int, 7, "the reply carries the request's id")
+        Thread.sleep(forTimeInterval: 2)
+        let stop = try command(port, #"{"command": "record", "action": "stop"}"#)
+        XCTAssertEqual(stop.status, 200, stop.text)
+        let moviePath = try XCTUnwrap(stop.json?["path"] as? String)
+
+        let gallery = try http(port, "GET", "/api/gallery")
+        XCTAssertEqual(gallery.status, 200)
+        let items = try XCTUnwrap(gallery.json?["items"] as? [[String: Any]])
+        XCTAssertEqual(items.map { $0["name"] as? String }, [moviePath, photoPath].map { URL(fileURLWithPath: $0).lastPathComponent },
+                       "newest first")
+        XCTAssertEqual(items.map { $0["kind"] as? String }, ["movie", "photo"])
+
+        // The thumbnail is small; the photo itself comes whole.
+        let thumbnail = try http(port, "GET", try XCTUnwrap(items[1]["thumbnail"] as? String))
+        XCTAssertEqual(thumbnail.status, 200)
+        XCTAssertEqual(thumbnail.headers["content-type"], "image/jpeg")
+        let thumbnailFile = folder.appendingPathComponent(".thumbnail-check.jpg")
+        try thumbnail.body.write(to: thumbnailFile)
+        let size = try XCTUnwrap(try probe(thumbnailFile, countFrames: false).videoSize)
+        XCTAssertLessThanOrEqual(max(size.width, size.height), 240, "a thumbnail, not the photo")
+        XCTAssertLessThan(thumbnail.body.count, 40_000)
+        let full = try http(port, "GET", try XCTUnwrap(items[1]["url"] as? String))
+        XCTAssertEqual(full.body, try Data(contentsOf: URL(fileURLWithPath: photoPath)))
+
+        // The movie downloads whole (and by ranges, as a <video> element asks) and plays.
+        let movieURL = try XCTUnwrap(items[0]["url"] as? String)
+        let download = try http(port, "GET", movieURL + "?download=1")
+        XCTAssertEqual(download.status, 200)
+        XCTAssertTrue(download.headers["content-disposition"]?.hasPrefix("attachment") ?? false)
+        let downloaded = folder.appendingPathComponent(".downloaded.mp4")
+        try download.body.write(to: downloaded)
+        let movie = try probe(downloaded)
+        XCTAssertGreaterThan(movie.duration, 1.5)
+        XCTAssertGreaterThan(movie.videoFrames ?? 0, 30)
+        let range = try http(port, "GET", movieURL, headers: ["Range": "bytes=100-199"])
+        XCTAssertEqual(range.status, 206)
+        XCTAssertEqual(range.body, download.body[100..<200])
+    }
+
+    func testWhatABrowserMayNotAskIsRefusedWithAReason() throws {
+        let folder = try temporaryFolder()
+        let (serve, port) = try startServe(folder: folder)
+        let elsewhere = try temporaryFolder().appendingPathComponent("x.jpg").path
+        let withPath = try command(port, #"{"command": "photo", "path": "\#(elsewhere)"}"#)
+        XCTAssertEqual(withPath.status, 422)
+        XCTAssertTrue((withPath.json?["error"] as? String ?? "").contains("naming rule"), withPath.text)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: elsewhere), "a browser must not write files anywhere")
+        let quit = try command(port, #"{"command": "quit"}"#)
+        XCTAssertEqual(quit.status, 422, quit.text)
+        XCTAssertTrue(serve.process.isRunning, "quit over HTTP does not stop gcapture")
+        let typo = try command(port, #"{"command": "phot"}"#)
+        XCTAssertEqual(typo.status, 422)
+        XCTAssertTrue((typo.json?["error"] as? String ?? "").contains("did you mean \"photo\""), typo.text)
+        // Another site's form (text/plain needs no preflight) or script (its Origin) cannot command.
+        let form = try http(port, "POST", "/api/command", headers: ["Content-Type": "text/plain"], body: #"{"command": "photo"}"#)
+        XCTAssertEqual(form.status, 415)
+        let otherSite = try command(port, #"{"command": "photo"}"#, headers: ["Origin": "http://evil.example"])
+        XCTAssertEqual(otherSite.status, 403)
+        // Nor by pointing its own name at 127.0.0.1 (DNS rebinding): without a token only loopback names answer.
+        let rebound = try http(port, "GET", "/api/status", headers: ["Host": "evil.example:\(port)"])
+        XCTAssertEqual(rebound.status, 403)
+        XCTAssertEqual(try http(port, "GET", "/api/command").status, 405)
+        XCTAssertEqual(try http(port, "GET", "/nothing").status, 404)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".jpg") }, [],
+                       "no refused command took a photo")
+    }
+
+    func testTheLiveViewIsEncodedOnceHoweverManyWatch() throws {
+        let (_, port) = try startServe(["--live-rate", "10"], folder: try temporaryFolder())
+        func encoded() throws -> Int {
+            let status = try http(port, "GET", "/api/status")
+            return try XCTUnwrap((status.json?["liveView"] as? [String: Any])?["encodedFrames"] as? Int)
+        }
+        let viewers = try (0..<4).map { _ in try HTTPTestConnection(port: port) }
+        for viewer in viewers { viewer.send("GET /live.mjpg HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n") }
+        let before = try encoded()
+        let bodies = HTTPTestConnection.readAll(viewers, for: 3)
+        let after = try encoded()
+        let parts = bodies.map { data -> [Data] in
+            guard let head = data.range(of: Data("\r\n\r\n".utf8)), let (body, _) = HTTPTestConnection.dechunk(Data(data[head.upperBound...])) else { return [] }
+            return mjpegParts(body)
+        }
+        for viewerParts in parts {
+            XCTAssertGreaterThanOrEqual(viewerParts.count, 15, "about 10 frames a second for 3 s reach every viewer")
+            XCTAssertTrue(viewerParts.allSatisfy { $0.starts(with: [0xFF, 0xD8]) && $0.suffix(2) == Data([0xFF, 0xD9]) }, "whole JPEGs")
+        }
+        let most = parts.map(\.count).max() ?? 0
+        XCTAssertLessThan(after - before, most + most / 2, "\(after - before) frames encoded for 4 viewers of \(most): one encode per frame, not per viewer")
+        let frame = FileManager.default.temporaryDirectory.appendingPathComponent("live-\(UUID()).jpg")
+        defer { try? FileManager.default.removeItem(at: frame) }
+        try XCTUnwrap(parts.first?.last).write(to: frame)
+        let size = try XCTUnwrap(try probe(frame, countFrames: false).videoSize)
+        XCTAssertEqual(size.width, 640)
+        XCTAssertEqual(size.height, 360)
+    }
+
+    func testEventsReachThePageAsTheyHappen() throws {
+        let (_, port) = try startServe(folder: try temporaryFolder())
+        let events = try HTTPTestConnection(port: port)
+        events.send("GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAccept: text/event-stream\r\n\r\n")
+        let opened = events.read(for: 5) { String(decoding: $0, as: UTF8.self).contains("retry:") }
+        XCTAssertTrue(String(decoding: opened, as: UTF8.self).contains("text/event-stream"))
+        XCTAssertEqual(try command(port, #"{"command": "photo"}"#).status, 200)
+        let received = events.read(for: 10) { String(decoding: $0, as: UTF8.self).contains("\"event\":\"photo\"") }
+        let text = String(decoding: received, as: UTF8.self)
+        XCTAssertTrue(text.contains("data: {"), text)
+        XCTAssertTrue(text.contains("\"trigger\":\"web\""), text)
+    }
+
+    func testATokenGuardsEverythingButTheLoginPage() throws {
+        let token = "correct-horse-battery"
+        let (_, port) = try startServe(["--token", token], folder: try temporaryFolder())
+        XCTAssertEqual(try http(port, "GET", "/api/status").status, 401)
+        XCTAssertEqual(try http(port, "GET", "/live.mjpg").status, 401)
+        XCTAssertEqual(try command(port, #"{"command": "photo"}"#).status, 401)
+        XCTAssertEqual(try http(port, "GET", "/api/status", headers: ["Authorization": "Bearer wrong-token-here"]).status, 401)
+        XCTAssertEqual(try http(port, "GET", "/api/status", headers: ["Cookie": "gcapture_token=\(token)x"]).status, 401)
+        let page = try http(port, "GET", "/", headers: ["Accept": "text/html"])
+        XCTAssertEqual(page.status, 303)
+        XCTAssertEqual(page.headers["location"], "/login")
+        XCTAssertEqual(try http(port, "GET", "/login").status, 200)
+        let wrong = try http(port, "POST", "/login", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: "token=nope")
+        XCTAssertEqual(wrong.status, 401)
+        XCTAssertNil(wrong.headers["set-cookie"])
+        let login = try http(port, "POST", "/login", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: "token=\(token)")
+        XCTAssertEqual(login.status, 303)
+        let cookie = try XCTUnwrap(login.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
+        XCTAssertTrue(login.headers["set-cookie"]?.contains("HttpOnly") ?? false)
+        XCTAssertEqual(try http(port, "GET", "/api/status", headers: ["Cookie": cookie]).status, 200)
+        XCTAssertEqual(try http(port, "GET", "/api/status", headers: ["Authorization": "Bearer \(token)"]).status, 200)
+        let link = try http(port, "GET", "/?token=\(token)")
+        XCTAssertEqual(link.status, 303, "the printed link logs in and drops the token from the address")
+        XCTAssertNotNil(link.headers["set-cookie"])
+        XCTAssertEqual(try command(port, #"{"command": "photo"}"#, headers: ["Authorization": "Bearer \(token)"]).status, 200)
+    }
+
+    func testAnAddressOtherMachinesReachGetsATokenMadeAndPrinted() throws {
+        let (serve, port) = try startServe(folder: try temporaryFolder(), listen: "0.0.0.0:0")
+        XCTAssertEqual(serve.events("listening").first?["token"] as? Bool, true)
+        let printed = try XCTUnwrap(serve.errorOutput.range(of: "access token is ").map { serve.errorOutput[$0.upperBound...].prefix(32) },
+                                    serve.errorOutput)
+        XCTAssertEqual(try http(port, "GET", "/api/status").status, 401)
+        XCTAssertEqual(try http(port, "GET", "/api/status", headers: ["Authorization": "Bearer \(printed)"]).status, 200)
+    }
+
+    func testTraversalLinksOutAndOversizedRequestsAreRefusedAndTheCaptureGoesOn() throws {
+        let folder = try temporaryFolder()
+        let outside = try temporaryFolder()
+        let secret = outside.appendingPathComponent("secret.jpg")
+        try Data("not for the web".utf8).write(to: secret)
+        try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("link-out.jpg").path, withDestinationPath: secret.path)
+        try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("passwd.jpg").path, withDestinationPath: "/etc/passwd")
+        let (serve, port) = try startServe(folder: folder)
+        XCTAssertEqual(try command(port, #"{"command": "record", "action": "start"}"#).status, 200)
+
+        let attempts = [
+            "/media/0/../../etc/passwd", "/media/0/..%2F..%2Fetc%2Fpasswd", "/media/0/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+            "/media/0/%2E%2E/%2E%2E/etc/passwd", "/media/0/..%5c..%5cetc%5cpasswd", "/media/0/%252e%252e%252fetc%252fpasswd",
+            "/media/0/..%c0%af..%c0%afetc%c0%afpasswd", "/media/0/%2e%2e", "/media/0/passwd%00.jpg", "/media/0/.%2e/secret.jpg",
+            "/thumbs/0/..%2F..%2Fetc%2Fpasswd", "/media/0/link-out.jpg", "/thumbs/0/link-out.jpg", "/media/0/passwd.jpg",
+            "/media/1/secret.jpg", "/media/-1/secret.jpg", "/media/0x0/secret.jpg", "/media//secret.jpg",
+        ]
+        for target in attempts {
+            let answer = try http(port, "GET", target)
+            XCTAssertTrue([400, 404].contains(answer.status), "\(target): \(answer.status)")
+            XCTAssertFalse(answer.text.contains("root:") || answer.text.contains("not for the web"), "\(target) leaked a file")
+            XCTAssertFalse(answer.text.contains(folder.path) || answer.text.contains("/etc") || answer.text.contains(outside.path),
+                           "\(target): an error names a path: \(answer.text)")
+        }
+
+        let big = String(repeating: "x", count: 1_000_000)
+        XCTAssertEqual(try http(port, "POST", "/api/command", headers: ["Content-Type": "application/json"], body: big).status, 413)
+        XCTAssertEqual(try http(port, "GET", "/api/status?" + String(repeating: "a", count: 10_000)).status, 414)
+        let hugeHeader = try http(port, "GET", "/api/status", headers: ["X-Filler": String(repeating: "h", count: 200_000)])
+        XCTAssertTrue([400, 431].contains(hugeHeader.status), "a 200 KB header: \(hugeHeader.status)")
+        let garbage = try HTTPTestConnection(port: port)
+        garbage.send("\u{01}\u{02} not http at all\r\n\r\n")
+        XCTAssertEqual(try garbage.readAnswer().status, 400)
+
+        // The capture went on through all of it.
+        Thread.sleep(forTimeInterval: 1)
+        let stop = try command(port, #"{"command": "record", "action": "stop"}"#)
+        XCTAssertEqual(stop.status, 200, stop.text)
+        let movie = try probe(URL(fileURLWithPath: try XCTUnwrap(stop.json?["path"] as? String)))
+        XCTAssertGreaterThan(movie.duration, 1)
+        XCTAssertTrue(serve.process.isRunning)
+        XCTAssertEqual(serve.events("runtimeError").count, 0, serve.output)
+    }
+
+    func testFiftyConnectionsAtOnceAreBoundedAndTheCaptureGoesOn() throws {
+        let (serve, port) = try startServe(folder: try temporaryFolder())
+        XCTAssertEqual(try command(port, #"{"command": "record", "action": "start"}"#).status, 200)
+        let flood = try (0..<50).map { _ in try HTTPTestConnection(port: port, timeout: 5) }
+        // The ones over the limit are told so at once and closed; the others wait for a request.
+        let replies = HTTPTestConnection.readAll(flood, for: 1.5).map { String(decoding: $0, as: UTF8.self) }
+        let refused = replies.filter { $0.hasPrefix("HTTP/1.1 503") }
+        XCTAssertGreaterThanOrEqual(refused.count, 50 - 32, "connections over the limit of 32 are refused")
+        XCTAssertLessThan(refused.count, 50)
+        XCTAssertTrue(refused.allSatisfy { $0.contains("too many connections") })
+        XCTAssertEqual(replies.filter { !$0.isEmpty && !$0.hasPrefix("HTTP/1.1 503") }, [], "nothing else is said unasked")
+        // Those let in still work.
+        let admitted = try XCTUnwrap(replies.firstIndex(of: "").map { flood[$0] })
+        admitted.send("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        XCTAssertEqual(try admitted.readAnswer().status, 200)
+        // Once the flood ends a new visitor is served (a slot frees as each socket closes).
+        flood.forEach { shutdown($0.socket, Int32(SHUT_RDWR)) }
+        let deadline = Date().addingTimeInterval(5)
+        var status = 0
+        repeat {
+            status = (try? http(port, "GET", "/api/status").status) ?? 0
+        } while status != 200 && Date() < deadline
+        XCTAssertEqual(status, 200)
+        Thread.sleep(forTimeInterval: 1)
+        let stop = try command(port, #"{"command": "record", "action": "stop"}"#)
+        XCTAssertEqual(stop.status, 200, stop.text)
+        let movie = try probe(URL(fileURLWithPath: try XCTUnwrap(stop.json?["path"] as? String)))
+        XCTAssertGreaterThan(movie.duration, 1.5)
+        XCTAssertEqual(serve.events("runtimeError").count, 0, serve.output)
+    }
+}
