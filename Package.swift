@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit"]),
         .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GCaptureWeb", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
                     // Description files the tests read from the source tree (#filePath), not resources.
-                    exclude: ["Descriptions"]),
+                    exclude: ["Descriptions", "Browser"]),
         // The seed documents' AVFoundation code ported by renaming; GCapture alone, in the seeds' Swift 5.
         .testTarget(name: "SeedPortTests", dependencies: ["GCapture"], swiftSettings: [.swiftLanguageMode(.v5)]),
     ]

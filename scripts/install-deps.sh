@@ -23,6 +23,8 @@ packages=(
   # The shells whose completion scripts the tests check (bash is there), man to render the man page, and
   # systemd-analyze for the kiosk's units (Examples/kiosk).
   zsh fish man-db systemd
+  # The web page's browser test: headless Chromium, its driver, Selenium for Debian's Python.
+  chromium chromium-driver python3-selenium
   # The RotationCoordinator's tests: a private D-Bus bus with a stand-in iio-sensor-proxy in Python (GIO).
   dbus-daemon python3 python3-gi
 )

@@ -51,7 +51,7 @@ public final class LiveView: Sendable {
 
     private let state = Mutex(State())
     private let encoder: FrameEncoder
-    private let noSignalPart: ByteBuffer
+    let noSignalPart: ByteBuffer
     private let watchdog = Mutex<Task<Void, Never>?>(nil)
     private let sessionEvents = Mutex<Task<Void, Never>?>(nil)
 

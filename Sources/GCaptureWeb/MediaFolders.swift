@@ -14,8 +14,9 @@ struct MediaFolders: Sendable {
         var kind: Kind
         var bytes: Int
         var modified: Date
-        /// A movie still being recorded: its recovery sidecar is beside it.
-        var recording: Bool
+        /// A movie being recorded, or one whose recording was cut short (a crash, a power cut): its recovery
+        /// sidecar is beside it. It plays up to its last fragment.
+        var unfinished: Bool
     }
 
     enum Refusal: Error, Equatable {
@@ -63,7 +64,7 @@ struct MediaFolders: Sendable {
                 guard stat(file, &info) == 0 else { continue }
                 let modified = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
                 items.append(Item(folder: index, name: name, kind: kind, bytes: Int(info.st_size), modified: modified,
-                                  recording: kind == .movie && present.contains(".\(name).gcapture-recovery.mkv")))
+                                  unfinished: kind == .movie && present.contains(".\(name).gcapture-recovery.mkv")))
             }
         }
         return items.sorted { $0.modified != $1.modified ? $0.modified > $1.modified : $0.name > $1.name }

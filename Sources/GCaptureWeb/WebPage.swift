@@ -117,7 +117,7 @@ enum WebPage {
             const caption = document.createElement("figcaption");
             const download = document.createElement("a");
             download.href = item.url + "?download=1"; download.textContent = item.name;
-            caption.append(download, item.recording ? " (recording…)" : "");
+            caption.append(download, item.unfinished ? " (unfinished)" : "");
             figure.append(link, caption);
             return figure;
           }));

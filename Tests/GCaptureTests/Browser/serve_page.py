@@ -1,0 +1,86 @@
+"""The operator's page of `gcapture serve` in a real browser: headless Chromium driven by Selenium.
+
+Usage: serve_page.py URL
+Prints one JSON object per finding on stdout ({"check": ..., ...}); exits non-zero on the first failure,
+saying what a person at the browser would have seen instead.
+"""
+import json
+import sys
+import time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+
+def report(**fields):
+    print(json.dumps(fields), flush=True)
+
+
+def wait_for(driver, what, script, timeout=20):
+    """Polls a JavaScript condition: the page streams MJPEG, so it never 'finishes loading'."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = driver.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"{what} did not happen within {timeout} s")
+
+
+def main(url):
+    options = Options()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"):
+        options.add_argument(argument)
+    # The live view never ends, so 'normal' (wait for the load event) would wait forever.
+    options.page_load_strategy = "none"
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    try:
+        driver.set_script_timeout(20)
+        driver.get(url)
+        wait_for(driver, "the live picture showing",
+                 "const live = document.getElementById('live'); return live && live.complete !== undefined && live.naturalWidth > 0")
+        wait_for(driver, "the status line filled in", "return document.getElementById('status').textContent !== 'connecting…'")
+        live = driver.find_element(By.ID, "live")
+        time.sleep(0.5)
+        first = live.screenshot_as_png
+        time.sleep(1)
+        second = live.screenshot_as_png
+        if first == second:
+            raise AssertionError("two screenshots of the live view a second apart are identical: the picture is frozen")
+        report(check="live view moves", first_bytes=len(first), second_bytes=len(second))
+
+        driver.find_element(By.ID, "shutter").click()
+        name = wait_for(driver, "the photo in the gallery",
+                        "const image = document.querySelector('#gallery figure.photo img');"
+                        "return image && image.complete && image.naturalWidth > 0"
+                        " ? [image.closest('figure').dataset.name, image.naturalWidth, image.naturalHeight] : null", timeout=30)
+        if max(name[1], name[2]) > 240:
+            raise AssertionError(f"the gallery shows the photo at {name[1]}x{name[2]}, not as a thumbnail")
+        report(check="photo in gallery", name=name[0], thumbnail=[name[1], name[2]])
+        wait_for(driver, "the photo event in the page's log",
+                 "return [...document.querySelectorAll('#events li')].some((line) => line.textContent.startsWith('photo'))")
+
+        record = driver.find_element(By.ID, "record")
+        record.click()
+        wait_for(driver, "the record button turning into a stop button",
+                 "return document.getElementById('record').textContent === 'Stop recording'")
+        time.sleep(3)
+        record.click()
+        movie = wait_for(driver, "the movie in the gallery",
+                         "const figure = document.querySelector('#gallery figure.movie');"
+                         "return figure && document.getElementById('record').textContent === 'Record'"
+                         " && !figure.textContent.includes('unfinished') ? figure.dataset.name : null", timeout=30)
+        report(check="movie in gallery", name=movie)
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1])
+    except AssertionError as failure:
+        report(check="failed", error=str(failure))
+        sys.exit(1)

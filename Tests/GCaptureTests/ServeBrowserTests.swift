@@ -1,0 +1,36 @@
+import Foundation
+import XCTest
+
+/// The operator's page in a real browser (headless Chromium from Debian, driven by Selenium): the live
+/// picture moves, the shutter puts a photo in the gallery, a recording started from the page plays.
+final class ServeBrowserTests: XCTestCase {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Browser/serve_page.py")
+
+    func testThePageShowsTheCameraLiveTakesAPhotoAndRecordsAMovieThatPlays() throws {
+        for part in ["/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: part) {
+            throw TestEnvironment.missing("\(part) is not installed (apt install chromium chromium-driver, or bash scripts/install-deps.sh)")
+        }
+        guard (try? runTool("/usr/bin/python3", ["-c", "import selenium"]).status) == 0 else {
+            throw TestEnvironment.missing("Selenium is not installed for /usr/bin/python3 (apt install python3-selenium)")
+        }
+        let folder = try temporaryFolder()
+        let serve = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none",
+                                            "--output", folder.path, "--json", "--live-size", "960x540"])
+        XCTAssertTrue(serve.waitForEvent("listening", timeout: 30), serve.errorOutput)
+        let url = try XCTUnwrap(serve.events("listening").first?["url"] as? String)
+
+        let browser = try runTool("/usr/bin/python3", [Self.script.path, url], timeout: 150)
+        let findings = browser.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        XCTAssertEqual(browser.status, 0, "the browser test failed:\n\(browser.stdout)\n\(browser.stderr.suffix(2000))")
+        XCTAssertEqual(findings.compactMap { $0["check"] as? String }, ["live view moves", "photo in gallery", "movie in gallery"])
+
+        let photo = try XCTUnwrap(findings.first { $0["check"] as? String == "photo in gallery" }?["name"] as? String)
+        XCTAssertEqual(serve.events("photo").first.flatMap { ($0["path"] as? String).map { URL(fileURLWithPath: $0).lastPathComponent } }, photo)
+        XCTAssertEqual(serve.events("photo").first?["trigger"] as? String, "web")
+        let movieName = try XCTUnwrap(findings.first { $0["check"] as? String == "movie in gallery" }?["name"] as? String)
+        let movie = try probe(folder.appendingPathComponent(movieName))
+        XCTAssertGreaterThan(movie.duration, 2, "about 3 s were recorded from the page")
+        XCTAssertGreaterThan(movie.videoFrames ?? 0, 60)
+        XCTAssertEqual(serve.events("recordingFinished").first?["complete"] as? Bool, true)
+    }
+}
