@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch` }
+    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve }
 
     var seconds = 10.0
     var rounds = 3
@@ -26,6 +26,7 @@ struct Options {
                gcapture-bench --only preview [--seconds S] [--rounds N] [--json]  (on DISPLAY, else its own Xvfb)
                gcapture-bench --only stream [--seconds S] [--rounds N] [--json]   (needs nginx + libnginx-mod-rtmp)
                gcapture-bench --only switch [--rounds N] [--json]                 (where /dev/video0 and 1 are vivid)
+               gcapture-bench --only serve [--seconds S] [--rounds N] [--json]    (the web page's live view, 1 and 10 viewers)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -54,6 +55,8 @@ struct Options {
         live again once the server is back after a kill.
         `--only switch` (never part of the default run; two vivid cameras) switches a recording session between them 2×N times: the
         switch → the new camera's first frame against a plain v4l2src's start on it, and the gap across each switch.
+        `--only serve` (never part of the default run) runs `gcapture serve` and compares its CPU with ten MJPEG viewers
+        against one: the live view is encoded once, so ten should cost at most 1.2x one.
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -91,7 +94,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream or switch, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch or serve, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -101,7 +104,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -135,6 +138,17 @@ if options.only == .preview {
     do {
         let result = try PreviewBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
         print(options.json ? String(decoding: try JSONEncoder().encode(result), as: UTF8.self) : PreviewBenchmark.table(result))
+        exit(0)
+    } catch {
+        printError("gcapture-bench: \(error)")
+        exit(1)
+    }
+}
+
+if options.only == .serve {
+    do {
+        let result = try ServeBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
+        print(options.json ? String(decoding: try JSONEncoder().encode(result), as: UTF8.self) : ServeBenchmark.table(result))
         exit(0)
     } catch {
         printError("gcapture-bench: \(error)")

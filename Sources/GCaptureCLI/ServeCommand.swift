@@ -25,7 +25,8 @@ struct ServeCommand: AsyncParsableCommand {
         Examples:
           gcapture serve
           gcapture serve --listen 0.0.0.0:8080 --output /srv/booth
-          curl -s -X POST -H 'Content-Type: application/json' -d '{"command":"photo"}' localhost:8080/api/command
+          curl -H 'Content-Type: application/json' -d '{"command":"photo"}' \\
+               localhost:8080/api/command
         """)
 
     @OptionGroup var logging: LoggingOptions
