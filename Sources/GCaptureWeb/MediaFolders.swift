@@ -1,5 +1,6 @@
 import CImaging
 import Foundation
+import GStreamerKit
 import Synchronization
 
 /// The photos and movies the gallery shows, and the only files the server hands out. A file is named in a
@@ -136,5 +137,40 @@ final class Thumbnails: Sendable {
         defer { free(output) }
         guard status == 0, let output else { return nil }
         return Data(bytes: output, count: length)
+    }
+}
+
+/// A movie's thumbnail: its first frame, decoded by GStreamer, scaled to the thumbnail's width and encoded by
+/// jpegenc. One movie at a time (a gallery of a hundred movies must not start a hundred decoders), each
+/// given a few seconds, and kept while the file is unchanged.
+final class MovieThumbnails: Sendable {
+    private let queue = DispatchQueue(label: "gcapture.web.movie-thumbnails", qos: .utility)
+    private let cache = Mutex<[String: Data]>([:])
+
+    func thumbnail(ofMovieAt path: String) async -> Data? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        let key = "\(path)\u{0}\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)\u{0}\(info.st_size)"
+        if let cached = cache.withLock({ $0[key] }) { return cached }
+        let made: Data? = await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: Self.firstFrame(of: path)) }
+        }
+        if let made {
+            cache.withLock { cache in
+                if cache.count >= 512 { cache.removeAll() }
+                cache[key] = made
+            }
+        }
+        return made
+    }
+
+    static func firstFrame(of path: String, width: Int = Thumbnails.size) -> Data? {
+        let description = "filesrc name=file ! decodebin name=decoder decoder. ! queue ! videoconvert ! videoscale "
+            + "! video/x-raw,width=\(width),pixel-aspect-ratio=1/1 ! jpegenc quality=75 ! appsink name=sink sync=false max-buffers=1"
+        guard let pipeline = try? Pipeline.launch(description), let file = pipeline.element(named: "file"),
+              let sink = pipeline.element(named: "sink").flatMap(AppSink.init) else { return nil }
+        defer { pipeline.shutDown() }
+        guard (try? file.set("location", path)) != nil, (try? pipeline.setState(.playing)) != nil else { return nil }
+        return sink.pullSample(timeout: 5 * 1_000_000_000)?.withBytes { Data($0) }
     }
 }

@@ -13,6 +13,7 @@ struct WebApplication: Sendable {
     let liveView: LiveView?
     let media: MediaFolders
     let thumbnails = Thumbnails()
+    let movieThumbnails = MovieThumbnails()
 
     init(configuration: WebServerConfiguration, console: any OperatorConsole, liveView: LiveView?) {
         self.configuration = configuration
@@ -175,7 +176,11 @@ struct WebApplication: Sendable {
         let kind = MediaFolders.kind(of: path)
         if thumbnail {
             guard kind == .photo else {
-                return .bytes(.ok, Data(WebPage.movieIcon.utf8), type: "image/svg+xml", extra: [("Cache-Control", "max-age=3600")])
+                // A movie's first frame; a movie that cannot be read yet (being recorded) gets an icon.
+                if let frame = await movieThumbnails.thumbnail(ofMovieAt: path) {
+                    return .bytes(.ok, frame, type: "image/jpeg", extra: [("Cache-Control", "private, max-age=60")])
+                }
+                return .bytes(.ok, Data(WebPage.movieIcon.utf8), type: "image/svg+xml", extra: [("Cache-Control", "no-store")])
             }
             let thumbnails = thumbnails
             let small = await Task.detached(priority: .utility) { thumbnails.thumbnail(ofPhotoAt: path) }.value

@@ -59,7 +59,9 @@ final class LaunchedCommand: @unchecked Sendable {
     /// Waits until stdout has `count` JSON events called `name`; false when the deadline passed first.
     @discardableResult
     func waitForEvent(_ name: String, count: Int = 1, timeout: TimeInterval = 20) -> Bool {
-        wait(timeout) { self.events(name).count >= count }
+        // A program that has exited says nothing more: no use waiting out the deadline.
+        _ = wait(timeout) { self.events(name).count >= count || !self.process.isRunning }
+        return events(name).count >= count
     }
 
     /// Writes one line to the program's stdin (launched with `writesStdin`).

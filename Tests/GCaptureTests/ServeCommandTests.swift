@@ -50,6 +50,11 @@ final class ServeCommandTests: XCTestCase {
         let full = try http(port, "GET", try XCTUnwrap(items[1]["url"] as? String))
         XCTAssertEqual(full.body, try Data(contentsOf: URL(fileURLWithPath: photoPath)))
 
+        let movieThumbnail = try http(port, "GET", try XCTUnwrap(items[0]["thumbnail"] as? String))
+        XCTAssertEqual(movieThumbnail.headers["content-type"], "image/jpeg", "the movie's first frame, not an icon")
+        try movieThumbnail.body.write(to: thumbnailFile)
+        XCTAssertEqual(try probe(thumbnailFile, countFrames: false).videoSize?.width, 240)
+
         // The movie downloads whole (and by ranges, as a <video> element asks) and plays.
         let movieURL = try XCTUnwrap(items[0]["url"] as? String)
         let download = try http(port, "GET", movieURL + "?download=1")
@@ -244,5 +249,43 @@ final class ServeCommandTests: XCTestCase {
         let movie = try probe(URL(fileURLWithPath: try XCTUnwrap(stop.json?["path"] as? String)))
         XCTAssertGreaterThan(movie.duration, 1.5)
         XCTAssertEqual(serve.events("runtimeError").count, 0, serve.output)
+    }
+}
+
+/// The same page beside a description file's set-up: `gcapture run FILE --http ADDR:PORT`.
+final class RunHTTPTests: XCTestCase {
+    func testADescribedSetUpServesThePageAndItsGalleryShowsBothFolders() throws {
+        let folder = try temporaryFolder()
+        let description = folder.appendingPathComponent("booth.yaml")
+        try """
+            version: 1
+            camera:
+              id: test
+              preset: vga640x480
+            microphone: none
+            outputs:
+              photo:
+                folder: shots
+              movie:
+                folder: clips
+                audio: false
+            """.write(to: description, atomically: true, encoding: .utf8)
+        let run = try launch("gcapture", ["run", description.path, "--http", "127.0.0.1:0", "--json", "--live-size", "320x240"])
+        XCTAssertTrue(run.waitForEvent("listening", timeout: 30), run.errorOutput)
+        let port = try XCTUnwrap(run.events("listening").first?["port"] as? Int)
+        XCTAssertEqual(try command(port, #"{"command": "photo"}"#).status, 200)
+        XCTAssertEqual(try command(port, #"{"command": "record", "action": "start"}"#).status, 200)
+        Thread.sleep(forTimeInterval: 1.5)
+        let stop = try command(port, #"{"command": "record", "action": "stop"}"#)
+        XCTAssertEqual(stop.status, 200, stop.text)
+        XCTAssertTrue((stop.json?["path"] as? String ?? "").contains("/clips/"), stop.text)
+        let items = try XCTUnwrap(try http(port, "GET", "/api/gallery").json?["items"] as? [[String: Any]])
+        XCTAssertEqual(items.compactMap { $0["kind"] as? String }, ["movie", "photo"])
+        XCTAssertEqual(Set(items.compactMap { ($0["url"] as? String)?.split(separator: "/")[1] }), ["1", "0"],
+                       "the photo folder and the movie folder both reach the gallery")
+        // Without --http the options of the page make no sense, and say so.
+        let lone = try runGCapture(["run", description.path, "--token", "abcdefgh12"], timeout: 10)
+        XCTAssertEqual(lone.status, 64)
+        XCTAssertTrue(lone.stderr.contains("--http"), lone.stderr)
     }
 }

@@ -58,6 +58,12 @@ enum ControlledRun {
     private static func prepareWeb(_ web: Web, capture: ControlledCapture, controller: CaptureController,
                                    output: ControlOutput) throws -> OperatorWebServer {
         let folders = [capture.settings.photoFolder, capture.settings.movieFolder]
+        // A description's folders are made with their first file; the gallery shows them from the start.
+        for folder in folders {
+            do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
+                throw CommandFailure("cannot create the folder \(folder.path): \((error as NSError).localizedDescription)")
+            }
+        }
         let (server, liveView, madeToken) = try web.options.server(listen: web.listen, folders: folders,
                                                                    console: WebConsole(controller: controller, output: output))
         capture.session.beginConfiguration()
