@@ -203,6 +203,47 @@ final class StreamOutputTests: XCTestCase {
         XCTAssertGreaterThan(probed.videoFrames ?? 0, 45, "\(probed.videoFrames ?? 0) frames reached the server")
     }
 
+    /// RTSP publishing with RECORD, video and the microphone's audio: the server receives both streams (the H.264
+    /// as it was sent, the AAC) and writes them into one file that plays back.
+    func testRTSPRecordWithAudioToAServerPlaysBack() async throws {
+        try await publishWithAudioOverRTSP(.aac, codecName: "aac", secondsPerPacket: 1024 / 48000)
+    }
+
+    /// The same with Opus, which RTP carries too (20 ms a packet, opusenc's default).
+    func testRTSPRecordWithOpusToAServerPlaysBack() async throws {
+        try await publishWithAudioOverRTSP(.opus, codecName: "opus", secondsPerPacket: 0.02)
+    }
+
+    /// Publishes the test camera and microphone for 3 s to the server's two-stream mount and checks what it wrote.
+    private func publishWithAudioOverRTSP(_ codec: CaptureStreamOutput.AudioCodec, codecName: String, secondsPerPacket: Double,
+                                          file: StaticString = #filePath, line: UInt = #line) async throws {
+        let folder = try temporaryFolder()
+        let server = try RTSPRecordServer(folder: folder)
+        defer { server.kill() }
+        let stream = CaptureStreamOutput()
+        stream.audioCodec = codec
+        let session = try await streamingSession(stream, microphone: .testMicrophone)
+        defer { Task { await session.stop() } }
+        try stream.startStreaming(to: server.url("av"))
+        let state = try await waitFor(stream, "live", within: 10)
+        XCTAssertEqual(state, .live, "\(state)\n\(server.logText)", file: file, line: line)
+        try await Task.sleep(for: .seconds(3))
+        let sent = stream.statistics
+        stream.stopStreaming()
+        _ = try await waitFor(stream, "idle", within: 5)
+        try await Task.sleep(for: .seconds(1))
+        XCTAssertGreaterThan(sent.audioBuffersSent, 90, "\(sent)", file: file, line: line)
+        let probed = try probe(server.output)
+        XCTAssertEqual(probed.codecs.sorted(), [codecName, "h264"].sorted(), server.logText, file: file, line: line)
+        XCTAssertEqual(probed.stream("video")?["pix_fmt"] as? String, "yuv420p", file: file, line: line)
+        XCTAssertGreaterThan(probed.videoFrames ?? 0, 45, "\(probed.videoFrames ?? 0) frames reached the server", file: file, line: line)
+        let audio = (probed.stream("audio")?["duration"] as? String).flatMap(Double.init) ?? 0
+        XCTAssertGreaterThan(audio, 2, "\(audio) s of audio reached the server", file: file, line: line)
+        // Counted, not only declared.
+        let audioPackets = try packets(server.output, "a").count
+        XCTAssertGreaterThan(Double(audioPackets) * secondsPerPacket, 2, "\(audioPackets) audio packets reached the server", file: file, line: line)
+    }
+
     /// The SRT listener is killed and started again: the stream goes reconnecting → live by itself and the
     /// new listener receives video that decodes.
     func testSRTListenerKilledAndRestartedGetsTheStreamBack() async throws {

@@ -134,9 +134,23 @@ final class SRTListener: @unchecked Sendable {
     var receivedBytes: Int { ((try? FileManager.default.attributesOfItem(atPath: output.path))?[.size] as? NSNumber)?.intValue ?? 0 }
 }
 
-/// A gst-rtsp-server that accepts RECORD (Debian's gir1.2-gst-rtsp-server-1.0 and python3-gi), writing the
-/// video it receives, decoded and encoded again, to an MPEG-TS file. Video only: with a second (AAC) stream
-/// this server never prepared its media here, whichever way its audio was written.
+/// A gst-rtsp-server that accepts RECORD (Debian's gir1.2-gst-rtsp-server-1.0 and python3-gi), writing what it
+/// receives as it was sent (H.264, and AAC or Opus; nothing decoded or encoded again) into one MPEG-TS file.
+///
+/// Why a second stream once kept this server from preparing its media: gst-rtsp-server gives the ANNOUNCEd SDP's
+/// n-th m= line to the launch line's element named depay<n>, and refuses an ANNOUNCE whose count differs ("Media
+/// has more or less streams than SDP (1 /= 2)": a video-only launch line takes no audio). The order is the
+/// client's: rtspclientsink (1.22) announced m=audio first, then m=video, although the video's pad was requested
+/// first, and AAC goes as MP4A-LATM (rtpmp4apay), not mpeg4-generic. So `rtph264depay name=depay0 ...
+/// rtpmp4gdepay/rtpmp4adepay name=depay1` is handed the other stream's caps (not-negotiated), and `parsebin
+/// name=depayN ! queue ! mpegtsmux` fails its delayed link (not-linked: the depayloaded H.264 is avc, which
+/// mpegtsmux refuses). Here each mount takes a fixed number of streams (/cam one: video; /av two: video and
+/// audio), each depay<n> is a parsebin (any RTP payload in, the elementary stream out), and what it finds is
+/// routed by its caps through the matching parser (h264parse also turns avc into MPEG-TS's byte-stream) into the
+/// muxer, in whatever order the streams were announced.
+///
+/// Known: GStreamer 1.22's rtpmp4adepay leaves the LATM length prefix on the first AAC frame it outputs (the
+/// payloader's packets all carry it the same way), so ffmpeg cannot decode that one 21 ms frame of the file.
 final class RTSPRecordServer: @unchecked Sendable {
     let port: Int
     let output: URL
@@ -147,13 +161,38 @@ final class RTSPRecordServer: @unchecked Sendable {
         from gi.repository import Gst, GstRtspServer, GLib
         Gst.init(None)
         port, out = sys.argv[1], sys.argv[2]
+        PARSERS = {'video/x-h264': 'h264parse', 'audio/mpeg': 'aacparse', 'audio/x-opus': 'opusparse'}
+
+        def route(parsebin, pad, queue):
+            caps = pad.get_current_caps() or pad.query_caps(None)
+            print('%s: %s' % (parsebin.get_name(), caps.to_string()), flush=True)
+            name = caps.get_structure(0).get_name()
+            if name not in PARSERS:
+                print('%s: no parser for %s' % (parsebin.get_name(), name), flush=True)
+                return
+            parser = Gst.ElementFactory.make(PARSERS[name])
+            parsebin.get_parent().add(parser)
+            parser.sync_state_with_parent()
+            if pad.link(parser.get_static_pad('sink')) != Gst.PadLinkReturn.OK or not parser.link(queue):
+                print('%s: cannot link %s' % (parsebin.get_name(), name), flush=True)
+
+        def mount(path, streams):
+            factory = GstRtspServer.RTSPMediaFactory()
+            factory.set_transport_mode(GstRtspServer.RTSPTransportMode.RECORD)
+            branches = '  '.join('parsebin name=depay%d  queue name=in%d ! mux.' % (n, n) for n in range(streams))
+            factory.set_launch('( %s  mpegtsmux name=mux ! filesink location=%s )' % (branches, out))
+            def configure(factory, media):
+                pipeline = media.get_element()
+                for n in range(streams):
+                    pipeline.get_by_name('depay%d' % n).connect('pad-added', route, pipeline.get_by_name('in%d' % n))
+            factory.connect('media-configure', configure)
+            server.get_mount_points().add_factory(path, factory)
+
         server = GstRtspServer.RTSPServer()
         server.set_address('127.0.0.1')
         server.set_service(port)
-        factory = GstRtspServer.RTSPMediaFactory()
-        factory.set_transport_mode(GstRtspServer.RTSPTransportMode.RECORD)
-        factory.set_launch('( decodebin name=depay0 ! videoconvert ! x264enc tune=zerolatency ! h264parse ! mpegtsmux ! filesink location=%s )' % out)
-        server.get_mount_points().add_factory('/cam', factory)
+        mount('/cam', 1)
+        mount('/av', 2)
         server.attach(None)
         print('listening', flush=True)
         GLib.MainLoop().run()
@@ -177,6 +216,8 @@ final class RTSPRecordServer: @unchecked Sendable {
         }
     }
 
+    /// The mount for video only ("cam") or video and audio ("av").
     func url(_ path: String) -> String { "rtsp://127.0.0.1:\(port)/\(path)" }
+    var logText: String { server.logText }
     func kill() { server.kill() }
 }

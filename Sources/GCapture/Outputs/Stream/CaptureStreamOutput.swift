@@ -8,9 +8,10 @@ public protocol CaptureStreamOutputDelegate: AnyObject, Sendable {
 }
 
 /// Publishes the session's video (H.264, 4:2:0, a profile players accept, a key frame every
-/// `keyFrameInterval` seconds) and audio (AAC) live: to an RTMP server (rtmp://), over SRT (srt://, calling a
-/// server or, with ?mode=listener, waiting for players), to an RTSP server that accepts RECORD (rtsp://), or as
-/// HLS files for a web server (a playlist path ending in .m3u8). No AVFoundation counterpart.
+/// `keyFrameInterval` seconds) and audio (AAC, or Opus over SRT and RTSP) live: to an RTMP server (rtmp://),
+/// over SRT (srt://, calling a server or, with ?mode=listener, waiting for players), to an RTSP server that
+/// accepts RECORD (rtsp://), or as HLS files for a web server (a playlist path ending in .m3u8). No AVFoundation
+/// counterpart.
 ///
 /// A supervisor keeps it up: when the server goes away or refuses, only this output's branch is cut off
 /// (the session and its other outputs run on), and it is rebuilt after a capped, jittered backoff, starting

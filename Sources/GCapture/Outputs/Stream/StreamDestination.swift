@@ -91,7 +91,7 @@ public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Whether the protocol carries AAC (all four do; Opus only SRT/RTSP, which we do not use yet).
+    /// Whether the protocol carries AAC (all four do; for Opus see `carriesOpus`).
     var carriesAudio: Bool { true }
     /// MPEG-TS (SRT) and RTP (RTSP) carry Opus; FLV does not, and HLS players expect AAC in their segments.
     var carriesOpus: Bool { kind == .srt || kind == .rtsp }
@@ -115,6 +115,9 @@ public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
             return ("mpegtsmux name=mux alignment=7 ! srtsink name=sink uri=\"\(quoted)\" auto-reconnect=false \(wait) async=false sync=false",
                     "mux.", "mux.")
         case .rtsp:
+            // rtspclientsink payloads each pad itself (H.264 as rtph264pay, AAC as MP4A-LATM, Opus as rtpopuspay)
+            // and announces the streams in an order of its own (audio first here): servers match them by their
+            // SDP, so nothing here depends on it.
             return ("rtspclientsink name=sink location=\"\(quoted)\" latency=0", "sink.", "sink.")
         case .hls:
             let folder = (location as NSString).deletingLastPathComponent
