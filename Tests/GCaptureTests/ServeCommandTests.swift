@@ -289,3 +289,17 @@ final class RunHTTPTests: XCTestCase {
         XCTAssertTrue(lone.stderr.contains("--http"), lone.stderr)
     }
 }
+
+extension ServeCommandTests {
+    func testAPortInUseFailsBeforeTheCameraOpensAndSaysSo() throws {
+        let (_, port) = try startServe(folder: try temporaryFolder())
+        let second = try runGCapture(["serve", "--listen", "127.0.0.1:\(port)", "--camera", "test", "--microphone", "none",
+                                      "--output", try temporaryFolder().path, "--json"], timeout: 20)
+        XCTAssertEqual(second.status, 1)
+        XCTAssertTrue(second.stderr.contains("cannot listen on 127.0.0.1:\(port): the port is in use"), second.stderr)
+        XCTAssertFalse(second.stdout.contains("\"started\""), "the camera was opened: \(second.stdout)")
+        let badAddress = try runGCapture(["serve", "--listen", "localhost", "--camera", "test", "--microphone", "none"], timeout: 10)
+        XCTAssertNotEqual(badAddress.status, 0)
+        XCTAssertTrue(badAddress.stderr.contains("has no port"), badAddress.stderr)
+    }
+}

@@ -34,9 +34,20 @@ enum ControlledRun {
                 loop.withLock { $0 }?.fail(message)
             }
             controlLoop = ControlLoop(controller: controller, output: output) { service?.stopping() }
-            if let web { server = try prepareWeb(web, capture: capture, controller: controller, output: output) }
+            // The page's port is taken before the camera opens (a port in use fails the run before anything is
+            // captured), and announced once the capture runs.
+            var listening: (url: String, port: Int)?
+            if let web {
+                let prepared = try prepareWeb(web, capture: capture, controller: controller, output: output)
+                server = prepared
+                listening = try await listen(prepared)
+            }
             try await controller.start()
-            if let server, let web { try await announce(server, web: web, output: output) }
+            if let server, let listening {
+                let login = server.configuration.token.map { "\(listening.url)?token=\($0)" } ?? listening.url
+                output.event("listening", ["url": listening.url, "port": listening.port, "token": server.configuration.token != nil],
+                             text: "the web page is at \(login)")
+            }
             service?.ready(session: capture.session, camera: capture.camera)
         } catch {
             await server?.stop()
@@ -76,13 +87,12 @@ enum ControlledRun {
         return server
     }
 
-    private static func announce(_ server: OperatorWebServer, web: Web, output: ControlOutput) async throws {
+    /// Binds the server's port; the page's address and the port bound (the system's choice for port 0).
+    private static func listen(_ server: OperatorWebServer) async throws -> (url: String, port: Int) {
         let port: Int
         do { port = try await server.start() } catch { throw CommandFailure(error.description) }
         let host = server.configuration.host
-        let shown = host == "0.0.0.0" || host == "::" ? (ProcessInfo.processInfo.hostName) : host.contains(":") ? "[\(host)]" : host
-        let url = "http://\(shown):\(port)/"
-        let login = server.configuration.token.map { "\(url)?token=\($0)" } ?? url
-        output.event("listening", ["url": url, "port": port, "token": server.configuration.token != nil], text: "the web page is at \(login)")
+        let shown = host == "0.0.0.0" || host == "::" ? ProcessInfo.processInfo.hostName : host.contains(":") ? "[\(host)]" : host
+        return ("http://\(shown):\(port)/", port)
     }
 }
