@@ -19,6 +19,9 @@ enum RecordingBenchmark {
         case gstLaunch = "gst-launch"
         /// gst-launch-1.0 with the engine's Matroska sidecar teed off the encoded streams.
         case gstLaunchSidecar = "gst-launch+sidecar"
+        /// gst-launch-1.0 with the engine's whole graph: the sources' tees, the bounded leaky queues that keep
+        /// the camera from waiting for the encoder, and the sidecar. Same work, no Swift: the memory reference.
+        case gstLaunchEngineGraph = "gst-launch+engine-graph"
         /// ffmpeg with libx264 at the same settings, its own test source paced by -re.
         case ffmpeg
     }
@@ -28,8 +31,8 @@ enum RecordingBenchmark {
         for round in 1...rounds {
             // The engine and its reference alternate who goes first; the others follow in turn.
             let order: [Kind] = round % 2 == 1
-                ? [.engine, .gstLaunch, .gstLaunchSidecar, .ffmpeg, .engineWithOutputs]
-                : [.gstLaunch, .engine, .ffmpeg, .gstLaunchSidecar, .engineWithOutputs]
+                ? [.engine, .gstLaunch, .gstLaunchSidecar, .gstLaunchEngineGraph, .ffmpeg, .engineWithOutputs]
+                : [.gstLaunch, .engine, .ffmpeg, .gstLaunchEngineGraph, .gstLaunchSidecar, .engineWithOutputs]
             for kind in order {
                 let run = try record(kind, seconds: seconds, round: round)
                 runs.append(run)
@@ -54,10 +57,11 @@ enum RecordingBenchmark {
                 + (kind == .engineWithOutputs ? ["--with-outputs"] : [])
             (usage, engine) = try ChildProcess.runChild(arguments, timeout: timeout, label: "recording (\(kind.rawValue))",
                                                         as: RecordingChildReport.self)
-        case .gstLaunch, .gstLaunchSidecar:
-            let sidecar = kind == .gstLaunchSidecar ? directory.appendingPathComponent("movie.mkv") : nil
+        case .gstLaunch, .gstLaunchSidecar, .gstLaunchEngineGraph:
+            let sidecar = kind == .gstLaunch ? nil : directory.appendingPathComponent("movie.mkv")
             usage = try ChildProcess.gstLaunch(
-                RecordingContestants.gstLaunchDescription(seconds: seconds, file: file, sidecar: sidecar), timeout: timeout)
+                RecordingContestants.gstLaunchDescription(seconds: seconds, file: file, sidecar: sidecar,
+                                                          engineGraph: kind == .gstLaunchEngineGraph), timeout: timeout)
         case .ffmpeg:
             usage = try ChildProcess.run("ffmpeg", RecordingContestants.ffmpegArguments(seconds: seconds, file: file),
                                          searchPath: true, timeout: timeout)

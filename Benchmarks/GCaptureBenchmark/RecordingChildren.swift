@@ -45,10 +45,15 @@ enum RecordingContestants {
 
     /// gst-launch-1.0 recording `seconds` to `file` (num-buffers on both sources: it ends at EOS, finalized),
     /// with the engine's Matroska sidecar when `sidecar` is given.
-    static func gstLaunchDescription(seconds: Double, file: URL, sidecar: URL?) -> String {
+    /// `engineGraph`: with the engine's tee and bounded leaky queue (MovieEncoding.inputQueueBytes, 1 s) between
+    /// each source and its encoder, as the session graph has them.
+    static func gstLaunchDescription(seconds: Double, file: URL, sidecar: URL?, engineGraph: Bool = false) -> String {
         let audioBuffers = Int((seconds * Double(audioRate) / Double(samplesPerAudioBuffer)).rounded(.up))
-        let video = "\(Contestants.source) num-buffers=\(frames(seconds: seconds)) ! \(Contestants.caps) ! \(videoEncoder)"
-        let audio = "\(audioSource) num-buffers=\(audioBuffers) ! \(audioCaps) ! \(audioEncoder)"
+        let decoupling = engineGraph
+            ? "tee ! queue leaky=downstream max-size-buffers=0 max-size-bytes=\(16 << 20) max-size-time=1000000000 ! " : ""
+        let video = "\(Contestants.source) num-buffers=\(frames(seconds: seconds)) ! \(Contestants.caps) ! \(decoupling)"
+            + (engineGraph ? "videoconvert ! video/x-raw,format=NV12 ! " : "") + videoEncoder
+        let audio = "\(audioSource) num-buffers=\(audioBuffers) ! \(audioCaps) ! \(decoupling)\(audioEncoder)"
         let sink = "\(muxer) ! filesink location=\(file.path)"
         guard let sidecar else {
             return "\(video) ! queue ! mux.video_0 \(audio) ! queue ! mux.audio_0 \(sink)"

@@ -10,14 +10,18 @@ struct RecordingReport: Codable {
     /// The commands, with a 10 s recording to /tmp/movie.mp4.
     var gstLaunchPipeline: String
     var gstLaunchSidecarPipeline: String
+    var gstLaunchEngineGraphPipeline: String
     var ffmpegCommand: String
     var engine: RecordingSide
     var engineWithOutputs: RecordingSide
     var gstLaunch: RecordingSide
     var gstLaunchSidecar: RecordingSide
+    var gstLaunchEngineGraph: RecordingSide
     var ffmpeg: RecordingSide
     var engineToGstLaunch: RecordingRatio
     var engineToGstLaunchSidecar: RecordingRatio
+    /// Against the same graph in gst-launch: what the engine's Swift side costs.
+    var engineToGstLaunchEngineGraph: RecordingRatio
     var engineToFFmpeg: RecordingRatio
     /// What the photo and frame outputs add to the recording process.
     var engineWithOutputsToEngine: RecordingRatio
@@ -94,10 +98,13 @@ extension RecordingReport {
             gstLaunchPipeline: RecordingContestants.gstLaunchDescription(seconds: 10, file: example, sidecar: nil),
             gstLaunchSidecarPipeline: RecordingContestants.gstLaunchDescription(
                 seconds: 10, file: example, sidecar: URL(fileURLWithPath: "/tmp/movie.mkv")),
+            gstLaunchEngineGraphPipeline: RecordingContestants.gstLaunchDescription(
+                seconds: 10, file: example, sidecar: URL(fileURLWithPath: "/tmp/movie.mkv"), engineGraph: true),
             ffmpegCommand: RecordingContestants.ffmpegCommand,
             engine: engine, engineWithOutputs: side(.engineWithOutputs), gstLaunch: gstLaunch,
-            gstLaunchSidecar: side(.gstLaunchSidecar), ffmpeg: side(.ffmpeg),
+            gstLaunchSidecar: side(.gstLaunchSidecar), gstLaunchEngineGraph: side(.gstLaunchEngineGraph), ffmpeg: side(.ffmpeg),
             engineToGstLaunch: ratio, engineToGstLaunchSidecar: RecordingRatio(engine, to: side(.gstLaunchSidecar)),
+            engineToGstLaunchEngineGraph: RecordingRatio(engine, to: side(.gstLaunchEngineGraph)),
             engineToFFmpeg: RecordingRatio(engine, to: side(.ffmpeg)),
             engineWithOutputsToEngine: RecordingRatio(side(.engineWithOutputs), to: engine),
             cpuGoal: RecordingBenchmark.cpuGoal, meetsCPUGoal: ratio.cpu <= RecordingBenchmark.cpuGoal,
@@ -151,10 +158,12 @@ extension RecordingReport {
             row("  engine      + photo 1/s + frame output", engineWithOutputs),
             row("  gst-launch  same graph, no sidecar", gstLaunch),
             row("  gst-launch  + matroskamux sidecar (engine's)", gstLaunchSidecar),
+            row("  gst-launch  engine's graph: tees, leaky queues", gstLaunchEngineGraph),
             row("  ffmpeg      libx264 + aac, -re lavfi testsrc2", ffmpeg),
             ratioRow("  engine / gst-launch", engineToGstLaunch)
                 + String(format: "   goal CPU ≤ %.2f×  ", cpuGoal) + (meetsCPUGoal ? "met" : "MISSED"),
             ratioRow("  engine / gst-launch + sidecar", engineToGstLaunchSidecar),
+            ratioRow("  engine / gst-launch, engine's graph", engineToGstLaunchEngineGraph),
             ratioRow("  engine / ffmpeg", engineToFFmpeg),
             ratioRow("  engine + outputs / engine", engineWithOutputsToEngine),
             "  with photo and frame outputs (worst of \(rounds)): \(outputs.fileFrames) of \(expectedFrames) frames in the file, "
