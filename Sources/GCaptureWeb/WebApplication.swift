@@ -24,11 +24,17 @@ struct WebApplication: Sendable {
 
     func respond(to request: WebRequest) async -> WebResponse {
         let path = request.path
-        if path == "/login" { return login(request) }
+        if path == "/login" { return await login(request) }
         if path == "/app.css", request.method == .GET {
             return .bytes(.ok, Data(WebPage.css.utf8), type: "text/css; charset=utf-8")
         }
-        if let refusal = refusal(of: request) { return refusal }
+        if let refusal = refusal(of: request) {
+            // A wrong token is answered a second late: guessing a short one becomes slow.
+            if let token = configuration.token, let offered = offeredToken(request), !Self.constantTimeEqual(offered, token) {
+                try? await Task.sleep(for: Self.wrongTokenDelay)
+            }
+            return refusal
+        }
         // A link with ?token= (printed at start) logs the browser in and is replaced by the clean address.
         if configuration.token != nil, request.query["token"] != nil, request.method == .GET, path == "/" {
             return .redirect(to: "/", extra: [("Set-Cookie", sessionCookie)])
@@ -71,6 +77,15 @@ struct WebApplication: Sendable {
 
     // MARK: Access
 
+    static let wrongTokenDelay: Duration = .seconds(1)
+
+    /// The token a request offers: a Bearer header, the cookie, or `?token=`.
+    private func offeredToken(_ request: WebRequest) -> String? {
+        request.headers["authorization"].first.flatMap { header -> String? in
+            header.lowercased().hasPrefix("bearer ") ? String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces) : nil
+        } ?? request.cookie(Self.cookieName) ?? request.query["token"]
+    }
+
     private var sessionCookie: String {
         "\(Self.cookieName)=\(configuration.token ?? ""); Path=/; HttpOnly; SameSite=Strict"
     }
@@ -78,9 +93,7 @@ struct WebApplication: Sendable {
     /// Why the request may not go on, or nil when it may.
     private func refusal(of request: WebRequest) -> WebResponse? {
         if let token = configuration.token {
-            let offered = request.headers["authorization"].first.flatMap { header -> String? in
-                header.lowercased().hasPrefix("bearer ") ? String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces) : nil
-            } ?? request.cookie(Self.cookieName) ?? request.query["token"]
+            let offered = offeredToken(request)
             guard let offered, Self.constantTimeEqual(offered, token) else {
                 if request.method == .GET, request.path == "/" || request.acceptsHTML { return .redirect(to: "/login") }
                 return .error(.unauthorized, offered == nil ? "this server needs its access token (printed when it started): log in at /login"
@@ -118,7 +131,7 @@ struct WebApplication: Sendable {
         return difference == 0
     }
 
-    private func login(_ request: WebRequest) -> WebResponse {
+    private func login(_ request: WebRequest) async -> WebResponse {
         guard let token = configuration.token else { return .redirect(to: "/") }
         switch request.method {
         case .GET:
@@ -127,6 +140,7 @@ struct WebApplication: Sendable {
         case .POST:
             let offered = WebRequest.formFields(Substring(decoding: request.body, as: UTF8.self))["token"] ?? ""
             guard Self.constantTimeEqual(offered, token) else {
+                try? await Task.sleep(for: Self.wrongTokenDelay)
                 return .bytes(.unauthorized, Data(WebPage.login(message: "That is not the token this server printed.").utf8),
                               type: "text/html; charset=utf-8", extra: [("Content-Security-Policy", WebPage.contentSecurityPolicy)])
             }
