@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import GCapture
 
@@ -10,6 +11,12 @@ struct DeviceChoice {
     /// Set when the built-in test device stands in for a missing real one; already said on stderr, and
     /// repeated in the --json started events.
     var notice: String?
+
+    /// The --camera and --microphone options' help, the same for every command.
+    static let cameraHelp = ArgumentHelp("Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
+    static func microphoneHelp(none: String) -> ArgumentHelp {
+        ArgumentHelp("Microphone id, `none` \(none); default: the first real microphone, else `test-microphone`.")
+    }
 
     /// The camera; the test camera gets --noise.
     static func camera(_ id: String?, noise: Int) throws -> DeviceChoice {

@@ -27,7 +27,7 @@ struct PhotoCommand: AsyncParsableCommand {
     static let secondsRange = NumberRange(0.0...3600.0, "seconds")
     @OptionGroup var logging: LoggingOptions
 
-    @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
+    @Option(help: DeviceChoice.cameraHelp)
     var camera: String?
 
     @Option(help: "Where to write the photo; with --count, %d is the photo's number (else -N is added).")

@@ -21,7 +21,7 @@ struct PreviewCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
-    @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
+    @Option(help: DeviceChoice.cameraHelp)
     var camera: String?
 
     @Option(help: "Session preset: \(CaptureSession.Preset.allCases.map(\.rawValue).joined(separator: ", ")).")

@@ -27,10 +27,10 @@ struct RecordCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
-    @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
+    @Option(help: DeviceChoice.cameraHelp)
     var camera: String?
 
-    @Option(help: "Microphone id, `none` for a silent movie; default: the first real microphone, else `test-microphone`.")
+    @Option(help: DeviceChoice.microphoneHelp(none: "for a silent movie"))
     var microphone: String?
 
     @Option(help: "Where to write the movie (.mp4, or .mkv for Matroska with Opus).")

@@ -48,10 +48,10 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "With --safe: the folder every output path must stay inside.")
     var root: String?
 
-    @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
+    @Option(help: DeviceChoice.cameraHelp)
     var camera: String?
 
-    @Option(help: "Microphone id, `none` for silent movies; default: the first real microphone, else `test-microphone`.")
+    @Option(help: DeviceChoice.microphoneHelp(none: "for silent movies"))
     var microphone: String?
 
     @Option(help: "Folder for photos taken without a path (created if missing).")

@@ -34,10 +34,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "ADDR:PORT to listen on; 0.0.0.0:PORT for every address (then a token is needed).")
     var listen = "127.0.0.1:8080"
 
-    @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
+    @Option(help: DeviceChoice.cameraHelp)
     var camera: String?
 
-    @Option(help: "Microphone id, `none` for silent movies; default: the first real microphone, else `test-microphone`.")
+    @Option(help: DeviceChoice.microphoneHelp(none: "for silent movies"))
     var microphone: String?
 
     @Option(help: "Folder for the photos and movies, which the gallery shows (created if missing).")

@@ -26,10 +26,10 @@ struct StreamCommand: AsyncParsableCommand {
     @Argument(help: "Where to publish: rtmp://, rtmps://, srt://, rtsp:// or a playlist path ending in .m3u8.")
     var url: String
 
-    @Option(help: "Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
+    @Option(help: DeviceChoice.cameraHelp)
     var camera: String?
 
-    @Option(help: "Microphone id, `none` for video only; default: the first real microphone, else `test-microphone`.")
+    @Option(help: DeviceChoice.microphoneHelp(none: "for video only"))
     var microphone: String?
 
     @Option(help: "Session preset.")
