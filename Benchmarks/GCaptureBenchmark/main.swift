@@ -133,11 +133,12 @@ do {
     exit(2)
 }
 
-// The preview part reports on its own: it needs a display, which the other parts do not.
-if options.only == .preview {
+/// A part that reports on its own, outside the main table (it needs what the others do not: a display, a
+/// media server, the built CLI): its figures as a table or JSON, then the program ends.
+func reportAlone<Result: Encodable>(_ run: () async throws -> Result, table: (Result) -> String) async -> Never {
     do {
-        let result = try PreviewBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
-        print(options.json ? String(decoding: try JSONEncoder().encode(result), as: UTF8.self) : PreviewBenchmark.table(result))
+        let result = try await run()
+        print(options.json ? String(decoding: try JSONEncoder().encode(result), as: UTF8.self) : table(result))
         exit(0)
     } catch {
         printError("gcapture-bench: \(error)")
@@ -145,26 +146,18 @@ if options.only == .preview {
     }
 }
 
-if options.only == .serve {
-    do {
-        let result = try ServeBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
-        print(options.json ? String(decoding: try JSONEncoder().encode(result), as: UTF8.self) : ServeBenchmark.table(result))
-        exit(0)
-    } catch {
-        printError("gcapture-bench: \(error)")
-        exit(1)
-    }
-}
-
-if options.only == .stream {
-    do {
-        let result = try await StreamBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError)
-        print(options.json ? String(decoding: try JSONEncoder().encode(result), as: UTF8.self) : StreamBenchmark.table(result))
-        exit(0)
-    } catch {
-        printError("gcapture-bench: \(error)")
-        exit(1)
-    }
+switch options.only {
+case .preview?:
+    await reportAlone({ try PreviewBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
+                      table: PreviewBenchmark.table)
+case .serve?:
+    await reportAlone({ try ServeBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
+                      table: ServeBenchmark.table)
+case .stream?:
+    await reportAlone({ try await StreamBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
+                      table: StreamBenchmark.table)
+default:
+    break
 }
 
 do {
