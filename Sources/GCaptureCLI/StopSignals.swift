@@ -159,8 +159,13 @@ enum Console {
 
 /// One JSON object per line (see Console).
 enum JSONLine {
+    /// The object as one line of JSON, keys sorted: how every JSON the CLI says is spelt.
+    static func encode(_ object: [String: Any]) -> Data? {
+        try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+    }
+
     static func print(_ object: [String: Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        guard let data = encode(object) else { return }
         Console.write(String(decoding: data, as: UTF8.self))
     }
 }

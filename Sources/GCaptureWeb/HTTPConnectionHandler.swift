@@ -201,10 +201,17 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     private func sendPart(_ part: ByteBuffer, context: ChannelHandlerContext) {
-        guard case .live? = stream, context.channel.isActive, pendingParts < Self.maxPendingFrames else { return }
+        guard case .live? = stream, context.channel.isActive else { return }
+        _ = writeStreamPart(part, unlessPending: Self.maxPendingFrames, context: context)
+    }
+
+    /// Writes a part of the open stream, unless `limit` parts are still unsent; false when it was not written.
+    private func writeStreamPart(_ part: ByteBuffer, unlessPending limit: Int, context: ChannelHandlerContext) -> Bool {
+        guard pendingParts < limit else { return false }
         pendingParts += 1
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(part)))).whenComplete { _ in bound.value.pendingParts -= 1 }
+        return true
     }
 
     private func startEvents(_ events: AsyncStream<Data>, request: HTTPRequestHead, context: ChannelHandlerContext) {
@@ -234,10 +241,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     private func sendEvent(_ text: ByteBuffer, context: ChannelHandlerContext) {
         guard case .events? = stream, context.channel.isActive else { return }
-        guard pendingParts < Self.maxPendingEvents else { context.close(promise: nil); return }
-        pendingParts += 1
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(text)))).whenComplete { _ in bound.value.pendingParts -= 1 }
+        if !writeStreamPart(text, unlessPending: Self.maxPendingEvents, context: context) { context.close(promise: nil) }
     }
 }
 

@@ -60,9 +60,7 @@ struct MediaFolders: Sendable {
             guard let names = try? manager.contentsOfDirectory(atPath: folder.path) else { continue }
             let present = Set(names)
             for name in names where !name.hasPrefix(".") {
-                guard let kind = Self.kind(of: name), let file = try? resolve(folder: index, name: name) else { continue }
-                var info = stat()
-                guard stat(file, &info) == 0 else { continue }
+                guard let kind = Self.kind(of: name), let (_, info) = try? file(folder: index, name: name) else { continue }
                 let modified = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
                 items.append(Item(folder: index, name: name, kind: kind, bytes: Int(info.st_size), modified: modified,
                                   unfinished: kind == .movie && present.contains(".\(name).gcapture-recovery.mkv")))
@@ -79,6 +77,11 @@ struct MediaFolders: Sendable {
     }
 
     func resolve(folder: Int, name: String) throws(Refusal) -> String {
+        try file(folder: folder, name: name).path
+    }
+
+    /// The real path of a served file and what stat says of it.
+    private func file(folder: Int, name: String) throws(Refusal) -> (path: String, info: stat) {
         guard folders.indices.contains(folder) else { throw .notFound }
         guard Self.isPlainName(name) else { throw .badName }
         guard let real = Self.realPath(folders[folder].appendingPathComponent(name).path) else { throw .notFound }
@@ -86,7 +89,7 @@ struct MediaFolders: Sendable {
         guard (real as NSString).deletingLastPathComponent == realFolders[folder] else { throw .notFound }
         var info = stat()
         guard stat(real, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw .notFound }
-        return real
+        return (real, info)
     }
 
     /// One path component that names a visible file: no separators, no "..", no NUL or control characters.
@@ -103,25 +106,49 @@ struct MediaFolders: Sendable {
     }
 }
 
+/// Thumbnails made, each kept while its file is unchanged (the same path, modification time and size), at
+/// most `kept` of them: the photos' and the movies' alike.
+final class ThumbnailCache: Sendable {
+    struct FileVersion: Hashable, Sendable {
+        var path: String
+        var modified: Int
+        var bytes: Int
+
+        /// The file as it is now; nil when it cannot be read.
+        init?(_ path: String) {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            self.path = path
+            modified = Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec)
+            bytes = Int(info.st_size)
+        }
+    }
+
+    private static let kept = 512
+    private let entries = Mutex<[FileVersion: Data]>([:])
+
+    func cached(_ version: FileVersion) -> Data? { entries.withLock { $0[version] } }
+
+    func keep(_ thumbnail: Data, for version: FileVersion) {
+        entries.withLock { entries in
+            if entries.count >= Self.kept { entries.removeAll() }
+            entries[version] = thumbnail
+        }
+    }
+}
+
 /// Small JPEGs of the gallery's photos, made with libjpeg's scaled decoding (a 12-megapixel photo is decoded
-/// at an eighth of its size, never whole) and kept while the file is unchanged.
+/// at an eighth of its size, never whole).
 final class Thumbnails: Sendable {
     static let size = 240
-    private struct Key: Hashable { var path: String; var modified: Int; var bytes: Int }
-    private let cache = Mutex<[Key: Data]>([:])
-    private static let kept = 512
+    private let cache = ThumbnailCache()
 
     /// The photo's thumbnail, or nil when it cannot be read as a JPEG.
     func thumbnail(ofPhotoAt path: String) -> Data? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        let key = Key(path: path, modified: Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec), bytes: Int(info.st_size))
-        if let cached = cache.withLock({ $0[key] }) { return cached }
+        guard let version = ThumbnailCache.FileVersion(path) else { return nil }
+        if let cached = cache.cached(version) { return cached }
         guard let jpeg = FileManager.default.contents(atPath: path), let small = Self.make(from: jpeg) else { return nil }
-        cache.withLock { cache in
-            if cache.count >= Self.kept { cache.removeAll() }
-            cache[key] = small
-        }
+        cache.keep(small, for: version)
         return small
     }
 
@@ -142,25 +169,18 @@ final class Thumbnails: Sendable {
 
 /// A movie's thumbnail: its first frame, decoded by GStreamer, scaled to the thumbnail's width and encoded by
 /// jpegenc. One movie at a time (a gallery of a hundred movies must not start a hundred decoders), each
-/// given a few seconds, and kept while the file is unchanged.
+/// given a few seconds.
 final class MovieThumbnails: Sendable {
     private let queue = DispatchQueue(label: "gcapture.web.movie-thumbnails", qos: .utility)
-    private let cache = Mutex<[String: Data]>([:])
+    private let cache = ThumbnailCache()
 
     func thumbnail(ofMovieAt path: String) async -> Data? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        let key = "\(path)\u{0}\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)\u{0}\(info.st_size)"
-        if let cached = cache.withLock({ $0[key] }) { return cached }
+        guard let version = ThumbnailCache.FileVersion(path) else { return nil }
+        if let cached = cache.cached(version) { return cached }
         let made: Data? = await withCheckedContinuation { continuation in
             queue.async { continuation.resume(returning: Self.firstFrame(of: path)) }
         }
-        if let made {
-            cache.withLock { cache in
-                if cache.count >= 512 { cache.removeAll() }
-                cache[key] = made
-            }
-        }
+        if let made { cache.keep(made, for: version) }
         return made
     }
 

@@ -9,8 +9,9 @@ public protocol OperatorConsole: Sendable {
     func perform(request: Data) async -> ConsoleReply
     /// The protocol's events from now on (photo, recordingStarted, interrupted...), each a JSON object.
     func events() -> AsyncStream<Data>
-    /// A JSON object saying what the capture is doing now, for a page that has just opened.
-    func status() async -> Data
+    /// What the capture is doing now, for a page that has just opened: JSON values (strings, numbers, booleans,
+    /// NSNull, and arrays and dictionaries of them).
+    func status() async -> [String: any Sendable]
 }
 
 /// A reply of the control protocol: whether the command did what it asked, and the reply object.

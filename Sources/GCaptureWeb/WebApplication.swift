@@ -25,16 +25,11 @@ struct WebApplication: Sendable {
     func respond(to request: WebRequest) async -> WebResponse {
         let path = request.path
         if path == "/login" { return await login(request) }
+        // The style sheet is the login page's too, so it needs no token.
         if path == "/app.css", request.method == .GET {
             return .bytes(.ok, Data(WebPage.css.utf8), type: "text/css; charset=utf-8")
         }
-        if let refusal = refusal(of: request) {
-            // A wrong token is answered a second late: guessing a short one becomes slow.
-            if let token = configuration.token, let offered = offeredToken(request), !Self.constantTimeEqual(offered, token) {
-                try? await Task.sleep(for: Self.wrongTokenDelay)
-            }
-            return refusal
-        }
+        if let refusal = await refusal(of: request) { return refusal }
         // A link with ?token= (printed at start) logs the browser in and is replaced by the clean address.
         if configuration.token != nil, request.query["token"] != nil, request.method == .GET, path == "/" {
             return .redirect(to: "/", extra: [("Set-Cookie", sessionCookie)])
@@ -45,13 +40,11 @@ struct WebApplication: Sendable {
                           extra: [("Content-Security-Policy", WebPage.contentSecurityPolicy)])
         case (.GET, "/app.js"):
             return .bytes(.ok, Data(WebPage.script.utf8), type: "text/javascript; charset=utf-8")
-        case (.GET, "/app.css"):
-            return .bytes(.ok, Data(WebPage.css.utf8), type: "text/css; charset=utf-8")
         case (.GET, "/live.mjpg"):
             guard let liveView else { return .error(.notFound, "this server has no live view") }
             return .liveView(liveView)
         case (.GET, "/api/status"):
-            return .bytes(.ok, await status(), type: "application/json")
+            return .json(.ok, await status())
         case (.POST, "/api/command"):
             return await command(request)
         case (.GET, "/api/events"):
@@ -91,10 +84,12 @@ struct WebApplication: Sendable {
     }
 
     /// Why the request may not go on, or nil when it may.
-    private func refusal(of request: WebRequest) -> WebResponse? {
+    private func refusal(of request: WebRequest) async -> WebResponse? {
         if let token = configuration.token {
             let offered = offeredToken(request)
             guard let offered, Self.constantTimeEqual(offered, token) else {
+                // A wrong token is answered a second late: guessing a short one becomes slow.
+                if offered != nil { try? await Task.sleep(for: Self.wrongTokenDelay) }
                 if request.method == .GET, request.path == "/" || request.acceptsHTML { return .redirect(to: "/login") }
                 return .error(.unauthorized, offered == nil ? "this server needs its access token (printed when it started): log in at /login"
                                                              : "the access token is wrong")
@@ -152,14 +147,14 @@ struct WebApplication: Sendable {
 
     // MARK: API
 
-    private func status() async -> Data {
-        var object = (try? JSONSerialization.jsonObject(with: await console.status())) as? [String: Any] ?? [:]
+    private func status() async -> [String: any Sendable] {
+        var status = await console.status()
         if let liveView {
-            object["liveView"] = ["width": liveView.settings.width, "height": liveView.settings.height,
+            status["liveView"] = ["width": liveView.settings.width, "height": liveView.settings.height,
                                   "framesPerSecond": liveView.settings.framesPerSecond, "viewers": liveView.viewerCount,
-                                  "encodedFrames": liveView.encodedFrameCount]
+                                  "encodedFrames": liveView.encodedFrameCount] as [String: any Sendable]
         }
-        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return status
     }
 
     private func command(_ request: WebRequest) async -> WebResponse {

@@ -329,7 +329,7 @@ actor CaptureController {
             throw ControlFailure("\(error)")
         }
         let session = capture.session
-        let old = session.inputs.compactMap { $0 as? CaptureDeviceInput }.first { $0.device.mediaType == .video }
+        let old = cameraInput
         session.beginConfiguration()
         if let old { session.removeInput(old) }
         session.addInput(input)
@@ -343,11 +343,15 @@ actor CaptureController {
         return ControlReply(fields: ["camera": camera], text: "now using \(camera)")
     }
 
+    /// The session's camera now.
+    private var cameraInput: CaptureDeviceInput? {
+        capture.session.inputs.compactMap { $0 as? CaptureDeviceInput }.first { $0.device.mediaType == .video }
+    }
+
     /// What the capture is doing now: the web page's status.
     func status() -> ControlFields {
-        let cameraID = capture.session.inputs.compactMap { $0 as? CaptureDeviceInput }.first { $0.device.mediaType == .video }?.device.uniqueID
         var fields: ControlFields = [
-            "camera": camera, "cameraID": cameraID ?? NSNull(), "microphone": capture.microphone ?? "none",
+            "camera": camera, "cameraID": cameraInput?.device.uniqueID ?? NSNull(), "microphone": capture.microphone ?? "none",
             "testDevice": !capture.notices.isEmpty, "photos": capture.photoOutput != nil, "movies": capture.movieOutput != nil,
             "running": capture.session.isRunning, "interruption": interruption.withLock { $0 } ?? NSNull(),
             "rotation": settings.rotation, "mirrored": settings.mirrored,

@@ -40,7 +40,7 @@ final class ControlOutput: Sendable {
         object["event"] = name
         if json { write(object, text: "") } else if let text { write([:], text: text) }
         let listening = listeners.withLock { Array($0.values) }
-        if !listening.isEmpty, let line = Self.encode(object) {
+        if !listening.isEmpty, let line = JSONLine.encode(object) {
             for listener in listening { listener.yield(line) }
         }
     }
@@ -62,11 +62,7 @@ final class ControlOutput: Sendable {
         case .failure(let failure): object = ["ok": false, "error": failure.message]
         }
         if let id { object["id"] = id.json }
-        return encode(object) ?? Data(#"{"ok":false}"#.utf8)
-    }
-
-    static func encode(_ object: [String: Any]) -> Data? {
-        try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return JSONLine.encode(object) ?? Data(#"{"ok":false}"#.utf8)
     }
 
     private func write(_ object: [String: Any], text: String) {

@@ -68,12 +68,9 @@ enum ControlledRun {
     /// The server and its live view, whose output joins the session before it starts.
     private static func prepareWeb(_ web: Web, capture: ControlledCapture, controller: CaptureController,
                                    output: ControlOutput) throws -> OperatorWebServer {
-        let folders = [capture.settings.photoFolder, capture.settings.movieFolder]
         // A description's folders are made with their first file; the gallery shows them from the start.
-        for folder in folders {
-            do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
-                throw CommandFailure("cannot create the folder \(folder.path): \((error as NSError).localizedDescription)")
-            }
+        let folders = try [capture.settings.photoFolder, capture.settings.movieFolder].map {
+            try RunCommand.folder($0.path, option: "the gallery's folder")
         }
         let (server, liveView, madeToken) = try web.options.server(listen: web.listen, folders: folders,
                                                                    console: WebConsole(controller: controller, output: output))

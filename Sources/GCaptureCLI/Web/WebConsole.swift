@@ -36,7 +36,7 @@ struct WebConsole: OperatorConsole {
 
     func events() -> AsyncStream<Data> { output.eventStream() }
 
-    func status() async -> Data { ControlOutput.encode(await controller.status()) ?? Data("{}".utf8) }
+    func status() async -> [String: any Sendable] { await controller.status() }
 
     private func reply(_ id: RequestID?, _ result: Result<ControlReply, ControlFailure>) -> ConsoleReply {
         let ok = if case .success = result { true } else { false }
