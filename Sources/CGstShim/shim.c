@@ -37,6 +37,20 @@ void CGstShim_probe_info_replace_with_deep_copy(GstPadProbeInfo *info) {
     GST_PAD_PROBE_INFO_DATA(info) = copy;
 }
 
+gboolean CGstShim_bin_child_posted_eos(GstBin *bin, GstElement *child) {
+    gboolean found = FALSE;
+    GST_OBJECT_LOCK(bin);
+    for (GList *walk = bin->messages; walk != NULL; walk = walk->next) {
+        GstMessage *message = walk->data;
+        if (GST_MESSAGE_TYPE(message) == GST_MESSAGE_EOS && GST_MESSAGE_SRC(message) == GST_OBJECT_CAST(child)) {
+            found = TRUE;
+            break;
+        }
+    }
+    GST_OBJECT_UNLOCK(bin);
+    return found;
+}
+
 void CGstShim_add_noise(uint8_t *plane, size_t width, size_t height, size_t stride, int amplitude,
                         uint32_t *state) {
     if (amplitude <= 0) return;

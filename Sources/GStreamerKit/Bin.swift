@@ -1,4 +1,5 @@
 import CGst
+import CGstShim
 
 /// A GstBin: a container of elements that changes state as one.
 public class Bin: Element, @unchecked Sendable {
@@ -124,6 +125,12 @@ public final class Clock: @unchecked Sendable {
 
 extension Bin {
     /// Sink elements inside this bin (at any depth): where end-of-stream finally arrives.
+    /// Whether `child`, one of this bin's sinks, has handled end-of-stream completely (it posted EOS): a
+    /// file sink has written its file's end, a sink bin (hlssink2) has finished everything inside it.
+    public func hasEndOfStream(from child: Element) -> Bool {
+        CGstShim_bin_child_posted_eos(binPointer, child.pointer) != 0
+    }
+
     public var sinkElements: [Element] {
         collectObjects(gst_bin_iterate_sinks(binPointer)) { object in
             Element(retaining: UnsafeMutablePointer<GstElement>(OpaquePointer(object)))

@@ -20,7 +20,9 @@ public final class TeeBranch: @unchecked Sendable {
     }
 
     /// The same for a bin with several inputs: each named sink pad of `bin` is fed by its own tee.
-    public init(attaching bin: Bin, inputs: [(tee: Element, sinkPad: String)], in container: Bin) throws {
+    /// `linkingOutputs` links what the bin feeds (if it feeds anything in `container`), before any data flows.
+    public init(attaching bin: Bin, inputs: [(tee: Element, sinkPad: String)], in container: Bin,
+                linkingOutputs: (Bin) throws -> Void = { _ in }) throws {
         self.bin = bin
         self.container = container
         let sinkPads = try inputs.map { input in
@@ -31,6 +33,7 @@ public final class TeeBranch: @unchecked Sendable {
         }
         try container.add(bin)
         do {
+            try linkingOutputs(bin)
             try bin.syncStateWithParent()
             for (input, sinkPad) in zip(inputs, sinkPads) {
                 let teePad = try input.tee.requestPad("src_%u")
@@ -57,7 +60,7 @@ public final class TeeBranch: @unchecked Sendable {
     public var hasFailed: Bool { failed.isSet }
 
     /// Unlinks the branch when the tee pads are idle, optionally drains it (EOS through every input,
-    /// waiting up to `timeout` for it to reach every sink, so muxers finalize their files), then stops and
+    /// waiting up to `timeout` for every sink to finish with it, so muxers finalize their files), then stops and
     /// removes it. Blocks; must not be called on a streaming thread. Returns whether the drain completed:
     /// false for a branch that failed (it cannot be drained, its files were not finalized) or whose sinks
     /// did not see end-of-stream in time.
@@ -71,19 +74,12 @@ public final class TeeBranch: @unchecked Sendable {
 
         let failedBefore = hasFailed
         let sinks = drain && !failedBefore ? bin.sinkElements : []
-        let drained = DispatchGroup()
-        var eosProbes: [(Pad, UInt)] = []
-        for sink in sinks {
-            guard let pad = sink.staticPad("sink") else { continue }
-            drained.enter()
-            let once = AtomicFlag()
-            let id = pad.addProbe(.downstreamEvent) { info in
-                if info.eventType == .endOfStream, once.setFirstTime() { drained.leave() }
-                return .ok
-            }
-            eosProbes.append((pad, id))
+        // A bin keeps its sinks' end-of-stream messages (how each is seen to be done) only until all of
+        // them have posted one; a sink that never will keeps them there.
+        if !sinks.isEmpty, let sentinel = try? Element.make("fakesink", name: "drain-sentinel") {
+            try? sentinel.set("async", false)
+            if (try? bin.add(sentinel)) != nil { try? sentinel.syncStateWithParent() }
         }
-
         let unlinked = DispatchGroup()
         let sendEOS = !sinks.isEmpty
         for link in links {
@@ -103,9 +99,16 @@ public final class TeeBranch: @unchecked Sendable {
             // A tee is stuck pushing into this branch (it blocks downstream): force the unlinks.
             for link in links { link.teePad.unlink(from: link.sinkPad) }
         } else if sendEOS {
-            completed = drained.wait(timeout: deadline) == .success
+            // Drained once every sink has handled the end completely (posted EOS), not merely received it:
+            // a sink bin like hlssink2 lists its last segment only then.
+            while !sinks.allSatisfy(bin.hasEndOfStream) {
+                guard DispatchTime.now() < deadline else {
+                    completed = false
+                    break
+                }
+                g_usleep(5_000)
+            }
         }
-        for (pad, id) in eosProbes { pad.removeProbe(id) }
 
         _ = try? bin.setState(.null)
         container.remove(bin)

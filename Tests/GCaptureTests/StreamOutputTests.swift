@@ -353,7 +353,12 @@ final class StreamOutputTests: XCTestCase {
         XCTAssertFalse(segments.contains("live-00000.ts"), "the first segment rolled away: \(segments)")
         XCTAssertGreaterThanOrEqual(segments.count, 4, "\(segments)")
         XCTAssertEqual(probed.codecs.sorted(), ["aac", "h264"])
-        XCTAssertTrue(try String(contentsOf: playlist, encoding: .utf8).contains("#EXT-X-ENDLIST"), "a stopped stream closes its playlist")
+        let closed = try String(contentsOf: playlist, encoding: .utf8)
+        XCTAssertTrue(closed.contains("#EXT-X-ENDLIST"), "a stopped stream closes its playlist")
+        // The stop waits for the last segment to be finished and listed (the drain used to end when the
+        // end-of-stream reached hlssink2, before it had written the segment).
+        let last = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".ts") }.max())
+        XCTAssertTrue(closed.contains(last), "\(last) is not in the closed playlist:\n\(closed)")
     }
 
     /// While the camera is interrupted the session's filler (black frames, silence) flows through the tee:

@@ -29,6 +29,10 @@ GType CGstShim_object_type(gpointer object);
 /// Replaces the buffer carried by a probe with a deep copy in ordinary memory, letting go of the original
 /// (and of the pool and device memory it came from) at once.
 void CGstShim_probe_info_replace_with_deep_copy(GstPadProbeInfo *info);
+
+/// Whether `child` has posted end-of-stream to `bin` (which keeps its children's EOS messages until it
+/// changes state): the child handled the EOS completely, files closed and messages posted.
+gboolean CGstShim_bin_child_posted_eos(GstBin *bin, GstElement *child);
 /// Makes the buffer carried by a probe writable, storing the (possibly new) buffer back in the probe info.
 GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info);
 
