@@ -69,6 +69,15 @@ enum MovieRemux {
         defer { pipeline.shutDown() }
         try pipeline.element(named: "in")?.set("location", source.path)
         try pipeline.element(named: "out")?.set("location", temporary.path)
+        // qtdemux starts a fragmented movie at its first fragment's decode time: when that fragment is the
+        // audio's, which begins a few milliseconds after the video, the muxer clipped the first key frame
+        // and the copy started with frames that cannot be decoded.
+        for track in ["video_0", "audio_0"] {
+            pipeline.element(named: "mux")?.staticPad(track)?.addProbe(.downstreamEvent) { info in
+                info.extendSegmentToZero()
+                return .ok
+            }
+        }
         if let rotation, let pad = pipeline.element(named: "out")?.staticPad("sink") {
             MP4DisplayMatrix.apply(rotation: rotation, toMoviesPassing: pad)
         }
