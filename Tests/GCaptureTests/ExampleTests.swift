@@ -48,6 +48,8 @@ final class ExampleTests: XCTestCase {
         // Xvfb's root window is black; the test camera's bars are not.
         let profile = try lumaProfile(shot)
         XCTAssertGreaterThan(profile.map(Int.init).reduce(0, +) / profile.count, 20, "nothing drawn: \(profile)")
+        // A second of preview at 30 fps, whatever the shot took (the booth once ran 0.4 s in all, 9 frames).
+        Thread.sleep(forTimeInterval: 1)
         booth.send("q")
         XCTAssertTrue(booth.waitForExit(timeout: 30))
         XCTAssertEqual(booth.status, 0, booth.errorOutput)
