@@ -45,7 +45,7 @@ enum RecordingContestants {
 
     /// gst-launch-1.0 recording `seconds` to `file` (num-buffers on both sources: it ends at EOS, finalized),
     /// with the engine's Matroska sidecar when `sidecar` is given.
-    /// `engineGraph`: with the engine's tee and bounded leaky queue (MovieEncoding.inputQueueBytes, 1 s) between
+    /// `engineGraph`: with the engine's tee and bounded leaky queue (VideoEncode.inputQueueBytes, 1 s) between
     /// each source and its encoder, as the session graph has them.
     static func gstLaunchDescription(seconds: Double, file: URL, sidecar: URL?, engineGraph: Bool = false) -> String {
         let audioBuffers = Int((seconds * Double(audioRate) / Double(samplesPerAudioBuffer)).rounded(.up))

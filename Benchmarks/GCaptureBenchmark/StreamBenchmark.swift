@@ -5,8 +5,10 @@ import GStreamerKit
 /// `--only stream`: publishing to a real nginx-rtmp on loopback. The CPU of `gcapture stream` against the
 /// gst-launch-1.0 publisher it amounts to (same test source, same encoder settings, same muxer and sink),
 /// alternated in one run; and, in this process, how long a stream takes to publish again once the server is
-/// back after a kill, next to the backoff step in force. The issue's targets: CPU ≤ 1.05x the plain
-/// publisher; server back → publishing ≤ 2 s plus the backoff step.
+/// back after a kill, next to the backoff step in force; and the CPU of `gcapture stream --record` (one
+/// session recording and publishing) against `gcapture record` alone, alternated. The issue's targets: CPU
+/// ≤ 1.05x the plain publisher; recording and streaming ≤ 1.15x recording alone; server back → publishing
+/// ≤ 2 s plus the backoff step.
 enum StreamBenchmark {
     struct Result: Codable, Sendable {
         var seconds: Double
@@ -14,6 +16,10 @@ enum StreamBenchmark {
         var engineCPUSeconds: [Double]
         var plainCPUSeconds: [Double]
         var ratio: Double
+        /// `gcapture record` alone, and `gcapture stream --record` recording the same.
+        var recordCPUSeconds: [Double]
+        var recordAndStreamCPUSeconds: [Double]
+        var recordAndStreamRatio: Double
         /// Seconds from the server listening again to the stream live, per round.
         var backToLiveSeconds: [Double]
         /// The backoff delay of the attempt pending when the server came back, per round.
@@ -60,10 +66,29 @@ enum StreamBenchmark {
             plain.append(plainRun.cpuSeconds)
             progress(String(format: "stream round %d: gcapture %.2f s CPU, gst-launch %.2f s CPU", round, engineRun.cpuSeconds, plainRun.cpuSeconds))
         }
+        var recordAlone: [Double] = [], recordAndStream: [Double] = []
+        let movies = server.folder
+        for round in 1...rounds {
+            let common = ["--camera", "test", "--microphone", "test-microphone", "--preset", "hd1280x720", "--duration", "\(seconds)"]
+            let alone = try ChildProcess.run(gcapture, ["record", "--output", movies.appendingPathComponent("alone\(round).mp4").path] + common,
+                                             timeout: seconds + 30)
+            guard alone.succeeded else { throw BenchmarkError.child("gcapture record ended with \(alone.endDescription)") }
+            recordAlone.append(alone.cpuSeconds)
+            let both = try ChildProcess.run(gcapture, ["stream", server.url("both\(round)"), "--record",
+                                                       movies.appendingPathComponent("both\(round).mp4").path, "--json"] + common,
+                                            timeout: seconds + 30)
+            guard both.succeeded, both.stdout.contains("\"live\"") else {
+                throw BenchmarkError.child("gcapture stream --record ended with \(both.endDescription) without going live")
+            }
+            recordAndStream.append(both.cpuSeconds)
+            progress(String(format: "record+stream round %d: record %.2f s CPU, stream --record %.2f s CPU", round, alone.cpuSeconds, both.cpuSeconds))
+        }
         let (back, steps) = try await reconnects(server: server, rounds: rounds, progress: progress)
         let drift = try drift(server: server, gcapture: gcapture, seconds: driftSeconds, progress: progress)
         return Result(seconds: seconds, rounds: rounds, engineCPUSeconds: engine, plainCPUSeconds: plain,
-                      ratio: Statistics.median(engine) / Statistics.median(plain), backToLiveSeconds: back, backoffStepSeconds: steps,
+                      ratio: Statistics.median(engine) / Statistics.median(plain),
+                      recordCPUSeconds: recordAlone, recordAndStreamCPUSeconds: recordAndStream,
+                      recordAndStreamRatio: Statistics.median(recordAndStream) / Statistics.median(recordAlone), backToLiveSeconds: back, backoffStepSeconds: steps,
                       driftPullSeconds: drift.seconds, driftEndGapSeconds: drift.endGap, driftAudioMissingSeconds: drift.audioMissing)
     }
 
@@ -155,6 +180,9 @@ enum StreamBenchmark {
               CPU seconds   gcapture stream: \(list(result.engineCPUSeconds))
                             gst-launch-1.0:  \(list(result.plainCPUSeconds))
               ratio (medians): \(String(format: "%.3f", result.ratio))x  (target ≤ 1.05x)
+              CPU seconds   gcapture record:           \(list(result.recordCPUSeconds))
+                            gcapture stream --record:  \(list(result.recordAndStreamCPUSeconds))
+              ratio (medians): \(String(format: "%.3f", result.recordAndStreamRatio))x  (target ≤ 1.15x: one encode for both)
               server back → live: \(list(result.backToLiveSeconds)) s; backoff step in force: \(list(result.backoffStepSeconds)) s \
             (target ≤ 2 s + step: \(ok ? "met" : "NOT met"))
               A/V over \(String(format: "%.1f", result.driftPullSeconds)) s pulled back: newest video − newest audio \

@@ -11,7 +11,7 @@ struct StreamCommand: AsyncParsableCommand {
         discussion: """
         URL is rtmp://host/app/key (nginx-rtmp, SRS, a CDN's ingest), srt://host:port (a caller; add ?mode=listener to wait for players instead), rtsp://host:port/path (a server that takes RECORD, such as MediaMTX), or a playlist path ending in .m3u8 for HLS files beside it, for a web server to serve. Video is H.264 Main 4:2:0 with a key frame every --key-interval seconds, audio AAC.
 
-        When the server goes away or refuses, the stream is retried after a growing, capped delay and goes live again when the server is back; each state (connecting, live, reconnecting, failed) is printed. With --record, the same session writes a movie too.
+        When the server goes away or refuses, the stream is retried after a growing, capped delay and goes live again when the server is back; each state (connecting, live, reconnecting, failed) is printed. With --record, the same session writes a movie too, and the stream carries the movie's H.264 (one encode for both) unless --bitrate asks for another rate.
 
         \(StopSignals.helpText)
 
@@ -98,6 +98,12 @@ struct StreamCommand: AsyncParsableCommand {
 
         let events = EventPrinter(json: json)
         let states = stream.stateUpdates()
+        let recorder = RecordingObserver()
+        if let movie, let movieURL {
+            // The recording first: the stream then carries its H.264 (one encode for both).
+            movie.startRecording(to: movieURL, recordingDelegate: recorder)
+            _ = await waitUntil(seconds: 5) { !recorder.isIdle }
+        }
         do {
             try stream.startStreaming(to: url)
         } catch {
@@ -109,8 +115,6 @@ struct StreamCommand: AsyncParsableCommand {
                         .merging(DeviceChoice.startedFields([cameraChoice, microphoneChoice])) { $1 },
                     text: "streaming \(camera.localizedName)" + (microphone.map { " and \($0.localizedName)" } ?? "")
                         + " to \(stream.destinationDescription ?? url)")
-        let recorder = RecordingObserver()
-        if let movie, let movieURL { movie.startRecording(to: movieURL, recordingDelegate: recorder) }
 
         let stopped = Locked(false)
         StopSignals.shared.onStop { _ in stopped.withLock { $0 = true } }

@@ -31,10 +31,10 @@ final class MovieMemoryTests: XCTestCase {
             usleep(1000)
         }
         // It filled up to its budget (the encoder was behind)...
-        XCTAssertGreaterThanOrEqual(fullest, MovieEncoding.inputQueueBytes - frameBytes,
+        XCTAssertGreaterThanOrEqual(fullest, VideoEncode.inputQueueBytes - frameBytes,
                                     "the encoder kept up: the queue never filled, so its bound was not exercised")
         // ...and no further: the queue takes a frame while under its budget, so one frame may pass it.
-        XCTAssertLessThanOrEqual(fullest, MovieEncoding.inputQueueBytes + frameBytes,
+        XCTAssertLessThanOrEqual(fullest, VideoEncode.inputQueueBytes + frameBytes,
                                  "the recording held \(fullest / frameBytes) raw 1080p frames (\(fullest >> 20) MiB)")
     }
 }

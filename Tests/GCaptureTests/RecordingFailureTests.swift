@@ -113,7 +113,7 @@ final class RecordingFailureTests: XCTestCase {
         let waiter = await startRecording(movie, to: url)
         try await Task.sleep(for: .milliseconds(500))
         // 1.6 s stuck in front of the encoder: the 1 s input queue overflows and drops about 18 frames.
-        let encoderInput = try XCTUnwrap(movie.recordingBin?.element(named: "video_encoder")?.staticPad("sink"))
+        let encoderInput = try XCTUnwrap(movie.recordingVideoEncoderElement?.staticPad("sink"))
         let stuck = FirstTime()
         encoderInput.addProbe(.buffer) { _ in
             if stuck.claim() { Thread.sleep(forTimeInterval: 1.6) }

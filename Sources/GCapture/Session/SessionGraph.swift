@@ -21,8 +21,9 @@ enum GraphEvent: Sendable {
 /// The session's GStreamer graph while it runs:
 ///
 ///     video source bin ─▶ tee ─┬─▶ queue ▶ output branch (one bin per output)
-///                              └─▶ queue ▶ output branch
-///     audio source bin ─▶ tee ─┬─▶ ...
+///                              ├─▶ queue ▶ output branch
+///                              └─▶ H.264 encoder ─▶ tee ─┬─▶ output branch (a recording, a stream)
+///     audio source bin ─▶ tee ─┬─▶ ...                    └─▶ output branch
 ///
 /// Every change is local: an output attaches to or detaches from a tee pad, a source is swapped in front of
 /// its tee; nothing else stops. Methods run on the session's queue; only the bus handler runs elsewhere.
@@ -37,12 +38,16 @@ final class SessionGraph: @unchecked Sendable {
         let output: CaptureOutput
         let branch: TeeBranch
         let path: String
+        /// The shared encoder the branch takes its video from, if it does.
+        let encoder: SharedVideoEncoder?
     }
 
     private struct BusState {
         /// Every output of the graph, with or without a branch.
         var members: [ObjectIdentifier: CaptureOutput] = [:]
         var branches: [ObjectIdentifier: Attached] = [:]
+        /// The H.264 encoders outputs share, while one uses them.
+        var encoders: [SharedVideoEncoder] = []
         /// A source on trial (being swapped in): its errors fail the swap instead of the session.
         var trialPath: String?
         var trialError: GStreamerError?
@@ -98,7 +103,7 @@ final class SessionGraph: @unchecked Sendable {
                 // Every error reaches the caller (thrown, or as a runtime error): the log line is the detail
                 // behind it, so it stays below the default warning level (the CLI's error is one sentence).
                 Log.session.notice("\(name): \(error.message)", metadata: error.logMetadata)
-                if let event = self.attribute(error, from: message) { onEvent(self, event) }
+                for event in self.attribute(error, from: message) { onEvent(self, event) }
             case .warning(let warning):
                 Log.session.warning("\(name): \(warning.message)", metadata: warning.logMetadata)
             case .qos(let qos):
@@ -121,14 +126,17 @@ final class SessionGraph: @unchecked Sendable {
         }
     }
 
-    /// How full the fullest recording's video input queue is (0...1): an encoder falling behind.
+    /// How full the fullest encoder's raw video input queue is (0...1): an encoder falling behind.
     func recordingQueueFill() -> Double {
-        let bins = busState.withLock { $0.branches.values.map(\.branch.bin) }
-        return bins.compactMap { bin -> Double? in
+        let (bins, encoders) = busState.withLock { state in
+            (state.branches.values.filter { $0.encoder == nil }.map(\.branch.bin), state.encoders)
+        }
+        let ownEncoders = bins.compactMap { bin -> Double? in
             guard let queue = bin.element(named: "video_in"), let limit = queue.intProperty("max-size-time"), limit > 0,
                   let level = queue.intProperty("current-level-time") else { return nil }
             return Double(level) / Double(limit)
-        }.max() ?? 0
+        }
+        return (ownEncoders + encoders.compactMap(\.inputQueueFill)).max() ?? 0
     }
 
     /// Runs on a streaming thread: a counter, and a debug line (an element behind the clock posts one per
@@ -146,7 +154,22 @@ final class SessionGraph: @unchecked Sendable {
     }
 
     /// Runs on the posting (streaming) thread: only flags and bookkeeping here.
-    private func attribute(_ error: GStreamerError, from message: Message) -> GraphEvent? {
+    private func attribute(_ error: GStreamerError, from message: Message) -> [GraphEvent] {
+        // A shared encoder that fails fails every output taking from it; nothing else.
+        let failedEncoder = busState.withLock { $0.encoders.first { message.isFrom(inside: $0.path) } }
+        if let failedEncoder {
+            failedEncoder.branch.markFailed()
+            return busState.withLock { state in
+                state.branches.values.filter { $0.encoder === failedEncoder && !$0.branch.hasFailed }.map { attached in
+                    attached.branch.markFailed()
+                    return .outputFailed(attached.output, error)
+                }
+            }
+        }
+        return attributeOutsideEncoders(error, from: message).map { [$0] } ?? []
+    }
+
+    private func attributeOutsideEncoders(_ error: GStreamerError, from message: Message) -> GraphEvent? {
         busState.withLock { state -> GraphEvent? in
             if FrameStallWatchdog.isStall(error) {
                 // A camera slow to give its first frame (USB cameras can take a second or two) is judged by
@@ -259,7 +282,7 @@ final class SessionGraph: @unchecked Sendable {
         }
         pipeline.shutDown()
         for output in members { output.didDetach(drained: drained[ObjectIdentifier(output)] ?? true) }
-        busState.withLock { $0.branches.removeAll(); $0.members.removeAll() }
+        busState.withLock { $0.branches.removeAll(); $0.members.removeAll(); $0.encoders.removeAll() }
     }
 
     /// Releases a graph that never played (a prepared graph replaced by a newer configuration): its outputs
@@ -268,7 +291,7 @@ final class SessionGraph: @unchecked Sendable {
         pressure.stop()
         unwatchAll()
         pipeline.shutDown()
-        busState.withLock { $0.branches.removeAll(); $0.members.removeAll() }
+        busState.withLock { $0.branches.removeAll(); $0.members.removeAll(); $0.encoders.removeAll() }
     }
 
     var isPlaying: Bool { pipeline.state().current == .playing }
@@ -510,17 +533,44 @@ final class SessionGraph: @unchecked Sendable {
         busState.withLock { $0.members[ObjectIdentifier(output)] = output }
     }
 
-    /// Links a branch of `output` to the tees: each named sink pad of `bin` to its media's tee.
-    func attachBranch(_ bin: Bin, of output: CaptureOutput, inputs: [MediaType: String]) throws(CaptureError) {
-        let links = inputs.map { (tee: $0.key == .video ? videoTee : audioTee, sinkPad: $0.value) }
+    /// Links a branch of `output` to the tees: each named sink pad of `bin` to its media's tee, the video
+    /// one to `encodedVideo`'s tee when the branch takes H.264 from a shared encoder (which it then uses
+    /// until it is detached).
+    func attachBranch(_ bin: Bin, of output: CaptureOutput, inputs: [MediaType: String],
+                      encodedVideo encoder: SharedVideoEncoder? = nil) throws(CaptureError) {
+        let links = inputs.map { input in
+            (tee: input.key == .audio ? audioTee : encoder?.tee ?? videoTee, sinkPad: input.value)
+        }
         do {
             let branch = try TeeBranch(attaching: bin, inputs: links, in: pipeline)
+            encoder?.users += 1
             busState.withLock {
-                $0.branches[ObjectIdentifier(output)] = Attached(output: output, branch: branch, path: bin.path)
+                $0.branches[ObjectIdentifier(output)] = Attached(output: output, branch: branch, path: bin.path, encoder: encoder)
             }
         } catch {
+            release(encoder)
             throw .configurationFailed(reason: "cannot attach \(output.displayName)", underlying: error as? GStreamerError)
         }
+    }
+
+    // MARK: Shared encoders
+
+    /// An H.264 encode of the camera that gives `request` what it asks: a running one where one does
+    /// (not failed), else a new one. Unused until a branch is attached to it; then it stays while one is.
+    func sharedVideoEncoder(for request: VideoEncodeRequest) throws(CaptureError) -> SharedVideoEncoder {
+        let running = busState.withLock { $0.encoders }
+        if let match = running.first(where: { !$0.branch.hasFailed && $0.encode.satisfies(request) }) { return match }
+        branchCounter += 1
+        let encoder = try SharedVideoEncoder(request, fedBy: videoTee, in: pipeline, name: "encoder-\(branchCounter)")
+        busState.withLock { $0.encoders.append(encoder) }
+        return encoder
+    }
+
+    /// Removes a shared encoder no branch takes from any more.
+    private func release(_ encoder: SharedVideoEncoder?) {
+        guard let encoder, encoder.users == 0 else { return }
+        busState.withLock { $0.encoders.removeAll { $0 === encoder } }
+        encoder.remove(from: pipeline)
     }
 
     /// The camera feeding the graph now (read from any thread).
@@ -537,7 +587,12 @@ final class SessionGraph: @unchecked Sendable {
     @discardableResult
     func detachBranch(of output: CaptureOutput, drain: Bool? = nil) -> Bool {
         guard let attached = busState.withLock({ $0.branches.removeValue(forKey: ObjectIdentifier(output)) }) else { return true }
-        return attached.branch.detach(drain: drain ?? output.drainsOnDetach)
+        let drained = attached.branch.detach(drain: drain ?? output.drainsOnDetach)
+        if let encoder = attached.encoder {
+            encoder.users -= 1
+            release(encoder)
+        }
+        return drained
     }
 
     /// Takes the output out of the graph.

@@ -48,6 +48,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         let interruptionBehavior: InterruptionBehavior
         var timeline: RecordingTimeline?
         var bin: Bin?
+        /// The encoder the file's video comes from when it is shared (else it is in `bin`).
+        var sharedEncoder: SharedVideoEncoder?
         var monitor: DispatchSourceTimer?
         var sidecarLock: SidecarLock?
         var stopping = false
@@ -139,6 +141,10 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
 
     /// The current recording's branch (for tests that make it misbehave).
     var recordingBin: Bin? { locked { recording?.bin } }
+    /// The element encoding the current recording's video: its own, or the one it shares.
+    var recordingVideoEncoderElement: Element? {
+        locked { recording?.sharedEncoder?.encoderElement ?? recording?.bin?.element(named: "video_encoder") }
+    }
 
     /// The statistics of the last recording that finished.
     public var lastStatistics: Statistics { locked { finishedStatistics } }
@@ -230,6 +236,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
                 recording?.waitingFor = reason
                 recording?.timeline = nil
                 recording?.bin = nil
+                recording?.sharedEncoder = nil
                 recording?.monitor = nil
                 recording?.sidecarLock = nil
             }
@@ -383,21 +390,20 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
                              videoEncoder: try H264Encoder.choose(settings.videoEncoder))
     }
 
-    /// The recording's bin with its encoder configured. A hardware encoder picked by default that will
-    /// not take the settings gives way to the software one rather than failing the recording.
+    /// The recording's bin, with its encoder configured when it has its own.
     private func makeRecordingBin(_ encoding: inout MovieEncoding, in graph: SessionGraph) throws(CaptureError) -> Bin {
-        do {
-            let bin = try graph.makeBin(try encoding.description(), for: self, ghostUnlinkedPads: false)
-            if let encoder = bin.element(named: "video_encoder") {
-                try encoding.videoEncoder.configure(encoder, bitRate: encoding.videoBitRate, keyInterval: encoding.keyInterval)
+        let asked = encoding
+        let (bin, encoder) = try asked.videoEncoder.withSoftwareFallback(videoEncoder == nil) { encoder in
+            var attempt = asked
+            attempt.videoEncoder = encoder
+            let bin = try graph.makeBin(try attempt.description(), for: self, ghostUnlinkedPads: false)
+            if let element = bin.element(named: "video_encoder") {
+                try encoder.configure(element, bitRate: attempt.videoBitRate, keyInterval: attempt.keyInterval)
             }
             return bin
-        } catch {
-            guard encoding.videoEncoder.isHardware, videoEncoder == nil,
-                  let software = H264Encoder.software.first(where: GStreamer.hasElement) else { throw error }
-            encoding.videoEncoder = H264Encoder(factory: software)
-            return try graph.makeBin(try encoding.description(), for: self, ghostUnlinkedPads: false)
         }
+        encoding.videoEncoder = encoder
+        return bin
     }
 
     /// On the session queue: builds the recording's branch and links it to the running tees.
@@ -413,6 +419,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         if encoding.videoBitRate == 0 {
             encoding.videoBitRate = MovieEncoding.defaultBitRate(width: selection?.format.width ?? 1280, height: selection?.format.height ?? 720)
         }
+        let (limits, behavior, paused) = locked { (settings, recording?.interruptionBehavior, recording?.pausedAcrossFiles ?? false) }
+        encoding.sharesEncoder = encoding.canShareEncoder(dropsFillerFrames: behavior == .finalizeAndResume)
         try MovieFiles.checkCreatable(url)
         let bin = try makeRecordingBin(&encoding, in: graph)
         var inputs: [MediaType: String] = [:]
@@ -441,18 +449,37 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         } catch {
             throw .configurationFailed(reason: "cannot set up the recording", underlying: error as? GStreamerError)
         }
-        let (limits, behavior, paused) = locked { (settings, recording?.interruptionBehavior, recording?.pausedAcrossFiles ?? false) }
         let timeline = RecordingTimeline(
             limits: .init(maxDuration: limits.maxDuration.map { UInt64(($0 * 1e9).rounded()) }, maxFileSize: limits.maxFileSize),
             dropsFillerFrames: behavior == .finalizeAndResume,
             onLimit: { [weak self] reason in self?.stop(with: reason) })
         if paused { timeline.pause() }
-        pads.first?.addProbe(.buffer) { info in
-            guard let shift = timeline.admitVideo(info.bufferPTS, duration: info.bufferDuration, isFiller: info.isGapBuffer) else {
-                return .drop
+        // Frames from a shared encoder arrive as H.264 in the encoder's time: the file starts (and resumes)
+        // at a key frame, and their running time is what the audio's is compared with.
+        let encoder = encoding.sharesEncoder
+            ? try graph.sharedVideoEncoder(for: VideoEncodeRequest(encode: encoding.videoEncode, mayFallBackToSoftware: videoEncoder == nil))
+            : nil
+        if let encoder {
+            encoding.videoEncoder = encoder.activeEncoder
+            let gate = KeyFrameGate(encoder: encoder, queue: bin.element(named: "video_in"))
+            pads.first?.addProbe(.buffer) { info in
+                guard gate.admits(isDeltaFrame: info.isDeltaFrame) else { return .drop }
+                guard let shift = timeline.admitVideo(info.bufferRunningTime, duration: info.bufferDuration,
+                                                      isKeyFrame: !info.isDeltaFrame) else {
+                    if timeline.isResuming { encoder.requestKeyFrame() }
+                    return .drop
+                }
+                info.shiftBufferTimestamps(earlierBy: shift)
+                return .ok
             }
-            info.shiftBufferTimestamps(earlierBy: shift)
-            return .ok
+        } else {
+            pads.first?.addProbe(.buffer) { info in
+                guard let shift = timeline.admitVideo(info.bufferPTS, duration: info.bufferDuration, isFiller: info.isGapBuffer) else {
+                    return .drop
+                }
+                info.shiftBufferTimestamps(earlierBy: shift)
+                return .ok
+            }
         }
         // A source that dies (a camera unplugged, an audio server gone) pushes end-of-stream through the
         // session's tee: in the file it would end that track for good, and the session's filler and the
@@ -481,8 +508,9 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             recording?.encoding = encoding
             recording?.timeline = timeline
             recording?.bin = bin
+            recording?.sharedEncoder = encoder
         }
-        try graph.attachBranch(bin, of: self, inputs: inputs)
+        try graph.attachBranch(bin, of: self, inputs: inputs, encodedVideo: encoder)
         startMonitoring(url: url)
     }
 

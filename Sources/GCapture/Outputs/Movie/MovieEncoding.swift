@@ -21,6 +21,9 @@ struct MovieEncoding: Sendable {
     /// this one, so nothing after the scaler renegotiates (mp4mux cannot take new caps mid-file).
     var frameSize: (width: Int, height: Int)?
 
+    /// The video comes from the session's shared encoder (SharedVideoEncoder) rather than one of its own.
+    var sharesEncoder = false
+
     /// The picture a player is to show, from the connection's rotation and mirroring.
     var transform: FrameTransform { FrameTransform(rotation: rotation, mirrored: mirrored) }
 
@@ -43,12 +46,6 @@ struct MovieEncoding: Sendable {
         max(1_000_000, width * height * 4)
     }
 
-    /// The raw frames a recording may hold while its encoder catches up (at most 1 s of them), beyond
-    /// which the oldest are dropped: the camera runs on and cannot wait. Raw frames are large (1080p NV12
-    /// 3.1 MB, 2160p 12.4 MB): a second of them made a 1080p30 recording's peak memory 93 MB higher
-    /// whenever the encoder fell behind (180 MiB against gst-launch's 64 on a loaded machine), and a
-    /// 2160p one's 373 MB. 16 MiB still absorb a stall of 6 frames (200 ms) at 1080p30, 13 at 720p.
-    static let inputQueueBytes = 16 << 20
     /// How long a track's encoded data may wait in front of the muxers for the other track's.
     static let muxQueueNanoseconds: UInt64 = 3_000_000_000
 
@@ -58,29 +55,34 @@ struct MovieEncoding: Sendable {
     /// A key frame a second: each fragment can start with one, and a cut loses at most a second's frames.
     var keyInterval: Int { max(1, frameRate) }
 
+    /// The H.264 the recording's video is: Main profile, the profile streams are pinned to by default, so
+    /// that a stream of the same session can carry the recording's encode.
+    var videoEncode: VideoEncode {
+        VideoEncode(encoder: videoEncoder, bitRate: videoBitRate, keyInterval: keyInterval, profile: "main", frameRate: frameRate,
+                    frameSize: frameSize.map { VideoEncode.Size(width: $0.width, height: $0.height) },
+                    inputFormat: videoEncoder.inputFormat(forCameraFormat: cameraPixelFormat), pixelTransform: pixelTransform)
+    }
+
+    /// Whether the recording can take its video from an encoder it shares: not when its pixels are turned
+    /// (no one else wants them so), nor when it must tell the session's filler frames from the camera's
+    /// (`dropsFillerFrames`: the mark of a filler frame does not survive the encoder).
+    func canShareEncoder(dropsFillerFrames: Bool) -> Bool { pixelTransform == .identity && !dropsFillerFrames }
+
     static let encodedVideo = "vt"
     static let encodedAudio = "at"
 
     func description() throws(CaptureError) -> String {
-        let encoder = videoEncoder.description(name: "video_encoder", bitRate: videoBitRate, keyInterval: keyInterval)
-        let inputQueue = "leaky=downstream max-size-buffers=0 max-size-bytes=\(Self.inputQueueBytes) max-size-time=1000000000"
+        let inputQueue = "leaky=downstream max-size-buffers=0 max-size-bytes=\(VideoEncode.inputQueueBytes) max-size-time=1000000000"
         // A muxer waits for every track's first data: a fresh PulseAudio source delivers its first buffer up to
         // ~2 s late, and meanwhile the video piles up in front of the muxers. It waits here, encoded (3 s of
         // 1080p: ~3 MB), not as raw frames in the input queue (3 s: 280 MB).
         let muxQueue = "queue max-size-buffers=0 max-size-bytes=0 max-size-time=\(Self.muxQueueNanoseconds)"
-        let turn = pixelTransform == .identity ? "" : "videoflip video-direction=\(pixelTransform.rawValue) ! "
-        let format = "format=\(videoEncoder.inputFormat(forCameraFormat: cameraPixelFormat))"
-        // The same size passes videoscale untouched (passthrough); only another camera's frames are scaled.
-        let pinned = frameSize.map { size in
-            // Pixels turned a quarter before the scaler (Matroska) are the other way round.
-            let quarter = container != .mp4 && (rotation == 90 || rotation == 270)
-            let (width, height) = quarter ? (size.height, size.width) : (size.width, size.height)
-            return "videoscale add-borders=true ! video/x-raw,\(format),width=\(width),height=\(height),pixel-aspect-ratio=1/1 "
-                + "! capssetter caps=\"video/x-raw,framerate=\(max(1, frameRate))/1\" "
-        } ?? "video/x-raw,\(format) "
+        // Encoded frames from a shared encoder queue here only until the branch falls behind (KeyFrameGate).
+        let video = sharesEncoder
+            ? "\(VideoEncode.encodedInputQueue(frameRate: frameRate)) ! h264parse"
+            : videoEncode.description()
         var parts = [
-            "queue name=video_in \(inputQueue) ! \(turn)videoconvert ! \(pinned)! \(encoder) "
-                + "! h264parse ! video/x-h264,stream-format=avc,alignment=au ! tee name=vt",
+            "\(video) ! video/x-h264,stream-format=avc,alignment=au ! tee name=vt",
             "vt. ! \(muxQueue) ! mux.video_0",
         ]
         if container == .mp4 { parts.append("vt. ! \(muxQueue) ! sidecar.video_0") }
@@ -103,10 +105,14 @@ struct MovieEncoding: Sendable {
         let muxer = container == .mp4
             ? "mp4mux name=mux fragment-duration=\(Int(fragmentInterval * 1000))"
             : "matroskamux name=mux"
-        parts.append("\(muxer) ! filesink name=file async=false")
+        // Unbuffered, both files: what the muxers have written is on disk, so a kill cuts the movie only
+        // inside a fragment being written then (filesink's own 64 KiB buffer left the last fragment
+        // incomplete on disk between fragments too, and ffmpeg reported the killed file partial), and
+        // costs the sidecar only the frames in flight.
+        parts.append("\(muxer) ! filesink name=file async=false buffer-mode=unbuffered")
         // Fragmented MP4 loses the fragment being written when the process dies; Matroska streams every
         // frame to disk, so a sidecar of the same encoded data recovers all but the last few milliseconds.
-        if container == .mp4 { parts.append("matroskamux name=sidecar ! filesink name=sidecar_file async=false") }
+        if container == .mp4 { parts.append("matroskamux name=sidecar ! filesink name=sidecar_file async=false buffer-mode=unbuffered") }
         return parts.joined(separator: "  ")
     }
 }

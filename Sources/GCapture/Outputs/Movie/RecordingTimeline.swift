@@ -86,6 +86,8 @@ final class RecordingTimeline: @unchecked Sendable {
 
     var stats: Statistics { lock.withLock { statistics } }
     var isPaused: Bool { lock.withLock { pauseRequested } }
+    /// A resume is asked for and waits for its first frame (with encoded frames: a key frame).
+    var isResuming: Bool { lock.withLock { resumeRequested } }
 
     func pause() { lock.withLock { pauseRequested = true; resumeRequested = false } }
     func resume() { lock.withLock { if pauseRequested { resumeRequested = true } } }
@@ -107,8 +109,9 @@ final class RecordingTimeline: @unchecked Sendable {
     }
 
     /// For the video input's probe: nil when the frame stays out of the file, else how much earlier its
-    /// timestamps must move.
-    func admitVideo(_ pts: ClockTime?, duration: ClockTime?, isFiller: Bool = false) -> ClockTime? {
+    /// timestamps must move. With encoded frames (`isKeyFrame` told) the file and every resume begin at a
+    /// key frame: the frames before it could not be decoded.
+    func admitVideo(_ pts: ClockTime?, duration: ClockTime?, isFiller: Bool = false, isKeyFrame: Bool = true) -> ClockTime? {
         guard let pts else { return nil }
         let time = UInt64(pts)
         var reached = false
@@ -126,11 +129,16 @@ final class RecordingTimeline: @unchecked Sendable {
                 if pausedAt == nil { pausedAt = time }
                 return nil
             }
-            if resumeRequested, let pausedAt {
+            if !isKeyFrame, start == nil || resumeRequested {
+                if start != nil, pausedAt == nil { pausedAt = time }
+                return nil
+            }
+            if resumeRequested {
                 // The pause lasted from its first dropped frame to this one; one that began before the
-                // file's first frame (a file begun paused) took nothing out of the file's time.
-                if start != nil { pausedTotal += time - pausedAt }
-                self.pausedAt = nil
+                // file's first frame (a file begun paused), or that no frame fell into, took nothing out of
+                // the file's time.
+                if let pausedAt, start != nil { pausedTotal += time - pausedAt }
+                pausedAt = nil
                 pauseRequested = false
                 resumeRequested = false
             }

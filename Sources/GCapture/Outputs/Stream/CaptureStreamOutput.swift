@@ -64,16 +64,16 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     /// Counted on streaming threads, read by the monitor.
     final class ConnectionCounters: @unchecked Sendable {
         private let lock = NSLock()
-        private var values = (rawFrames: 0, queueDrops: 0, videoFrames: 0, audioBuffers: 0, encodedBytes: UInt64(0))
-        func rawFrame() { lock.withLock { values.rawFrames += 1 } }
+        private var values = (framesIn: 0, videoFrames: 0, audioBuffers: 0, encodedBytes: UInt64(0))
+        func frameIn() { lock.withLock { values.framesIn += 1 } }
         func encoded(video: Bool, bytes: Int) {
             lock.withLock {
                 if video { values.videoFrames += 1 } else { values.audioBuffers += 1 }
                 values.encodedBytes += UInt64(bytes)
             }
         }
-        var snapshot: (rawFrames: Int, videoFrames: Int, audioBuffers: Int, encodedBytes: UInt64) {
-            lock.withLock { (values.rawFrames, values.videoFrames, values.audioBuffers, values.encodedBytes) }
+        var snapshot: (framesIn: Int, videoFrames: Int, audioBuffers: Int, encodedBytes: UInt64) {
+            lock.withLock { (values.framesIn, values.videoFrames, values.audioBuffers, values.encodedBytes) }
         }
     }
 
@@ -164,7 +164,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
                     figures.audioBuffersSent += counts.audioBuffers
                     figures.liveSeconds += Date().timeIntervalSince(current.connectedAt!)
                 }
-                figures.droppedFrames += max(0, counts.rawFrames - counts.videoFrames - inFlight)
+                figures.droppedFrames += max(0, counts.framesIn - counts.videoFrames - inFlight)
                 figures.bytesSent += current.bytesAtLastProgress
                 figures.bitRate = Self.bitRate(current.samples)
             }
@@ -279,30 +279,32 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
                               keyFrameInterval: settings.keyFrameInterval,
                               withAudio: graph.hasSource(.audio) && destination.carriesAudio,
                               videoEncoder: try H264Encoder.choose(settings.videoEncoder),
-                              cameraPixelFormat: selection?.format.pixelFormat)
+                              cameraPixelFormat: selection?.format.pixelFormat,
+                              frameSize: selection.map { VideoEncode.Size(width: $0.format.width, height: $0.format.height) },
+                              bitRateIsDefault: settings.videoBitRate == nil, videoEncoderIsDefault: settings.videoEncoder == nil)
     }
 
     /// On the session queue: the branch for one connection, with its counters, linked to the running tees.
     private func attach(to graph: SessionGraph, destination: StreamDestination) throws(CaptureError) {
-        let encoding = try encoding(for: destination, in: graph)
+        var encoding = try encoding(for: destination, in: graph)
         let bin = try graph.makeBin(try encoding.description(), for: self, ghostUnlinkedPads: false)
         let counters = ConnectionCounters()
         var inputs: [MediaType: String] = [:]
         var pads: [Pad] = []
         do {
-            if let encoder = bin.element(named: "video_encoder") {
-                try encoding.videoEncoder.configure(encoder, bitRate: encoding.videoBitRate, keyInterval: encoding.keyInterval)
-            }
             let exposed = try EncodingInputs(exposedOn: bin)
             (pads, inputs) = (exposed.pads, exposed.names)
-        } catch let error as CaptureError {
-            throw error
         } catch {
             throw .configurationFailed(reason: "cannot set up the stream", underlying: error as? GStreamerError)
         }
-        pads.first?.addProbe(.buffer) { _ in
-            counters.rawFrame()
-            return .ok
+        let encoder = try graph.sharedVideoEncoder(for: encoding.videoEncodeRequest)
+        encoding.videoEncoder = encoder.activeEncoder
+        encoding.videoBitRate = encoder.encode.bitRate
+        // A connection begins at a key frame (asked for now), and one that falls behind skips to the next.
+        let gate = KeyFrameGate(encoder: encoder, queue: bin.element(named: "video_in"))
+        pads.first?.addProbe(.buffer) { info in
+            counters.frameIn()
+            return gate.admits(isDeltaFrame: info.isDeltaFrame) ? .ok : .drop
         }
         // A source that dies pushes end-of-stream through the tee: it would end the stream for good, while the
         // session's filler (black frames, silence) and the device after recovery have more to send. Only this
@@ -331,7 +333,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
             self.sink = sink
         }
         do throws(CaptureError) {
-            try graph.attachBranch(bin, of: self, inputs: inputs)
+            try graph.attachBranch(bin, of: self, inputs: inputs, encodedVideo: encoder)
         } catch {
             locked { publication?.attached = false; self.sink = nil }
             throw error
@@ -347,10 +349,10 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
                 totals.videoFramesSent += counts.videoFrames
                 totals.audioBuffersSent += counts.audioBuffers
                 totals.liveSeconds += Date().timeIntervalSince(since)
-                totals.droppedFrames += max(0, counts.rawFrames - counts.videoFrames)
+                totals.droppedFrames += max(0, counts.framesIn - counts.videoFrames)
             } else {
                 // Nothing of this connection reached a server: every frame it took was lost.
-                totals.droppedFrames += counts.rawFrames
+                totals.droppedFrames += counts.framesIn
             }
             totals.bytesSent += current.bytesAtLastProgress
             if lost { totals.reconnects += 1 }

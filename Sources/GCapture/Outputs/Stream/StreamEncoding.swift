@@ -16,25 +16,36 @@ struct StreamEncoding: Sendable {
     var withAudio: Bool
     var videoEncoder: H264Encoder
     var cameraPixelFormat: String?
+    /// The camera's frame size when the stream began: the stream's for good (see VideoEncode.frameSize).
+    var frameSize: VideoEncode.Size?
+    /// The bit rate is the default one, not the user's: the stream carries an encode already running
+    /// (a recording's) at whatever rate it has.
+    var bitRateIsDefault = true
+    var videoEncoderIsDefault = true
 
     var keyInterval: Int { max(1, Int((Double(frameRate) * keyFrameInterval).rounded())) }
+
+    /// The stream's video comes from the session's shared H.264 encoder: the one a recording of the same
+    /// session uses where it gives what the stream asks (see VideoEncode.satisfies), else its own.
+    var videoEncodeRequest: VideoEncodeRequest {
+        let encode = VideoEncode(encoder: videoEncoder, bitRate: videoBitRate, keyInterval: keyInterval, profile: profile.rawValue,
+                                 frameRate: frameRate, frameSize: frameSize,
+                                 inputFormat: videoEncoder.inputFormat(forCameraFormat: cameraPixelFormat))
+        return VideoEncodeRequest(encode: encode, acceptsAnyBitRate: bitRateIsDefault, mayFallBackToSoftware: videoEncoderIsDefault)
+    }
 
     static let encodedVideo = "vparse"
     static let encodedAudio = "aparse"
 
     func description() throws(CaptureError) -> String {
-        var encoder = videoEncoder.description(name: "video_encoder", bitRate: videoBitRate, keyInterval: keyInterval)
-        // x264 adds a key frame at every scene cut (the test camera's moving picture made one each 0.2 s):
-        // HLS segments and a server's GOP cache want them exactly at the interval asked.
-        if videoEncoder.factory == "x264enc" { encoder += " option-string=scenecut=0" }
-        // Raw frames queue only briefly: a stream that falls behind must drop, not lag further and further.
-        let inputQueue = "leaky=downstream max-size-buffers=0 max-size-bytes=\(MovieEncoding.inputQueueBytes) max-size-time=500000000"
+        // Raw audio queues only briefly: a stream that falls behind must drop, not lag further and further.
+        let inputQueue = "leaky=downstream max-size-buffers=0 max-size-bytes=\(VideoEncode.inputQueueBytes) max-size-time=500000000"
         let (sink, videoPad, audioPad) = destination.sinkDescription(hlsSegmentSeconds: max(1, Int(keyFrameInterval.rounded(.up))),
                                                                      hlsPlaylistLength: 5)
-        // Raw 4:2:0 in (I420 or the camera's NV12), the profile pinned on the encoder's output.
+        // H.264 from the shared encoder, queued only until the stream falls behind (KeyFrameGate: then it
+        // skips to the next key frame); SPS/PPS before every key frame for players joining mid-stream.
         var parts = [
-            "queue name=video_in \(inputQueue) ! videoconvert ! video/x-raw,format=\(videoEncoder.inputFormat(forCameraFormat: cameraPixelFormat)) "
-                + "! \(encoder) ! video/x-h264,profile=\(profile.rawValue) ! h264parse name=\(Self.encodedVideo) config-interval=-1 "
+            "\(VideoEncode.encodedInputQueue(frameRate: frameRate)) ! h264parse name=\(Self.encodedVideo) config-interval=-1 "
                 + "! queue max-size-buffers=0 max-size-bytes=0 max-size-time=2000000000 ! \(videoPad)",
             sink,
         ]

@@ -1,0 +1,164 @@
+import Foundation
+@testable import GCapture
+import GStreamerKit
+import XCTest
+
+/// A recording and a stream of one session take their H.264 from one encoder where the stream can carry
+/// the recording's encode; each output comes and goes without disturbing the other, and every file and
+/// stream begins (and a recording resumes) at a key frame.
+final class SharedEncoderTests: XCTestCase {
+    /// H.264 encoders in the session's running graph, counted from the graph GStreamer describes.
+    private func encoderCount(_ session: CaptureSession) -> Int {
+        (session.launchDescription ?? "").components(separatedBy: "x264enc").count - 1
+    }
+
+    private func waitFor(_ stream: CaptureStreamOutput, _ name: String, within seconds: Double) async throws {
+        _ = try await firstElement(of: stream.stateUpdates(), within: seconds, "the stream going \(name)") { $0.name == name || $0.name == "failed" }
+        XCTAssertEqual(stream.state.name, name)
+    }
+
+    private func session(_ outputs: [CaptureOutput]) async throws -> CaptureSession {
+        try await startSession(camera: .makeTestCamera(options: .init(maxFrameRate: 30)), microphone: .testMicrophone,
+                               preset: .vga640x480, outputs: outputs)
+    }
+
+    /// Key-frame flags of a file's video packets, in order.
+    private func keyFlags(_ url: URL) throws -> [Bool] {
+        let result = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=flags",
+                                                      "-of", "csv=p=0", url.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        return result.stdout.split(separator: "\n").map { $0.contains("K") }
+    }
+
+    func testARecordingAndAStreamOfOneSessionShareOneEncode() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput(), stream = CaptureStreamOutput()
+        stream.keyFrameInterval = 2
+        let session = try await session([movie, stream])
+        defer { Task { await session.stop() } }
+        let url = folder.appendingPathComponent("shared.mp4"), playlist = folder.appendingPathComponent("live.m3u8")
+        let waiter = await startRecording(movie, to: url)
+        XCTAssertEqual(encoderCount(session), 1)
+        try stream.startStreaming(to: playlist.path)
+        try await waitFor(stream, "live", within: 10)
+        XCTAssertEqual(encoderCount(session), 1, "the stream carries the recording's encode")
+        try await Task.sleep(for: .seconds(3))
+        // The stream ends; the recording goes on from the same encoder, without a gap.
+        stream.stopStreaming()
+        try await waitFor(stream, "idle", within: 5)
+        let sent = stream.statistics
+        try await Task.sleep(for: .seconds(1))
+        XCTAssertEqual(encoderCount(session), 1)
+        movie.stopRecording()
+        let outcome = await waiter.waitForFinish()
+        let finished = try XCTUnwrap(outcome)
+        XCTAssertNil(finished.error)
+        XCTAssertEqual(encoderCount(session), 0, "an encoder nobody uses is gone")
+
+        let recorded = movie.lastStatistics
+        XCTAssertEqual(recorded.droppedFrames, 0, "the stream's coming and going cost the recording no frame")
+        let probed = try probe(url)
+        XCTAssertEqual(probed.codecs.sorted(), ["aac", "h264"])
+        XCTAssertEqual(probed.stream("video")?["profile"] as? String, "Main")
+        XCTAssertEqual(Double(probed.videoFrames ?? 0), probed.duration * 30, accuracy: 3, "a frame every 1/30 s throughout")
+        XCTAssertGreaterThan(probed.duration, 4)
+        XCTAssertTrue(try ffmpegDecodes(url))
+        XCTAssertEqual(try keyFlags(url).first, true, "the movie begins at a key frame")
+        // The stream played: its segments decode, with the stream's profile and chroma.
+        let streamed = try probe(playlist, countFrames: false)
+        XCTAssertEqual(streamed.codecs.sorted(), ["aac", "h264"])
+        XCTAssertEqual(streamed.stream("video")?["pix_fmt"] as? String, "yuv420p")
+        XCTAssertGreaterThan(sent.videoFramesSent, 60, "\(sent)")
+        XCTAssertTrue(try ffmpegDecodes(playlist))
+    }
+
+    /// A recording that joins an encoder a stream started (the stream asked for the recording's bit rate and
+    /// key frames) begins at a key frame it asks for, and goes on when the stream ends.
+    func testARecordingThatJoinsARunningEncodeBeginsAtAKeyFrame() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput(), stream = CaptureStreamOutput()
+        stream.keyFrameInterval = 1
+        stream.videoBitRate = MovieEncoding.defaultBitRate(width: 640, height: 480)
+        let session = try await session([movie, stream])
+        defer { Task { await session.stop() } }
+        try stream.startStreaming(to: folder.appendingPathComponent("live.m3u8").path)
+        try await waitFor(stream, "live", within: 10)
+        // Half-way between the stream's key frames.
+        try await Task.sleep(for: .seconds(1.5))
+        let url = folder.appendingPathComponent("joined.mp4")
+        let waiter = await startRecording(movie, to: url)
+        XCTAssertEqual(encoderCount(session), 1, "the recording joined the stream's encode")
+        try await Task.sleep(for: .seconds(1.2))
+        movie.pauseRecording()
+        try await Task.sleep(for: .seconds(0.7))
+        movie.resumeRecording()
+        try await Task.sleep(for: .seconds(1.2))
+        movie.stopRecording()
+        let outcome = await waiter.waitForFinish()
+        let finished = try XCTUnwrap(outcome)
+        XCTAssertNil(finished.error)
+        XCTAssertEqual(stream.state.name, "live", "the recording's end left the stream alone")
+        XCTAssertEqual(encoderCount(session), 1)
+        stream.stopStreaming()
+        try await waitFor(stream, "idle", within: 5)
+
+        XCTAssertEqual(try keyFlags(url).first, true, "the movie begins at a key frame, not at the running encode's next frame")
+        XCTAssertTrue(try ffmpegDecodes(url), "every frame decodes: the resume began at a key frame too")
+        let probed = try probe(url)
+        XCTAssertEqual(probed.duration, 2.4, accuracy: 0.3, "the pause is not in the movie")
+        let video = (probed.stream("video")?["duration"] as? String).flatMap(Double.init) ?? 0
+        let audio = (probed.stream("audio")?["duration"] as? String).flatMap(Double.init) ?? 0
+        XCTAssertEqual(video, audio, accuracy: 0.1, "the tracks stay together across the pause")
+    }
+
+    /// A stream given a bit rate of its own does not take the recording's: it encodes separately.
+    func testAStreamWithItsOwnBitRateEncodesSeparately() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput(), stream = CaptureStreamOutput()
+        stream.videoBitRate = 400_000
+        let session = try await session([movie, stream])
+        defer { Task { await session.stop() } }
+        let waiter = await startRecording(movie, to: folder.appendingPathComponent("own.mp4"))
+        try stream.startStreaming(to: folder.appendingPathComponent("live.m3u8").path)
+        try await waitFor(stream, "live", within: 10)
+        XCTAssertEqual(encoderCount(session), 2)
+        movie.stopRecording()
+        let outcome = await waiter.waitForFinish()
+        XCTAssertNil(try XCTUnwrap(outcome).error)
+        XCTAssertEqual(encoderCount(session), 1, "the recording's encoder left with it; the stream's runs on")
+        XCTAssertEqual(stream.state.name, "live")
+        stream.stopStreaming()
+        try await waitFor(stream, "idle", within: 5)
+    }
+
+    /// With encoded frames, the file and every resume begin at a key frame: delta frames before one are
+    /// left out, and the pause lasts until it.
+    func testATimelineOfEncodedFramesBeginsAndResumesAtKeyFrames() {
+        let timeline = RecordingTimeline()
+        let frame: ClockTime = 33_333_333
+        XCTAssertNil(timeline.admitVideo(0, duration: frame, isKeyFrame: false), "no file begins with a delta frame")
+        XCTAssertEqual(timeline.admitVideo(frame, duration: frame, isKeyFrame: true), frame)
+        XCTAssertEqual(timeline.admitVideo(2 * frame, duration: frame, isKeyFrame: false), frame)
+        timeline.pause()
+        XCTAssertNil(timeline.admitVideo(3 * frame, duration: frame, isKeyFrame: true))
+        timeline.resume()
+        XCTAssertNil(timeline.admitVideo(4 * frame, duration: frame, isKeyFrame: false), "a resume waits for a key frame")
+        XCTAssertTrue(timeline.isResuming)
+        XCTAssertEqual(timeline.admitVideo(5 * frame, duration: frame, isKeyFrame: true), 3 * frame,
+                       "the pause lasted from the first frame left out to the key frame")
+        XCTAssertFalse(timeline.isResuming)
+    }
+
+    /// A pause and a resume with no frame between them leave the timeline running, audio included (the
+    /// resume used to keep the pause for good when no frame had fallen into it).
+    func testAPauseNoFrameFellIntoTakesNothingOut() {
+        let timeline = RecordingTimeline()
+        let frame: ClockTime = 33_333_333
+        XCTAssertEqual(timeline.admitVideo(0, duration: frame), 0)
+        timeline.pause()
+        timeline.resume()
+        XCTAssertEqual(timeline.admitVideo(frame, duration: frame), 0)
+        XCTAssertFalse(timeline.isPaused)
+        XCTAssertNotNil(timeline.admitAudio(frame, duration: 1_000_000), "audio goes on after the resume")
+    }
+}
