@@ -12,8 +12,8 @@ import Synchronization
 /// SessionGraph, MovieEncoding):
 ///
 ///     videotestsrc ! capsfilter(NV12) ! tee ! queue(leaky, 1 s) ! videoconvert ! NV12 ! x264enc ! h264parse
-///         ! tee ┬ queue ! mp4mux ! filesink
-///               └ queue ! matroskamux ! filesink          (the crash-recovery sidecar)
+///         ! tee ! queue ! h264parse ! tee ┬ queue ! mp4mux ! filesink    (the encoder is the session's: SharedVideoEncoder)
+///                                         └ queue ! matroskamux ! filesink          (the crash-recovery sidecar)
 ///     audiotestsrc ! audioconvert ! audioresample ! capsfilter(S16LE 48 kHz 2 ch) ! tee ! queue(leaky, 1 s)
 ///         ! audioconvert ! audioresample ! capsfilter ! voaacenc ! aacparse ! tee ┬ queue ! mp4mux
 ///                                                                                  └ queue ! matroskamux
@@ -34,10 +34,11 @@ enum RecordingContestants {
     /// The test microphone (SourceBuilder): a live 440 Hz sine, in the format every engine source delivers.
     static let audioSource = "audiotestsrc is-live=true wave=sine freq=440 volume=0.3"
     static let audioCaps = "audio/x-raw,format=S16LE,rate=\(audioRate),channels=2,layout=interleaved"
-    /// MovieEncoding's x264enc settings (key frame every second; x264enc's default rate control is CBR with a
-    /// 600 ms VBV buffer).
+    /// MovieEncoding's x264enc settings (VideoEncode: a key frame every second and none at scene cuts, Main
+    /// profile; x264enc's default rate control is CBR with a 600 ms VBV buffer).
     static let videoEncoder = "x264enc speed-preset=veryfast tune=zerolatency bitrate=\(videoBitRate / 1000) "
-        + "key-int-max=\(Contestants.frameRate) bframes=0 ! h264parse ! video/x-h264,stream-format=avc,alignment=au"
+        + "key-int-max=\(Contestants.frameRate) bframes=0 option-string=scenecut=0 ! video/x-h264,profile=main "
+        + "! h264parse ! video/x-h264,stream-format=avc,alignment=au"
     static let audioEncoder = "voaacenc bitrate=\(audioBitRate) ! aacparse"
     static let muxer = "mp4mux name=mux fragment-duration=1000"
 
@@ -74,7 +75,7 @@ enum RecordingContestants {
                 "-t", String(format: "%g", seconds), "-map", "0:v", "-map", "1:a",
                 "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-pix_fmt", "yuv420p",
                 "-b:v", rate, "-maxrate", rate, "-bufsize", "\(videoBitRate * 6 / 10 / 1000)k",
-                "-g", String(Contestants.frameRate), "-bf", "0",
+                "-g", String(Contestants.frameRate), "-sc_threshold", "0", "-profile:v", "main", "-bf", "0",
                 "-c:a", "aac", "-b:a", String(audioBitRate), "-ac", "2",
                 "-movflags", "+frag_keyframe+empty_moov+default_base_moof", file.path]
     }

@@ -171,7 +171,7 @@ extension RecordingReport {
                 + "\(outputs.frameOutputMissing) missing, \(outputs.frameOutputDropped) discarded; "
                 + "photos \(outputs.photosDelivered)/\(outputs.photosRequested)   goal \(expectedFrames) of \(expectedFrames): "
                 + (meetsFrameGoal ? "met" : "MISSED"),
-            "  engine: videotestsrc (NV12) ! tee ! queue ! videoconvert (passes NV12 through) ! x264enc ! h264parse ! tee → mp4mux "
+            "  engine: videotestsrc (NV12) ! tee ! queue ! videoconvert (passes NV12 through) ! x264enc ! h264parse ! tee ! queue ! h264parse ! tee → mp4mux "
                 + "+ matroskamux sidecar; audio likewise",
             "  gst-launch: \(gstLaunchPipeline)",
             "  ffmpeg (its source differs: testsrc2 and a mono sine): \(ffmpegCommand)",
