@@ -178,11 +178,14 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             guard let info, let userData else { return GST_PAD_PROBE_OK }
             CGstShim_tsan_received(userData)
             // The passing buffer, or the memory GSlice reused for it, was last written before it got here.
-            if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0, let data = info.pointee.data {
-                CGstShim_tsan_received(data)
-            }
+            let buffer = info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0 ? info.pointee.data : nil
+            if let buffer { CGstShim_tsan_received(buffer) }
             let box = Unmanaged<ProbeBox>.fromOpaque(userData).takeUnretainedValue()
-            return box.handler(ProbeInfo(raw: info, pad: pad)).raw
+            let result = box.handler(ProbeInfo(raw: info, pad: pad)).raw
+            // What the handler read of it happened before whoever writes that memory next (the buffer made
+            // writable elsewhere, or a new buffer GSlice puts in the same place).
+            if let buffer { CGstShim_tsan_published(buffer) }
+            return result
         }, box, { userData in
             if let userData { Unmanaged<ProbeBox>.fromOpaque(userData).release() }
         })
