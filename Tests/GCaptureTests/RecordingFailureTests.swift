@@ -199,13 +199,6 @@ final class RecordingFailureTests: XCTestCase {
     }
 }
 
-/// True for the first caller only, from any thread.
-private final class FirstTime: @unchecked Sendable {
-    private let lock = NSLock()
-    private var taken = false
-    func claim() -> Bool { lock.withLock { defer { taken = true }; return !taken } }
-}
-
 extension RecordingFailureTests {
     /// A microphone that opened but sends nothing once recording (a stalled source): the movie must still
     /// open in every player, without an empty audio track, fragmented or not.

@@ -131,6 +131,31 @@ final class SharedEncoderTests: XCTestCase {
         try await waitFor(stream, "idle", within: 5)
     }
 
+    /// Frames the shared encoder could not take (it stalled for longer than its input queue holds) count
+    /// as dropped in the stream's statistics, though they never reached the stream's branch.
+    func testAStreamCountsTheFramesItsEncoderDropped() async throws {
+        let folder = try temporaryFolder()
+        let stream = CaptureStreamOutput()
+        let session = try await session([stream])
+        defer { Task { await session.stop() } }
+        try stream.startStreaming(to: folder.appendingPathComponent("live.m3u8").path)
+        try await waitFor(stream, "live", within: 10)
+        let encoder = try XCTUnwrap(session.runningGraph?.sharedEncoders.first?.encoderElement?.staticPad("sink"))
+        XCTAssertEqual(stream.statistics.droppedFrames, 0, "\(stream.statistics)")
+        // 2.5 s stuck in front of the encoder: its 1 s input queue overflows and drops about 45 frames.
+        let stuck = FirstTime()
+        encoder.addProbe(.buffer) { _ in
+            if stuck.claim() { Thread.sleep(forTimeInterval: 2.5) }
+            return .ok
+        }
+        try await Task.sleep(for: .seconds(3.5))
+        let figures = stream.statistics
+        stream.stopStreaming()
+        try await waitFor(stream, "idle", within: 5)
+        XCTAssertGreaterThan(figures.droppedFrames, 25, "\(figures)")
+        XCTAssertLessThan(figures.droppedFrames, 75, "\(figures)")
+    }
+
     /// With encoded frames, the file and every resume begin at a key frame: delta frames before one are
     /// left out, and the pause lasts until it.
     func testATimelineOfEncodedFramesBeginsAndResumesAtKeyFrames() {

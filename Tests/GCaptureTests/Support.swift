@@ -483,3 +483,10 @@ final class RecordingWaiter: CaptureFileOutputRecordingDelegate, @unchecked Send
         return finished
     }
 }
+
+/// True for the first caller only, from any thread.
+final class FirstTime: @unchecked Sendable {
+    private let lock = NSLock()
+    private var taken = false
+    func claim() -> Bool { lock.withLock { defer { taken = true }; return !taken } }
+}

@@ -566,6 +566,9 @@ final class SessionGraph: @unchecked Sendable {
         return encoder
     }
 
+    /// The shared encoders running now (for tests that make one misbehave).
+    var sharedEncoders: [SharedVideoEncoder] { busState.withLock { $0.encoders } }
+
     /// Removes a shared encoder no branch takes from any more.
     private func release(_ encoder: SharedVideoEncoder?) {
         guard let encoder, encoder.users == 0 else { return }

@@ -65,7 +65,18 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     final class ConnectionCounters: @unchecked Sendable {
         private let lock = NSLock()
         private var values = (framesIn: 0, videoFrames: 0, audioBuffers: 0, encodedBytes: UInt64(0))
-        func frameIn() { lock.withLock { values.framesIn += 1 } }
+        private var lastFrameTime: UInt64?
+        /// A frame reached the branch; one that comes more than a frame and a half after the last stands
+        /// for the frames between, which the shared encoder dropped (behind a busy CPU) before any output.
+        func frameIn(time: UInt64?, duration: UInt64?) {
+            lock.withLock {
+                values.framesIn += 1
+                if let time, let last = lastFrameTime, let duration, duration > 0, time > last + duration * 3 / 2 {
+                    values.framesIn += Int((time - last) / duration) - 1
+                }
+                if let time { lastFrameTime = time }
+            }
+        }
         func encoded(video: Bool, bytes: Int) {
             lock.withLock {
                 if video { values.videoFrames += 1 } else { values.audioBuffers += 1 }
@@ -172,8 +183,8 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
-    /// Frames between the encoder's input and output at any moment (x264enc with zerolatency holds none;
-    /// the queue a few): not counted as dropped while the connection runs.
+    /// Frames between the branch's input and its parser's output at any moment (its input queue holds a
+    /// few): not counted as dropped while the connection runs.
     private let inFlight = 8
 
     private static func bitRate(_ samples: [(time: Date, bytes: UInt64)]) -> Double {
@@ -303,7 +314,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         // A connection begins at a key frame (asked for now), and one that falls behind skips to the next.
         let gate = KeyFrameGate(encoder: encoder, queue: bin.element(named: "video_in"))
         pads.first?.addProbe(.buffer) { info in
-            counters.frameIn()
+            counters.frameIn(time: info.bufferPTS.map(UInt64.init), duration: info.bufferDuration.map(UInt64.init))
             return gate.admits(isDeltaFrame: info.isDeltaFrame) ? .ok : .drop
         }
         // A source that dies pushes end-of-stream through the tee: it would end the stream for good, while the

@@ -74,8 +74,9 @@ extension CaptureStreamOutput {
         /// Encoded video frames of connections that went live.
         public var videoFramesSent = 0
         public var audioBuffersSent = 0
-        /// Camera frames the stream did not send: dropped in front of a busy encoder, or encoded for a
-        /// connection that never went live.
+        /// Encoded frames the stream did not send: skipped while it waited for a key frame (joining the
+        /// encoder, or after falling behind), or taken by a connection that never went live. Frames the
+        /// encoder itself dropped behind a busy CPU are missing for every output alike.
         public var droppedFrames = 0
         /// Bits per second sent over the last second.
         public var bitRate: Double = 0
