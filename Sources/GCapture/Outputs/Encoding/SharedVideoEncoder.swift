@@ -1,9 +1,8 @@
-import Dispatch
 import GStreamerKit
 import Synchronization
 
 /// One H.264 encode of the camera that several outputs take their video from (a recording and a stream:
-/// one encode costs what two would cost half of):
+/// encoding is most of what either costs, so they share it):
 ///
 ///     video tee ─▶ queue ▶ videoconvert ▶ scale ▶ encoder ▶ h264parse ─▶ encoded tee ─┬─▶ recording
 ///                                                                                  └─▶ stream
@@ -22,7 +21,7 @@ final class SharedVideoEncoder: @unchecked Sendable {
     var users = 0
     /// The encoder element (for tests that make it misbehave).
     let encoderElement: Element?
-    private let lastKeyFrameRequest = Mutex<ContinuousClock.Instant?>(nil)
+    private let lastKeyFrameRequest = Locked<ContinuousClock.Instant?>(nil)
 
     /// Builds the encoder behind `videoTee` and starts it. Blocks briefly (state change); session queue.
     init(_ request: VideoEncodeRequest, fedBy videoTee: Element, in pipeline: Bin, name: String) throws(CaptureError) {
@@ -40,11 +39,16 @@ final class SharedVideoEncoder: @unchecked Sendable {
         }
         activeEncoder = active
         encoderElement = bin.element(named: "video_encoder")
+        let tee: Element
         do {
-            let tee = try Element.make("tee", name: "\(name)-tee")
+            tee = try Element.make("tee", name: "\(name)-tee")
             try tee.set("allow-not-linked", true)
-            self.tee = tee
             try pipeline.add(tee)
+        } catch {
+            throw .missingPlugin("tee")
+        }
+        self.tee = tee
+        do {
             try tee.syncStateWithParent()
             guard let input = bin.element(named: "video_in")?.staticPad("sink"),
                   let output = bin.element(named: "video_parse")?.staticPad("src") else {
@@ -62,9 +66,9 @@ final class SharedVideoEncoder: @unchecked Sendable {
                 }
                 try source.link(to: teeInput)
             }
-        } catch let error as CaptureError {
-            throw error
         } catch {
+            _ = try? tee.setState(.null)
+            pipeline.remove(tee)
             throw .configurationFailed(reason: "cannot start the H.264 encoder", underlying: error as? GStreamerError)
         }
     }
