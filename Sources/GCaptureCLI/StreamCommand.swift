@@ -11,7 +11,7 @@ struct StreamCommand: AsyncParsableCommand {
         discussion: """
         URL is rtmp://host/app/key (nginx-rtmp, SRS, a CDN's ingest), srt://host:port (a caller; add ?mode=listener to wait for players instead), rtsp://host:port/path (a server that takes RECORD, such as MediaMTX), or a playlist path ending in .m3u8 for HLS files beside it, for a web server to serve. Video is H.264 Main 4:2:0 with a key frame every --key-interval seconds, audio AAC.
 
-        When the server goes away or refuses, the stream is retried after a growing, capped delay and goes live again when the server is back; each state (connecting, live, reconnecting, failed) is printed. With --record, the same session writes a movie too, and the stream carries the movie's H.264 (one encode for both) unless --bitrate asks for another rate.
+        When the server goes away or refuses, the stream is retried after a growing, capped delay and goes live again when the server is back; each state (connecting, live, reconnecting, failed) is printed. With --record, the same session writes a movie too, from the same H.264 encode as the stream (at the movie's bit rate) unless --bitrate asks the stream for another rate.
 
         \(StopSignals.helpText)
 
@@ -100,7 +100,7 @@ struct StreamCommand: AsyncParsableCommand {
         let states = stream.stateUpdates()
         let recorder = RecordingObserver()
         if let movie, let movieURL {
-            // The recording first: the stream then carries its H.264 (one encode for both).
+            // The recording first: the encode the two share then has the movie's bit rate and key frames.
             movie.startRecording(to: movieURL, recordingDelegate: recorder)
             _ = await waitUntil(seconds: 5) { !recorder.isIdle }
         }

@@ -72,13 +72,12 @@ final class SharedEncoderTests: XCTestCase {
         XCTAssertTrue(try ffmpegDecodes(playlist))
     }
 
-    /// A recording that joins an encoder a stream started (the stream asked for the recording's bit rate and
-    /// key frames) begins at a key frame it asks for, and goes on when the stream ends.
+    /// A kiosk streams all day and records now and then: a recording started while a stream (all settings
+    /// left at their defaults) runs joins the stream's encode, its bit rate and its key frames every 2 s,
+    /// begins at a key frame it asks for, and leaves the stream alone when it ends.
     func testARecordingThatJoinsARunningEncodeBeginsAtAKeyFrame() async throws {
         let folder = try temporaryFolder()
         let movie = CaptureMovieFileOutput(), stream = CaptureStreamOutput()
-        stream.keyFrameInterval = 1
-        stream.videoBitRate = MovieEncoding.defaultBitRate(width: 640, height: 480)
         let session = try await session([movie, stream])
         defer { Task { await session.stop() } }
         try stream.startStreaming(to: folder.appendingPathComponent("live.m3u8").path)
@@ -102,7 +101,9 @@ final class SharedEncoderTests: XCTestCase {
         stream.stopStreaming()
         try await waitFor(stream, "idle", within: 5)
 
-        XCTAssertEqual(try keyFlags(url).first, true, "the movie begins at a key frame, not at the running encode's next frame")
+        let keys = try keyFlags(url)
+        XCTAssertEqual(keys.first, true, "the movie begins at a key frame, not at the running encode's next frame")
+        XCTAssertLessThanOrEqual(keys.count(where: { $0 }), 4, "the stream's key frames (every 2 s) and the ones asked for: \(keys)")
         XCTAssertTrue(try ffmpegDecodes(url), "every frame decodes: the resume began at a key frame too")
         let probed = try probe(url)
         XCTAssertEqual(probed.duration, 2.4, accuracy: 0.3, "the pause is not in the movie")
@@ -154,6 +155,26 @@ final class SharedEncoderTests: XCTestCase {
         try await waitFor(stream, "idle", within: 5)
         XCTAssertGreaterThan(figures.droppedFrames, 25, "\(figures)")
         XCTAssertLessThan(figures.droppedFrames, 75, "\(figures)")
+    }
+
+    /// Who joins whose encode: the same pictures always; key frames where a stream cuts its segments, often
+    /// enough for a recording; the bit rate only where the joiner set one.
+    func testWhichEncodeSatisfiesWhom() throws {
+        let x264 = H264Encoder(factory: "x264enc")
+        func encode(bitRate: Int = 1_228_800, keyInterval: Int = 30, profile: String = "main", width: Int = 640) -> VideoEncode {
+            VideoEncode(encoder: x264, bitRate: bitRate, keyInterval: keyInterval, profile: profile, frameRate: 30,
+                        frameSize: .init(width: width, height: 480), inputFormat: "I420")
+        }
+        let recordingDefault = VideoEncodeRequest(encode: encode(), acceptsAnyBitRate: true, longestKeyInterval: 60)
+        let streamDefault = VideoEncodeRequest(encode: encode(bitRate: 614_400, keyInterval: 60), acceptsAnyBitRate: true)
+        XCTAssertTrue(encode().satisfies(streamDefault), "1 s key frames serve a stream cut every 2 s")
+        XCTAssertTrue(encode(bitRate: 614_400, keyInterval: 60).satisfies(recordingDefault), "a recording takes a stream's 2 s")
+        XCTAssertFalse(encode(keyInterval: 90).satisfies(recordingDefault), "3 s between key frames is too long for a recording")
+        XCTAssertFalse(encode(keyInterval: 45).satisfies(streamDefault), "key frames off the stream's interval")
+        XCTAssertFalse(encode().satisfies(VideoEncodeRequest(encode: encode(bitRate: 400_000, keyInterval: 60))), "a bit rate set by the user")
+        XCTAssertFalse(encode().satisfies(VideoEncodeRequest(encode: encode(keyInterval: 60, profile: "constrained-baseline"),
+                                                             acceptsAnyBitRate: true)))
+        XCTAssertFalse(encode(width: 1280).satisfies(recordingDefault), "other pictures")
     }
 
     /// With encoded frames, the file and every resume begin at a key frame: delta frames before one are

@@ -62,14 +62,14 @@ struct VideoEncode: Sendable, Equatable {
     }
 
     /// Whether frames encoded for `self` give a consumer asking for `request` everything it asks: the same
-    /// pictures at the same rate, a key frame at least where it wants one, its bit rate unless it leaves
-    /// that to whoever encodes.
+    /// pictures at the same rate, key frames where it wants them, its bit rate unless it leaves that to
+    /// whoever encodes.
     func satisfies(_ request: VideoEncodeRequest) -> Bool {
         let asked = request.encode
+        let keyFrames = request.longestKeyInterval.map { keyInterval <= $0 } ?? (keyInterval > 0 && asked.keyInterval % keyInterval == 0)
         return encoder == asked.encoder && profile == asked.profile && frameRate == asked.frameRate
             && frameSize == asked.frameSize && inputFormat == asked.inputFormat && pixelTransform == asked.pixelTransform
-            && (bitRate == asked.bitRate || request.acceptsAnyBitRate)
-            && keyInterval > 0 && asked.keyInterval % keyInterval == 0
+            && (bitRate == asked.bitRate || request.acceptsAnyBitRate) && keyFrames
     }
 }
 
@@ -78,6 +78,9 @@ struct VideoEncodeRequest: Sendable, Equatable {
     var encode: VideoEncode
     /// The output's bit rate is a default, not the user's: it takes the rate of an encode already running.
     var acceptsAnyBitRate = false
+    /// Key frames at least this often (frames) will do, nil: one at every multiple of the encode's own
+    /// interval (a stream's segments and GOPs are cut at its interval; a recording only needs them often).
+    var longestKeyInterval: Int?
     /// The encoder is the default pick, not the user's: a hardware one that will not take the settings
     /// may give way to software.
     var mayFallBackToSoftware = true

@@ -107,7 +107,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     /// The GStreamer element that encodes H.264. nil (the default) picks a hardware encoder where GStreamer
     /// has one (vah264enc, vaapih264enc, nvh264enc, qsvh264enc, v4l2h264enc), else x264enc, else openh264enc.
     public var videoEncoder: String? { get { locked { settings.videoEncoder } } set { locked { settings.videoEncoder = newValue } } }
-    /// Video bits per second; nil picks one from the frame size (1080p: 8 Mbit/s).
+    /// Video bits per second; nil picks one from the frame size (1080p: 8 Mbit/s), or takes a running
+    /// stream's when the recording joins its encode (one encode for both; see StreamingLive).
     public var videoBitRate: Int? { get { locked { settings.videoBitRate } } set { locked { settings.videoBitRate = newValue } } }
     /// What a recording does across an interruption of the session's camera: `.continueThroughGap` (the
     /// default: one file, the gap filled with black frames and silence) or `.finalizeAndResume`
@@ -416,7 +417,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         encoding.mirrored = connection.mirrorsCapturedFrames
         encoding.cameraPixelFormat = selection?.format.pixelFormat
         encoding.frameSize = selection.map { ($0.format.width, $0.format.height) }
-        if encoding.videoBitRate == 0 {
+        let bitRateIsDefault = encoding.videoBitRate == 0
+        if bitRateIsDefault {
             encoding.videoBitRate = MovieEncoding.defaultBitRate(width: selection?.format.width ?? 1280, height: selection?.format.height ?? 720)
         }
         let (limits, behavior, paused) = locked { (settings, recording?.interruptionBehavior, recording?.pausedAcrossFiles ?? false) }
@@ -457,10 +459,14 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         // Frames from a shared encoder arrive as H.264 in the encoder's time: the file starts (and resumes)
         // at a key frame, and their running time is what the audio's is compared with.
         let encoder = encoding.sharesEncoder
-            ? try graph.sharedVideoEncoder(for: VideoEncodeRequest(encode: encoding.videoEncode, mayFallBackToSoftware: videoEncoder == nil))
+            ? try graph.sharedVideoEncoder(for: VideoEncodeRequest(encode: encoding.videoEncode, acceptsAnyBitRate: bitRateIsDefault,
+                                                                   longestKeyInterval: encoding.longestSharedKeyInterval,
+                                                                   mayFallBackToSoftware: videoEncoder == nil))
             : nil
         if let encoder {
+            // A running encode joined (a stream's) may have another rate and key interval than this file's own.
             encoding.videoEncoder = encoder.activeEncoder
+            encoding.videoBitRate = encoder.encode.bitRate
             let gate = KeyFrameGate(encoder: encoder, queue: bin.element(named: "video_in"))
             pads.first?.addProbe(.buffer) { info in
                 guard gate.admits(isDeltaFrame: info.isDeltaFrame) else { return .drop }

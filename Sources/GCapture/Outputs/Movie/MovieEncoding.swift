@@ -63,6 +63,11 @@ struct MovieEncoding: Sendable {
                     inputFormat: videoEncoder.inputFormat(forCameraFormat: cameraPixelFormat), pixelTransform: pixelTransform)
     }
 
+    /// The longest key interval a recording takes from an encode it joins (a stream's, every 2 s by
+    /// default): its fragments begin at key frames, so a crash may cost that much of the fragmented file
+    /// (the sidecar still recovers it).
+    var longestSharedKeyInterval: Int { 2 * max(1, frameRate) }
+
     /// Whether the recording can take its video from an encoder it shares: not when its pixels are turned
     /// (no one else wants them so), nor when it must tell the session's filler frames from the camera's
     /// (`dropsFillerFrames`: the mark of a filler frame does not survive the encoder).

@@ -114,7 +114,8 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
 
     // MARK: Settings (take effect at the next connection)
 
-    /// Video bits per second; nil picks one from the frame size (720p: 1.8 Mbit/s, 1080p: 4 Mbit/s).
+    /// Video bits per second; nil picks one from the frame size (720p: 1.8 Mbit/s, 1080p: 4 Mbit/s), or takes
+    /// a running recording's when the stream joins its encode (one encode for both; see StreamingLive).
     public var videoBitRate: Int? { get { locked { settings.videoBitRate } } set { locked { settings.videoBitRate = newValue } } }
     /// AAC bits per second. Default 128 000.
     public var audioCodec: AudioCodec { get { locked { settings.audioCodec } } set { locked { settings.audioCodec = newValue } } }
