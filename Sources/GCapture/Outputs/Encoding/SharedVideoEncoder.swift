@@ -109,11 +109,12 @@ final class KeyFrameGate: @unchecked Sendable {
     private let encoder: SharedVideoEncoder
     private let queue: Element?
 
-    /// `queue`: the branch's input queue, whose fill is watched (its max-size-buffers the limit).
+    /// `queue`: the branch's input queue, whose fill is watched (its max-size-buffers the limit). The key
+    /// frame is asked for when the first frame that is not one arrives: asked before the branch is linked,
+    /// it could pass before it, and the next request would wait out the 200 ms between requests.
     init(encoder: SharedVideoEncoder, queue: Element?) {
         self.encoder = encoder
         self.queue = queue
-        encoder.requestKeyFrame()
     }
 
     /// Whether the frame enters the branch.
