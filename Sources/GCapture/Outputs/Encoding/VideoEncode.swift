@@ -1,7 +1,8 @@
 import GStreamerKit
 
-/// One H.264 encode of the session's camera: everything that decides the encoded pictures, so that two
-/// outputs asking for an equal one (a recording and a stream) can share it (SharedVideoEncoder).
+/// One H.264 encode of the session's camera: everything that decides the encoded pictures, so that the
+/// outputs one encode gives what they ask (`satisfies`: a recording and a stream) can share it
+/// (SharedVideoEncoder).
 struct VideoEncode: Sendable, Equatable {
     struct Size: Sendable, Equatable {
         var width: Int
