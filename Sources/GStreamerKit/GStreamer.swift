@@ -11,6 +11,7 @@ public enum GStreamer {
     public static func initialize() {
         initialized.withLock { done in
             guard !done else { return }
+            CGstShim_v4l2_drain_on_stop()
             gst_init(nil, nil)
             done = true
         }
@@ -24,10 +25,13 @@ public enum GStreamer {
         return "\(major).\(minor).\(micro)"
     }
 
-    /// Whether v4l2 cameras drain their buffers when stopped instead of orphaning them: set when the program
-    /// loads (Sources/CGstShim/v4l2_drain.c), because 1.22's orphaning leaks the device's file descriptor and
-    /// a camera that waits for its last one to close never comes back after an unplug.
-    public static var v4l2DrainsOnStop: Bool { CGstShim_v4l2_drains_on_stop() != 0 }
+    /// Whether v4l2 cameras drain their buffers when stopped instead of orphaning them: asked for when
+    /// GStreamer is initialized (Sources/CGstShim/v4l2_drain.c), because 1.22's orphaning leaks the device's
+    /// file descriptor and a camera that waits for its last one to close never comes back after an unplug.
+    public static var v4l2DrainsOnStop: Bool {
+        initialize()
+        return CGstShim_v4l2_drains_on_stop() != 0
+    }
 
     /// Releases GStreamer's global state. Only for programs that are about to exit and want the leak tracer
     /// (`GST_TRACERS=leaks`) to report: nothing GStreamer-related may be used afterwards.

@@ -314,7 +314,7 @@ final class StreamOutputTests: XCTestCase {
             }
         }
         let port = try freeLoopbackPort(udp: true)
-        var listener = try SRTListener(port: port, output: folder.appendingPathComponent("opus.ts"))
+        let listener = try SRTListener(port: port, output: folder.appendingPathComponent("opus.ts"))
         defer { listener.kill() }
         let session = try await streamingSession(stream, also: [])
         defer { Task { await session.stop() } }

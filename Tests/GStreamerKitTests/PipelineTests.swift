@@ -3,7 +3,7 @@ import GStreamerKit
 import XCTest
 
 final class PipelineTests: XCTestCase {
-    /// Set when the program loads (v4l2_drain.c): without it, a camera unplugged while its buffers were in an
+    /// Set when GStreamer is initialized (v4l2_drain.c): without it, a camera unplugged while its buffers were in an
     /// encoder kept its device open for good and never came back (InterruptionDeviceTests in the VM).
     func testV4L2CamerasDrainTheirBuffersWhenStopped() {
         XCTAssertTrue(GStreamer.v4l2DrainsOnStop)

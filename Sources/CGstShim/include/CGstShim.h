@@ -70,8 +70,10 @@ gboolean CGstShim_video_overlay_set_window_handle(GstElement *element, guintptr 
 /// has no video overlay or the overlay refused the rectangle.
 gboolean CGstShim_video_overlay_set_render_rectangle(GstElement *element, gint x, gint y, gint width, gint height);
 
-// Whether v4l2 elements drain their buffer pool when stopped rather than orphan it (v4l2_drain.c says why
-// the shim asks for that when the program loads).
+// Asks v4l2 elements to drain their buffer pool when stopped rather than orphan it, unless the environment
+// says otherwise (v4l2_drain.c says why); called before gst_init.
+void CGstShim_v4l2_drain_on_stop(void);
+// Whether they will.
 int CGstShim_v4l2_drains_on_stop(void);
 
 
