@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-swift build -c release --product gcapture
+bash scripts/build-release.sh gcapture
 gcapture=.build/release/gcapture
 "$gcapture" --version
 "$gcapture" devices

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Every test: installs what is missing, builds everything (tests, CLI, benchmark, examples), runs the suite.
+# Every test: installs what is missing, builds everything (tests, CLI, benchmark, examples, the shipped CLI), runs the suite.
 # Device tests skip on machines without /dev/video0; .ci/run also runs them inside the v4l2 test VM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 swift build --build-tests
+# The CLI as it ships (ShippedBuildTests run it): optimized, the Swift runtime linked in.
+bash scripts/build-release.sh gcapture
 mkdir -p .build
 # The suite takes ~4 min on an idle 2-core machine (~6 on a loaded one); a test that hangs must not hold CI
 # forever. The limit leaves room for a loaded machine; GCAPTURE_TEST_TIMEOUT (seconds) overrides it. Line-buffered, so the log
