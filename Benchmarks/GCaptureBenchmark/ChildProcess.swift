@@ -14,6 +14,10 @@ struct ChildUsage: Sendable {
     var systemSeconds: Double
     /// Peak resident set size of the program (VmHWM of its address space, KiB), sampled while it ran.
     var peakRSSKiB: Int
+    /// The resident set's two parts at their largest samples (KiB): anonymous memory (heap, frames, stacks,
+    /// relocated data) and pages of mapped files (code and constants of the program and its libraries,
+    /// which other processes may share and the kernel may drop and read again).
+    var peakSplit: ResidentSplit = .init()
     /// ru_maxrss from wait4 (KiB). Not the program's own peak: posix_spawn's vfork child execs from the
     /// parent's address space, and Linux folds that address space's high-water mark into the child's
     /// maxrss at exec, so this is at least the parent's RSS at spawn time.
@@ -27,6 +31,18 @@ struct ChildUsage: Sendable {
     var endDescription: String {
         if let exitCode { return "exit status \(exitCode)" }
         return "signal \(signal ?? 0)"
+    }
+}
+
+/// The largest anonymous and file-backed parts of a resident set seen over a run (RssAnon and RssFile of
+/// /proc/<pid>/status, KiB). Each is its own maximum, so they need not add up to the peak.
+struct ResidentSplit: Codable, Sendable {
+    var anonymousKiB = 0
+    var fileKiB = 0
+
+    mutating func include(_ status: String) {
+        anonymousKiB = max(anonymousKiB, ChildProcess.memoryKiB(inStatus: status, field: "RssAnon") ?? 0)
+        fileKiB = max(fileKiB, ChildProcess.memoryKiB(inStatus: status, field: "RssFile") ?? 0)
     }
 }
 
@@ -78,7 +94,7 @@ enum ChildProcess {
             throw .child("cannot start \(executable): \(String(cString: strerror(spawned)))")
         }
 
-        let (output, peakRSS) = readAll(readEnd, pid: pid, started: started, deadline: started + UInt64(timeout * 1e9))
+        let (output, peakRSS, peakSplit) = readAll(readEnd, pid: pid, started: started, deadline: started + UInt64(timeout * 1e9))
         close(readEnd)
 
         var status: Int32 = 0
@@ -98,6 +114,7 @@ enum ChildProcess {
             userSeconds: seconds(usage.ru_utime),
             systemSeconds: seconds(usage.ru_stime),
             peakRSSKiB: peakRSS,
+            peakSplit: peakSplit,
             waitMaxRSSKiB: usage.ru_maxrss,
             minorFaults: usage.ru_minflt)
     }
@@ -143,11 +160,12 @@ enum ChildProcess {
     /// Reads until end of file (the child exited, or at least closed its stdout), sampling the child's peak RSS
     /// and killing it at the deadline. The child is not reaped yet, so its pid cannot have been reused.
     private static func readAll(_ fd: Int32, pid: pid_t, started: UInt64,
-                                deadline: UInt64) -> (output: [UInt8], peakRSSKiB: Int) {
+                                deadline: UInt64) -> (output: [UInt8], peakRSSKiB: Int, peakSplit: ResidentSplit) {
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         var killed = false
         var peakRSS = 0
+        var peakSplit = ResidentSplit()
         let statusPath = "/proc/\(pid)/status"
         // posix_spawn returns as soon as the child starts its exec, a moment before the child leaves the
         // parent's address space: a sample taken then would show the parent's VmHWM. Sampling starts later.
@@ -155,8 +173,11 @@ enum ChildProcess {
         while true {
             let now = Monotonic.now
             if now >= firstSample {
-                // An exited (zombie) child has no memory lines: the last value read stays.
-                peakRSS = max(peakRSS, highWaterMarkKiB(statusPath) ?? 0)
+                // An exited (zombie) child has no memory lines: the last values read stay.
+                if let status = try? String(contentsOfFile: statusPath, encoding: .utf8) {
+                    peakRSS = max(peakRSS, memoryKiB(inStatus: status, field: "VmHWM") ?? 0)
+                    peakSplit.include(status)
+                }
             }
             if !killed, now >= deadline {
                 kill(pid, SIGKILL)
@@ -178,7 +199,7 @@ enum ChildProcess {
                 break
             }
         }
-        return (output, peakRSS)
+        return (output, peakRSS, peakSplit)
     }
 
     /// VmHWM ("VmHWM:     51234 kB") of a live process: the peak RSS of its current address space, which
@@ -187,8 +208,12 @@ enum ChildProcess {
 
     /// A memory line of a live process's status ("VmRSS:     51234 kB"), in KiB.
     static func memoryKiB(_ statusPath: String, field: String) -> Int? {
-        guard let status = try? String(contentsOfFile: statusPath, encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return nil }
+        guard let status = try? String(contentsOfFile: statusPath, encoding: .utf8) else { return nil }
+        return memoryKiB(inStatus: status, field: field)
+    }
+
+    static func memoryKiB(inStatus status: String, field: String) -> Int? {
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return nil }
         return line.split(separator: " ").dropFirst().first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
     }
 

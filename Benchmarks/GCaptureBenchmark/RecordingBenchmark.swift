@@ -8,6 +8,9 @@ import Foundation
 /// same session: the frame goal is every frame in the file while they run.
 enum RecordingBenchmark {
     static let cpuGoal = 1.05
+    /// Issue 10's goal. The engine's anonymous memory is at par with gst-launch-1.0 running its graph; what is
+    /// left is the Swift runtime's and the program's code (see scripts/build-release.sh).
+    static let memoryGoal = 1.15
 
     /// What runs in a child process.
     enum Kind: String, Codable, CaseIterable, Sendable {
@@ -73,7 +76,7 @@ enum RecordingBenchmark {
         }
         return RecordingRun(kind: kind, round: round, wallSeconds: usage.wallSeconds, userSeconds: usage.userSeconds,
                             systemSeconds: usage.systemSeconds,
-                            peakRSSMiB: Double(max(usage.peakRSSKiB, engine?.peakRSSKiB ?? 0)) / 1024,
+                            peakRSSMiB: Double(max(usage.peakRSSKiB, engine?.peakRSSKiB ?? 0)) / 1024, peakSplit: usage.peakSplit,
                             file: probe, engine: engine)
     }
 }
@@ -87,6 +90,8 @@ struct RecordingRun: Codable, FrameCountingRun {
     var systemSeconds: Double
     /// The larger of the parent's VmHWM samples and the child's own report (the engine's).
     var peakRSSMiB: Double
+    /// The parent's samples of the anonymous and file-backed parts.
+    var peakSplit: ResidentSplit
     var file: MovieProbe
     /// The engine's own account of its recording.
     var engine: RecordingChildReport?

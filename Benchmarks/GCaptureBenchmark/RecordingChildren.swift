@@ -104,6 +104,8 @@ struct RecordingChildReport: Codable {
     var firstPhotoError: String?
     /// The child's VmHWM when done (KiB).
     var peakRSSKiB: Int?
+    /// Whether libswiftCore was loaded as a shared library (a build without --static-swift-stdlib).
+    var swiftRuntimeShared: Bool?
 }
 
 /// `gcapture-bench child record --seconds S --file F [--with-outputs]`: the engine records `seconds` of the
@@ -124,6 +126,8 @@ enum RecordingChild {
             var report = try await record(seconds: seconds, to: URL(fileURLWithPath: file),
                                           withOutputs: arguments.contains("--with-outputs"))
             report.peakRSSKiB = ChildProcess.highWaterMarkKiB("/proc/self/status")
+            report.swiftRuntimeShared = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8))
+                .map { $0.contains("/libswiftCore.so") }
             return report
         }
     }

@@ -28,6 +28,12 @@ struct RecordingReport: Codable {
     /// On CPU seconds per video second, engine / gst-launch (no sidecar).
     var cpuGoal: Double
     var meetsCPUGoal: Bool
+    /// On peak RSS, engine / gst-launch (no sidecar).
+    var memoryGoal: Double
+    var meetsMemoryGoal: Bool
+    /// How the engine's program was linked: with the Swift runtime and Foundation in it (as
+    /// scripts/build-release.sh builds it) or loading them from the toolchain's shared libraries.
+    var engineLinkage: String
     /// The engine with the photo and frame outputs, its worst round (fewest frames in the file).
     var withOutputs: OutputsFigures
     /// Every engine+outputs recording has every expected frame in its file.
@@ -43,9 +49,14 @@ struct RecordingSide: Codable {
     var audioFrames: Double
     var fileSeconds: Double
     var fileMegabytes: Double
+    /// Medians of the largest anonymous and file-backed parts of the resident set (ResidentSplit).
+    var anonymousMiB: Double
+    var mappedFilesMiB: Double
 
     init(_ runs: [RecordingRun]) {
         summary = FrameSummary(runs)
+        anonymousMiB = Statistics.median(runs.map { Double($0.peakSplit.anonymousKiB) / 1024 })
+        mappedFilesMiB = Statistics.median(runs.map { Double($0.peakSplit.fileKiB) / 1024 })
         audioFrames = Statistics.median(runs.map { Double($0.file.audioFrames) })
         fileSeconds = Statistics.median(runs.map(\.file.duration))
         fileMegabytes = Statistics.median(runs.map { Double($0.file.bytes) / 1e6 })
@@ -108,6 +119,9 @@ extension RecordingReport {
             engineToFFmpeg: RecordingRatio(engine, to: side(.ffmpeg)),
             engineWithOutputsToEngine: RecordingRatio(side(.engineWithOutputs), to: engine),
             cpuGoal: RecordingBenchmark.cpuGoal, meetsCPUGoal: ratio.cpu <= RecordingBenchmark.cpuGoal,
+            memoryGoal: RecordingBenchmark.memoryGoal, meetsMemoryGoal: ratio.peakRSS <= RecordingBenchmark.memoryGoal,
+            engineLinkage: report.swiftRuntimeShared == false ? "Swift runtime and Foundation linked in (scripts/build-release.sh)"
+                : "Swift runtime and Foundation loaded from the toolchain's shared libraries (not as shipped: scripts/build-release.sh)",
             withOutputs: OutputsFigures(
                 round: worst.round, fileFrames: worst.frames, movieFrames: report.movieFrames,
                 movieDroppedFrames: report.movieDroppedFrames, frameOutputFrames: report.frameOutputFrames ?? 0,
@@ -143,6 +157,9 @@ extension RecordingReport {
                 + (summary.cpuSecondsPerVideoSecond.map { String(format: "%15.4f", $0) } ?? "—".leftPadding(15))
                 + String(format: "%8.1f %13.1f", summary.cpuPercent, summary.peakRSSMiB)
         }
+        func splitRow(_ label: String, _ side: RecordingSide) -> String {
+            "    " + label.padding(44) + String(format: "%6.1f + %5.1f", side.anonymousMiB, side.mappedFilesMiB)
+        }
         func ratioRow(_ label: String, _ ratio: RecordingRatio) -> String {
             label.padding(48) + String(format: "CPU %.2f× (CPU s %.2f×)   peak RSS %.2f×", ratio.cpu, ratio.cpuSeconds, ratio.peakRSS)
         }
@@ -161,11 +178,15 @@ extension RecordingReport {
             row("  gst-launch  engine's graph: tees, leaky queues", gstLaunchEngineGraph),
             row("  ffmpeg      libx264 + aac, -re lavfi testsrc2", ffmpeg),
             ratioRow("  engine / gst-launch", engineToGstLaunch)
-                + String(format: "   goal CPU ≤ %.2f×  ", cpuGoal) + (meetsCPUGoal ? "met" : "MISSED"),
+                + String(format: "   goal CPU ≤ %.2f×  ", cpuGoal) + (meetsCPUGoal ? "met" : "MISSED")
+                + String(format: ", peak RSS ≤ %.2f×  ", memoryGoal) + (meetsMemoryGoal ? "met" : "MISSED"),
             ratioRow("  engine / gst-launch + sidecar", engineToGstLaunchSidecar),
             ratioRow("  engine / gst-launch, engine's graph", engineToGstLaunchEngineGraph),
             ratioRow("  engine / ffmpeg", engineToFFmpeg),
             ratioRow("  engine + outputs / engine", engineWithOutputsToEngine),
+            "  peak RSS in two parts (MiB): anonymous (heap, frames, stacks) + mapped files (code of the program and its libraries)",
+            splitRow("engine", engine), splitRow("gst-launch", gstLaunch), splitRow("gst-launch, engine's graph", gstLaunchEngineGraph),
+            "  engine built with: \(engineLinkage)",
             "  with photo and frame outputs (worst of \(rounds)): \(outputs.fileFrames) of \(expectedFrames) frames in the file, "
                 + "movie dropped \(outputs.movieDroppedFrames); frame output \(outputs.frameOutputFrames) frames, "
                 + "\(outputs.frameOutputMissing) missing, \(outputs.frameOutputDropped) discarded; "
