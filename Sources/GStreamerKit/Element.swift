@@ -150,6 +150,12 @@ public class Element: @unchecked Sendable, Hashable, CustomStringConvertible {
         } ?? nil
     }
 
+    /// For a queue with a time limit: how full it is (current-level-time / max-size-time, 0...1).
+    public var queueTimeFill: Double? {
+        guard let limit = intProperty("max-size-time"), limit > 0, let level = intProperty("current-level-time") else { return nil }
+        return Double(level) / Double(limit)
+    }
+
     public func boolProperty(_ property: String) -> Bool? {
         withPropertyValue(property) { value -> Bool? in
             guard CGstShim_value_type(value) == CGstShim_type_boolean() else { return nil }

@@ -193,6 +193,17 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
     }
 
     public func removeProbe(_ id: UInt) { gst_pad_remove_probe(pointer, gulong(id)) }
+
+    /// Stops end-of-stream pushed from upstream at this sink pad, for a branch that must outlive its source
+    /// (a source that dies pushes one through every tee behind it). With `unlessSentDirectly`, an
+    /// end-of-stream sent into the pad itself once it is unlinked (gst_pad_send_event: the branch's own end,
+    /// to finalize it) still passes.
+    @discardableResult
+    public func dropEndOfStreamFromUpstream(unlessSentDirectly: Bool = false) -> UInt {
+        addProbe(.downstreamEvent) { info in
+            info.eventType == .endOfStream && (!unlessSentDirectly || info.isPadLinked) ? .drop : .ok
+        }
+    }
 }
 
 /// A buffer whose memory may be edited in place (inside a probe).

@@ -131,11 +131,7 @@ final class SessionGraph: @unchecked Sendable {
         let (bins, encoders) = busState.withLock { state in
             (state.branches.values.filter { $0.encoder == nil }.map(\.branch.bin), state.encoders)
         }
-        let ownEncoders = bins.compactMap { bin -> Double? in
-            guard let queue = bin.element(named: "video_in"), let limit = queue.intProperty("max-size-time"), limit > 0,
-                  let level = queue.intProperty("current-level-time") else { return nil }
-            return Double(level) / Double(limit)
-        }
+        let ownEncoders = bins.compactMap { $0.element(named: "video_in")?.queueTimeFill }
         return (ownEncoders + encoders.compactMap(\.inputQueueFill)).max() ?? 0
     }
 

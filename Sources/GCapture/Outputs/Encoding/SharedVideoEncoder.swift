@@ -59,7 +59,7 @@ final class SharedVideoEncoder: @unchecked Sendable {
             // A source that dies pushes end-of-stream through the video tee: the encoder would end for good,
             // while the session's filler and the camera after recovery have more to encode. It is never
             // drained: the outputs' branches are, behind it.
-            sink.addProbe(.downstreamEvent) { info in info.eventType == .endOfStream ? .drop : .ok }
+            sink.dropEndOfStreamFromUpstream()
             branch = try TeeBranch(attaching: bin, inputs: [(videoTee, "sink")], in: pipeline) { bin in
                 guard let teeInput = tee.staticPad("sink") else {
                     throw GStreamerError(kind: .link, message: "a tee without its sink pad")
@@ -86,11 +86,7 @@ final class SharedVideoEncoder: @unchecked Sendable {
     }
 
     /// How full the raw input queue is (0...1): the encoder falling behind.
-    var inputQueueFill: Double? {
-        guard let queue = branch.bin.element(named: "video_in"), let limit = queue.intProperty("max-size-time"), limit > 0,
-              let level = queue.intProperty("current-level-time") else { return nil }
-        return Double(level) / Double(limit)
-    }
+    var inputQueueFill: Double? { branch.bin.element(named: "video_in")?.queueTimeFill }
 
     /// Takes it out of the graph once no output uses it. Blocks briefly; session queue.
     func remove(from pipeline: Bin) {
@@ -107,20 +103,20 @@ final class SharedVideoEncoder: @unchecked Sendable {
 final class KeyFrameGate: @unchecked Sendable {
     private let waiting = Atomic<Bool>(true)
     private let encoder: SharedVideoEncoder
-    private let queue: Element?
+    /// The branch's input queue and its max-size-buffers, when it has a limit in buffers.
+    private let queue: (element: Element, limit: Int)?
 
     /// `queue`: the branch's input queue, whose fill is watched (its max-size-buffers the limit). The key
     /// frame is asked for when the first frame that is not one arrives: asked before the branch is linked,
     /// it could pass before it, and the next request would wait out the 200 ms between requests.
     init(encoder: SharedVideoEncoder, queue: Element?) {
         self.encoder = encoder
-        self.queue = queue
+        self.queue = queue.flatMap { queue in queue.intProperty("max-size-buffers").flatMap { $0 > 0 ? (queue, $0) : nil } }
     }
 
     /// Whether the frame enters the branch.
     func admits(isDeltaFrame: Bool) -> Bool {
-        if let queue, let limit = queue.intProperty("max-size-buffers"), limit > 0,
-           let level = queue.intProperty("current-level-buffers"), level * 2 > limit {
+        if let queue, let level = queue.element.intProperty("current-level-buffers"), level * 2 > queue.limit {
             waiting.store(true, ordering: .relaxed)
         }
         if waiting.load(ordering: .relaxed) {

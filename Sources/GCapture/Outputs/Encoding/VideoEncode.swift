@@ -43,7 +43,7 @@ struct VideoEncode: Sendable, Equatable {
     }
 
     /// From the `video_in` queue (raw frames in) to h264parse (H.264 out, 4:2:0 at the pinned profile).
-    func description(parserName: String = "video_parse") -> String {
+    func description() -> String {
         var encoderPart = encoder.description(name: "video_encoder", bitRate: bitRate, keyInterval: keyInterval)
         // x264 adds a key frame at every scene cut (the test camera's moving picture made one each 0.2 s):
         // HLS segments and a server's GOP cache want them exactly at the interval asked.
@@ -59,7 +59,7 @@ struct VideoEncode: Sendable, Equatable {
             return "videoscale add-borders=true ! video/x-raw,\(format),width=\(width),height=\(height),pixel-aspect-ratio=1/1 "
                 + "! capssetter caps=\"video/x-raw,framerate=\(max(1, frameRate))/1\" "
         } ?? "video/x-raw,\(format) "
-        return "\(inputQueue) ! \(turn)videoconvert ! \(pinned)! \(encoderPart) ! video/x-h264,profile=\(profile) ! h264parse name=\(parserName)"
+        return "\(inputQueue) ! \(turn)videoconvert ! \(pinned)! \(encoderPart) ! video/x-h264,profile=\(profile) ! h264parse name=video_parse"
     }
 
     /// Whether frames encoded for `self` give a consumer asking for `request` everything it asks: the same

@@ -491,11 +491,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         // session's tee: in the file it would end that track for good, and the session's filler and the
         // device after recovery could add nothing to it. Only the end this output's own detach sends (into
         // the input once it is unlinked from the tee) finalizes the file.
-        for pad in pads {
-            pad.addProbe(.downstreamEvent) { info in
-                info.eventType == .endOfStream && info.isPadLinked ? .drop : .ok
-            }
-        }
+        for pad in pads { pad.dropEndOfStreamFromUpstream(unlessSentDirectly: true) }
         if pads.count > 1 {
             pads[1].addProbe(.buffer) { info in
                 guard let shift = timeline.admitAudio(info.bufferPTS, duration: info.bufferDuration) else { return .drop }

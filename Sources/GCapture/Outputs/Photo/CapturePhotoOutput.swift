@@ -144,9 +144,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         // A camera that dies pushes end-of-stream through the session's tee; past it the branch would refuse
         // every later frame (the session's filler, the camera after recovery), and its error would stop the
         // filler. Photos never need an end-of-stream: the branch is only ever torn down.
-        branch?.staticPad("sink")?.addProbe(.downstreamEvent) { info in
-            info.eventType == .endOfStream ? .drop : .ok
-        }
+        branch?.staticPad("sink")?.dropEndOfStreamFromUpstream()
         // The encoder's pipeline is made now, not on the first press.
         processingQueue.async { [weak self] in _ = try? self?.sharedEncoder() }
         resumeDeferredWork()

@@ -321,11 +321,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         // A source that dies pushes end-of-stream through the tee: it would end the stream for good, while the
         // session's filler (black frames, silence) and the device after recovery have more to send. Only this
         // output's own detach (into the input once unlinked from the tee) ends it.
-        for pad in pads {
-            pad.addProbe(.downstreamEvent) { info in
-                info.eventType == .endOfStream && info.isPadLinked ? .drop : .ok
-            }
-        }
+        for pad in pads { pad.dropEndOfStreamFromUpstream(unlessSentDirectly: true) }
         for (name, video) in [(StreamEncoding.encodedVideo, true), (StreamEncoding.encodedAudio, false)] {
             bin.element(named: name)?.staticPad("src")?.addProbe(.buffer) { info in
                 counters.encoded(video: video, bytes: info.bufferSize ?? 0)
