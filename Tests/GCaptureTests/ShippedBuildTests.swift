@@ -4,11 +4,11 @@ import XCTest
 /// `gcapture` as it ships: the optimized build of scripts/build-release.sh, with the Swift runtime and
 /// Foundation linked in. scripts/test.sh builds it; the other CLI tests run the debug build beside the tests.
 final class ShippedBuildTests: XCTestCase {
-    /// .build/<triple>/release/gcapture, beside the folder the test bundle was built in.
+    /// The package's .build/release/gcapture, whichever scratch path the tests were built in (.build-tsan).
     private func shippedCLI() throws -> URL {
-        let debugProduct = try productURL("gcapture")
-        let release = debugProduct.deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("release/gcapture")
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let release = package.appendingPathComponent(".build/release/gcapture")
         guard FileManager.default.isExecutableFile(atPath: release.path) else {
             throw TestEnvironment.missing("the shipped gcapture is not built (bash scripts/build-release.sh)")
         }
