@@ -124,13 +124,13 @@ public final class Clock: @unchecked Sendable {
 }
 
 extension Bin {
-    /// Sink elements inside this bin (at any depth): where end-of-stream finally arrives.
     /// Whether `child`, one of this bin's sinks, has handled end-of-stream completely (it posted EOS): a
     /// file sink has written its file's end, a sink bin (hlssink2) has finished everything inside it.
     public func hasEndOfStream(from child: Element) -> Bool {
         CGstShim_bin_child_posted_eos(binPointer, child.pointer) != 0
     }
 
+    /// Sink elements inside this bin (at any depth): where end-of-stream finally arrives.
     public var sinkElements: [Element] {
         collectObjects(gst_bin_iterate_sinks(binPointer)) { object in
             Element(retaining: UnsafeMutablePointer<GstElement>(OpaquePointer(object)))

@@ -32,13 +32,11 @@ final class SharedVideoEncoder: @unchecked Sendable {
             attempt.encoder = encoder
             let bin = try Bin.parse(attempt.description(), ghostUnlinkedPads: false)
             try bin.set("name", name)
-            if let element = bin.element(named: "video_encoder") {
-                try encoder.configure(element, bitRate: attempt.bitRate, keyInterval: attempt.keyInterval)
-            }
+            try attempt.configureEncoder(in: bin)
             return bin
         }
         activeEncoder = active
-        encoderElement = bin.element(named: "video_encoder")
+        encoderElement = bin.element(named: VideoEncode.encoderName)
         let tee: Element
         do {
             tee = try Element.make("tee", name: "\(name)-tee")

@@ -42,9 +42,18 @@ struct VideoEncode: Sendable, Equatable {
         "queue name=video_in max-size-buffers=\(2 * max(1, frameRate)) max-size-bytes=0 max-size-time=0"
     }
 
+    /// The encoder element's name in `description()`.
+    static let encoderName = "video_encoder"
+
+    /// Sets this encode's bit rate and key interval on the encoder of a bin made from `description()`.
+    func configureEncoder(in bin: Bin) throws(CaptureError) {
+        guard let element = bin.element(named: Self.encoderName) else { return }
+        try encoder.configure(element, bitRate: bitRate, keyInterval: keyInterval)
+    }
+
     /// From the `video_in` queue (raw frames in) to h264parse (H.264 out, 4:2:0 at the pinned profile).
     func description() -> String {
-        var encoderPart = encoder.description(name: "video_encoder", bitRate: bitRate, keyInterval: keyInterval)
+        var encoderPart = encoder.description(name: Self.encoderName, bitRate: bitRate, keyInterval: keyInterval)
         // x264 adds a key frame at every scene cut (the test camera's moving picture made one each 0.2 s):
         // HLS segments and a server's GOP cache want them exactly at the interval asked.
         if encoder.factory == "x264enc" { encoderPart += " option-string=scenecut=0" }

@@ -144,7 +144,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     var recordingBin: Bin? { locked { recording?.bin } }
     /// The element encoding the current recording's video: its own, or the one it shares.
     var recordingVideoEncoderElement: Element? {
-        locked { recording?.sharedEncoder?.encoderElement ?? recording?.bin?.element(named: "video_encoder") }
+        locked { recording?.sharedEncoder?.encoderElement ?? recording?.bin?.element(named: VideoEncode.encoderName) }
     }
 
     /// The statistics of the last recording that finished.
@@ -398,9 +398,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             var attempt = asked
             attempt.videoEncoder = encoder
             let bin = try graph.makeBin(try attempt.description(), for: self, ghostUnlinkedPads: false)
-            if let element = bin.element(named: "video_encoder") {
-                try encoder.configure(element, bitRate: attempt.videoBitRate, keyInterval: attempt.keyInterval)
-            }
+            try attempt.videoEncode.configureEncoder(in: bin)
             return bin
         }
         encoding.videoEncoder = encoder
