@@ -415,6 +415,13 @@ extension XCTestCase {
                            streams: json["streams"] as? [[String: Any]] ?? [])
     }
 
+    /// The largest encoded frame or audio packet in a movie, bytes.
+    func largestPacket(_ url: URL) throws -> Int {
+        let result = try runTool("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "packet=size", "-of", "csv=p=0", url.path])
+        XCTAssertEqual(result.status, 0, "ffprobe: \(result.stderr)")
+        return try XCTUnwrap(result.stdout.split(separator: "\n").compactMap { Int($0) }.max(), "no packets in \(url.path)")
+    }
+
     /// The types of an MP4's top-level boxes, in order ("ftyp", "moov", "moof", "mdat", ...).
     func topLevelBoxes(_ url: URL) throws -> [String] {
         let data = try Data(contentsOf: url)

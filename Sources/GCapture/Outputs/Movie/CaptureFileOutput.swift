@@ -37,7 +37,9 @@ public class CaptureFileOutput: CaptureOutput, @unchecked Sendable {
     public var maxRecordedDuration: TimeInterval? {
         get { Self.subclassMustImplement() } set { Self.subclassMustImplement() }
     }
-    /// Bytes the file may not exceed.
+    /// Bytes the file may not exceed: the recording stops before the first encoded sample that would take the
+    /// finished file past them (in either form an MP4 takes, fragmented or defragmented), so it ends within
+    /// about a frame of the limit and is complete.
     public var maxRecordedFileSize: Int64? {
         get { Self.subclassMustImplement() } set { Self.subclassMustImplement() }
     }

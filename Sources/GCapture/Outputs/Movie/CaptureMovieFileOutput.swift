@@ -451,6 +451,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         }
         let timeline = RecordingTimeline(
             limits: .init(maxDuration: limits.maxDuration.map { UInt64(($0 * 1e9).rounded()) }, maxFileSize: limits.maxFileSize),
+            size: MovieSizeEstimate(fragmentDuration: UInt64(encoding.fragmentInterval * 1e9), withAudio: encoding.withAudio),
             dropsFillerFrames: behavior == .finalizeAndResume,
             onLimit: { [weak self] reason in self?.stop(with: reason) })
         if paused { timeline.pause() }
@@ -499,7 +500,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         }
         // Past the leaky input queue and the encoders: what is counted and sized here is what the files get.
         bin.element(named: MovieEncoding.encodedVideo)?.staticPad("sink")?.addProbe(.buffer) { info in
-            timeline.muxVideo(info.bufferPTS, duration: info.bufferDuration, bytes: info.bufferSize ?? 0) ? .ok : .drop
+            timeline.muxVideo(info.bufferPTS, duration: info.bufferDuration, bytes: info.bufferSize ?? 0,
+                              isKeyFrame: !info.isDeltaFrame) ? .ok : .drop
         }
         bin.element(named: MovieEncoding.encodedAudio)?.staticPad("sink")?.addProbe(.buffer) { info in
             timeline.muxAudio(duration: info.bufferDuration, bytes: info.bufferSize ?? 0) ? .ok : .drop

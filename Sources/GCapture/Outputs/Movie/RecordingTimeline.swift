@@ -27,28 +27,6 @@ final class RecordingTimeline: @unchecked Sendable {
         var maxFileSize: Int64?
     }
 
-    /// What the MP4 adds to its samples, measured on GStreamer 1.22's mp4mux with this recording's streams.
-    /// The fragmented file: a ~0.9-1.5 KB header, then per track a fragment each time 250 ms of samples
-    /// (mp4mux's interleave time) have gathered, ~130 bytes each (moof, mdat header, index entry) with the
-    /// samples' own entries; the defragmented one: ~1.9-2.5 KB (moov, XMP) and a few bytes a sample. Each
-    /// term is the larger of the two forms, with a margin, so neither passes the limit, and small enough
-    /// that a stop one frame early stays within 10% of it.
-    static let fixedBytes: Int64 = 2560
-    static let bytesPerSample: Int64 = 12
-    static let bytesPerFragment: Int64 = 140
-    static let fragmentSpan: UInt64 = 250_000_000
-
-    /// A track's samples at the muxer, and how many fragments they make.
-    private struct TrackCount {
-        var samples: Int64 = 0
-        var interval: UInt64 = 0
-        var fragments: Int64 {
-            guard samples > 0 else { return 0 }
-            let perFragment = interval > 0 ? Int64((RecordingTimeline.fragmentSpan + interval - 1) / interval) : 1
-            return (samples + perFragment - 1) / perFragment
-        }
-    }
-
     private let lock = NSLock()
     private let limits: Limits
     /// Whether frames marked as filler (GST_BUFFER_FLAG_GAP: the session's black frames while the camera is
@@ -70,16 +48,17 @@ final class RecordingTimeline: @unchecked Sendable {
     /// Set when the size limit is reached: nothing more enters the muxer either.
     private var full = false
     private var limitReported = false
-    private var sampleBytes: Int64 = 0
-    private var videoTrack = TrackCount()
-    private var audioTrack = TrackCount()
+    /// The finished file's size with the samples admitted to the muxer so far.
+    private var size: MovieSizeEstimate
     private var lastMuxedVideo: UInt64?
     /// The first encoded frame's timestamp: encoders may offset theirs (x264enc by 1000 hours).
     private var firstMuxedVideo: UInt64?
     private var statistics = Statistics()
 
-    init(limits: Limits = Limits(), dropsFillerFrames: Bool = false, onLimit: @escaping @Sendable (CaptureError) -> Void = { _ in }) {
+    init(limits: Limits = Limits(), size: MovieSizeEstimate = MovieSizeEstimate(fragmentDuration: 1_000_000_000, withAudio: false),
+         dropsFillerFrames: Bool = false, onLimit: @escaping @Sendable (CaptureError) -> Void = { _ in }) {
         self.limits = limits
+        self.size = size
         self.dropsFillerFrames = dropsFillerFrames
         self.onLimit = onLimit
     }
@@ -171,12 +150,12 @@ final class RecordingTimeline: @unchecked Sendable {
     }
 
     /// For the muxer's video input (encoded frames, file timestamps): whether the frame enters the file.
-    func muxVideo(_ pts: ClockTime?, duration: ClockTime?, bytes: Int) -> Bool {
+    func muxVideo(_ pts: ClockTime?, duration: ClockTime?, bytes: Int, isKeyFrame: Bool) -> Bool {
         var reached = false
         defer { report(.maximumFileSizeReached, if: reached) }
         return lock.withLock { () -> Bool in
-            if let duration, duration > 0 { videoTrack.interval = UInt64(duration) }
-            guard fits(bytes, in: \.videoTrack) else {
+            let sample = MovieSizeEstimate.Sample(bytes: bytes, duration: duration.map(UInt64.init), isKeyFrame: isKeyFrame)
+            guard fits(sample, toVideo: true) else {
                 full = true
                 reached = reachLimit()
                 return false
@@ -203,8 +182,7 @@ final class RecordingTimeline: @unchecked Sendable {
         var reached = false
         defer { report(.maximumFileSizeReached, if: reached) }
         return lock.withLock { () -> Bool in
-            if let duration, duration > 0 { audioTrack.interval = UInt64(duration) }
-            guard fits(bytes, in: \.audioTrack) else {
+            guard fits(MovieSizeEstimate.Sample(bytes: bytes, duration: duration.map(UInt64.init)), toVideo: false) else {
                 full = true
                 reached = reachLimit()
                 return false
@@ -214,21 +192,11 @@ final class RecordingTimeline: @unchecked Sendable {
         }
     }
 
-    /// Under the lock: whether a sample of `bytes` keeps the finished file within the size limit, and if
-    /// so counts it.
-    private func fits(_ bytes: Int, in track: ReferenceWritableKeyPath<RecordingTimeline, TrackCount>) -> Bool {
-        var counted = self[keyPath: track]
-        counted.samples += 1
-        if let maxSize = limits.maxFileSize {
-            var video = videoTrack, audio = audioTrack
-            if track == \.videoTrack { video = counted } else { audio = counted }
-            let projected = Self.fixedBytes + sampleBytes + Int64(bytes)
-                + (video.samples + audio.samples) * Self.bytesPerSample
-                + (video.fragments + audio.fragments) * Self.bytesPerFragment
-            if full || projected > maxSize { return false }
-        }
-        sampleBytes += Int64(bytes)
-        self[keyPath: track] = counted
+    /// Under the lock: whether the sample keeps the finished file within the size limit, and if so counts it.
+    private func fits(_ sample: MovieSizeEstimate.Sample, toVideo: Bool) -> Bool {
+        let next = size.adding(sample, toVideo: toVideo)
+        if let maxSize = limits.maxFileSize, full || next.bytes > maxSize { return false }
+        size = next
         return true
     }
 }
