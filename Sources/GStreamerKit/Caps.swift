@@ -29,6 +29,15 @@ public final class Caps: @unchecked Sendable, CustomStringConvertible, Equatable
 
     public static func == (a: Caps, b: Caps) -> Bool { gst_caps_is_equal(a.pointer, b.pointer) != 0 }
 
+    /// A copy without the field `name` in any of its structures.
+    public func removingField(_ name: String) -> Caps {
+        let copy = Caps(adopting: gst_caps_copy(pointer))
+        for index in 0..<gst_caps_get_size(copy.pointer) {
+            gst_structure_remove_field(gst_caps_get_structure(copy.pointer, index), name)
+        }
+        return copy
+    }
+
     /// The caps' structures as plain Swift values.
     public var structures: [CapsStructure] {
         (0..<gst_caps_get_size(pointer)).compactMap { index in

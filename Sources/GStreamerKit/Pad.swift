@@ -66,6 +66,14 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             return EventType(UnsafeMutablePointer<GstEvent>(OpaquePointer(data)).pointee.type)
         }
 
+        /// The caps a passing caps event carries.
+        public var eventCaps: Caps? {
+            guard eventType == .caps, let data = raw.pointee.data else { return nil }
+            var caps: UnsafeMutablePointer<GstCaps>?
+            gst_event_parse_caps(UnsafeMutablePointer<GstEvent>(OpaquePointer(data)), &caps)
+            return caps.map { Caps(retaining: $0) }
+        }
+
         /// Presentation time of the buffer passing, if any.
         public var bufferPTS: ClockTime? {
             guard isBuffer, let data = raw.pointee.data else { return nil }

@@ -6,16 +6,28 @@ import XCTest
 
 final class MovieRemuxTests: XCTestCase {
     /// A fragmented MP4 shaped like a recording's (H.264 and AAC in fragments of a second), written by
-    /// GStreamer faster than real time.
-    private func makeRecordingLikeMovie(at url: URL, seconds: Int) throws {
+    /// GStreamer faster than real time; with `jitter`, its frames are up to 6 ms early, as a real camera's
+    /// timestamps are.
+    private func makeRecordingLikeMovie(at url: URL, seconds: Int, jitter: Bool = false) throws {
         guard let aac = MovieEncoding.aacEncoder else { throw TestEnvironment.missing("voaacenc or avenc_aac") }
         let pipeline = try Pipeline.launch(
             "videotestsrc num-buffers=\(seconds * 30) pattern=snow ! video/x-raw,format=I420,width=320,height=240,framerate=30/1 "
-                + "! x264enc speed-preset=ultrafast key-int-max=30 bitrate=1000 ! h264parse ! video/x-h264,stream-format=avc,alignment=au "
+                + "! x264enc name=enc speed-preset=ultrafast key-int-max=30 bitrate=1000 ! h264parse ! video/x-h264,stream-format=avc,alignment=au "
                 + "! queue ! mp4mux name=mux fragment-duration=1000 ! filesink name=out  "
                 + "audiotestsrc num-buffers=\(seconds * 47) ! audio/x-raw,rate=48000,channels=2 ! \(aac) bitrate=128000 ! aacparse ! queue ! mux.audio_0")
         defer { pipeline.shutDown() }
         try pipeline.element(named: "out")?.set("location", url.path)
+        if jitter {
+            let frames = Locked(0)
+            pipeline.element(named: "enc")?.staticPad("sink")?.addProbe(.buffer) { info in
+                let frame = frames.withLock { count in
+                    defer { count += 1 }
+                    return count
+                }
+                info.shiftBufferTimestamps(earlierBy: ClockTime(frame * 7 % 4) * 2 * .millisecond)
+                return .ok
+            }
+        }
         try pipeline.setState(.playing)
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
@@ -63,5 +75,19 @@ final class MovieRemuxTests: XCTestCase {
         let secondsAhead = Double(measured.mostAhead) / Double(size) * Double(seconds)
         XCTAssertLessThan(secondsAhead, 4, String(format: "the remux held %.1f s of the %d s movie (%d of %d bytes) read ahead of the muxer",
                                                   secondsAhead, seconds, measured.mostAhead, size))
+    }
+
+    /// qtdemux gives each fragment of a movie with jittery frame durations its own frame rate; the copy must
+    /// still describe its video once (mp4mux wrote a sample description per fragment, all alike), and play.
+    func testAMovieWithJitteryFrameDurationsIsCopiedWithOneSampleDescriptionPerTrack() throws {
+        let folder = try temporaryFolder()
+        let source = folder.appendingPathComponent("jittery.mp4"), plain = folder.appendingPathComponent("plain.mp4")
+        try makeRecordingLikeMovie(at: source, seconds: 5, jitter: true)
+        try MovieRemux.remux(source, as: .mp4, tracks: .init(video: true, audio: true), replacing: plain, rotation: nil)
+        XCTAssertEqual(try sampleDescriptionCounts(plain), [1, 1])
+        let movie = try probe(plain)
+        XCTAssertEqual(movie.videoFrames, 5 * 30)
+        XCTAssertEqual(movie.duration, 5, accuracy: 0.1)
+        XCTAssertTrue(try ffmpegDecodes(plain))
     }
 }

@@ -437,6 +437,28 @@ extension XCTestCase {
         return types
     }
 
+    /// How many sample descriptions (stsd entries) each track of a plain MP4 has: one per track unless the
+    /// stream's caps changed as it was written.
+    func sampleDescriptionCounts(_ url: URL) throws -> [Int] {
+        let data = try Data(contentsOf: url)
+        func boxes(_ range: Range<Int>) -> [(type: String, body: Range<Int>)] {
+            var found: [(String, Range<Int>)] = [], offset = range.lowerBound
+            while offset + 8 <= range.upperBound {
+                let size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+                guard size >= 8, offset + size <= range.upperBound else { break }
+                found.append((String(decoding: data[offset + 4..<offset + 8], as: UTF8.self), offset + 8..<offset + size))
+                offset += size
+            }
+            return found
+        }
+        func children(_ range: Range<Int>, _ type: String) -> [Range<Int>] { boxes(range).filter { $0.type == type }.map(\.body) }
+        let tables = children(data.startIndex..<data.endIndex, "moov").flatMap { children($0, "trak") }
+            .flatMap { children($0, "mdia") }.flatMap { children($0, "minf") }.flatMap { children($0, "stbl") }
+            .flatMap { children($0, "stsd") }
+        // stsd: version and flags (4 bytes), then the entry count.
+        return tables.map { body in data[body.lowerBound + 4..<body.lowerBound + 8].reduce(0) { $0 << 8 | Int($1) } }
+    }
+
     /// Whether ffmpeg decodes every frame without an error.
     func ffmpegDecodes(_ url: URL) throws -> Bool {
         let result = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", url.path, "-f", "null", "-"])

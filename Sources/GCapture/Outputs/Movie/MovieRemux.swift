@@ -72,8 +72,21 @@ enum MovieRemux {
         // qtdemux starts a fragmented movie at its first fragment's decode time: when that fragment is the
         // audio's, which begins a few milliseconds after the video, the muxer clipped the first key frame
         // and the copy started with frames that cannot be decoded.
+        // It also gives each fragment of a movie from a real camera the frame rate that fragment's jittery
+        // frame durations make (106/3, 111/4...), and mp4mux wrote each new caps as one more sample
+        // description, all with the same codec data: one per fragment. A track keeps its first caps unless
+        // more than the frame rate changes.
         for track in ["video_0", "audio_0"] {
+            let firstCaps = Locked<Caps?>(nil)
             pipeline.element(named: "mux")?.staticPad(track)?.addProbe(.downstreamEvent) { info in
+                if let caps = info.eventCaps {
+                    let keptCaps = firstCaps.withLock { first in
+                        if first == nil { first = caps }
+                        return first!
+                    }
+                    let onlyTheRateChanged = keptCaps !== caps && keptCaps.removingField("framerate") == caps.removingField("framerate")
+                    return onlyTheRateChanged ? .drop : .ok
+                }
                 info.extendSegmentToZero()
                 return .ok
             }
