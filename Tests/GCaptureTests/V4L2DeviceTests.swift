@@ -168,6 +168,25 @@ final class V4L2DeviceTests: XCTestCase {
         XCTAssertEqual(try MediaInfo.discover(url).audioStreamCount, 1)
     }
 
+    /// A real camera's frames come with jittery durations; the fragments' frame rates then differ, and the
+    /// defragmented movie must still have one sample description, and stay within its size limit.
+    func testARecordingFromTheCameraStopsWithinItsSizeLimitWithOneSampleDescription() throws {
+        let folder = try temporaryFolder()
+        let url = folder.appendingPathComponent("sized.mp4")
+        let result = try runProduct("gcapture", ["record", "--camera", "/dev/video0", "--microphone", "none",
+                                                 "--preset", "vga640x480", "--max-size", "300000",
+                                                 "--output", url.path, "--json"], timeout: 120)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("maximum file size"), result.stdout)
+        let size = try fileSize(url)
+        XCTAssertLessThanOrEqual(size, 300_000)
+        let largestFrame = try largestPacket(url)
+        XCTAssertGreaterThanOrEqual(size, 300_000 - 2 * largestFrame, "stopped more than a frame or two early")
+        XCTAssertEqual(try sampleDescriptionCounts(url), [1])
+        XCTAssertGreaterThan(try probe(url).duration, 3)
+        XCTAssertTrue(try ffmpegDecodes(url))
+    }
+
     /// A camera another session streams from is busy: as in AVFoundation, the second session starts
     /// interrupted (videoDeviceInUseByAnotherClient) instead of failing, and takes the camera when it is let go.
     func testASecondSessionOnABusyCameraStartsInterruptedAndTakesItWhenReleased() async throws {
