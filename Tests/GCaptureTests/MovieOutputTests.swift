@@ -249,4 +249,35 @@ final class MovieOutputTests: XCTestCase {
         XCTAssertGreaterThan(after.count, 5)
         await session.stop()
     }
+
+    /// As AVFoundation's: a file at the URL is never replaced, the recording fails with a typed error and the
+    /// file keeps every byte; removeMovie(at:) clears the way, and refuses while a recording writes the file.
+    func testARecordingNeverReplacesAFileUnlessItIsRemovedFirst() async throws {
+        let folder = try temporaryFolder()
+        let url = folder.appendingPathComponent("taken.mp4")
+        let earlier = Data("yesterday's recording".utf8)
+        try earlier.write(to: url)
+        let movie = CaptureMovieFileOutput()
+        let session = try await session(microphone: nil, preset: .vga640x480, outputs: [movie])
+        let error = try await record(movie, to: url, seconds: 0, expectStart: false)
+        XCTAssertEqual(error, .fileAlreadyExists(path: url.path))
+        XCTAssertEqual(try Data(contentsOf: url), earlier)
+        XCTAssertFalse(movie.isRecording)
+
+        try CaptureMovieFileOutput.removeMovie(at: url)
+        let waiter = RecordingWaiter()
+        movie.startRecording(to: url, recordingDelegate: waiter)
+        let started = await waiter.waitForStart()
+        XCTAssertTrue(started)
+        XCTAssertThrowsError(try CaptureMovieFileOutput.removeMovie(at: url), "a movie being recorded is not removed") { error in
+            XCTAssertTrue("\(error)".contains("is being recorded"), "\(error)")
+        }
+        try await Task.sleep(for: .milliseconds(700))
+        movie.stopRecording()
+        let finished = await waiter.waitForFinish()
+        await session.stop()
+        XCTAssertNotNil(finished)
+        XCTAssertNil(finished?.error ?? nil)
+        XCTAssertGreaterThan(try probe(url).duration, 0.5)
+    }
 }

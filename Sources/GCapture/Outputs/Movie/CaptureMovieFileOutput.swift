@@ -8,7 +8,18 @@ import GStreamerKit
 /// `movieFragmentInterval` (a kill loses at most that and the file plays as it is), and a Matroska sidecar
 /// of the same encoded frames lets the next start recover all but the last few milliseconds.
 public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendable {
-    public enum FileType: String, Sendable, Codable { case mp4, matroska }
+    public enum FileType: String, Sendable, Codable {
+        case mp4, matroska
+
+        /// The type a movie file's name says: .mp4 or .mkv (any case); nil for any other.
+        public init?(fileExtension: String) {
+            switch fileExtension.lowercased() {
+            case "mp4": self = .mp4
+            case "mkv": self = .matroska
+            default: return nil
+            }
+        }
+    }
 
     /// What a recording does when the session's camera is interrupted (unplugged, held by another program,
     /// stalled) and comes back. Either way nothing captured is lost and the recording goes on by itself
@@ -271,8 +282,10 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
 
     // MARK: Recording
 
-    /// Starts recording to `url` (replacing a file there). Returns at once; the delegate hears when the
-    /// recording really started, or why it could not.
+    /// Starts recording to `url`. Returns at once; the delegate hears when the recording really started, or
+    /// why it could not. As in AVFoundation, a file already at `url` is never replaced: the recording fails
+    /// with `CaptureError.fileAlreadyExists` (a recording a crash interrupted in that folder is recovered
+    /// first, and may be that very file); `removeMovie(at:)` clears the way when replacing is meant.
     public override func startRecording(to url: URL, recordingDelegate delegate: any CaptureFileOutputRecordingDelegate) {
         let (context, busy) = locked { (self.context, recording != nil) }
         let fail: @Sendable (CaptureError) -> Void = { error in
@@ -312,6 +325,18 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     private func beginFile(in graph: SessionGraph?) {
         guard let (requested, number) = locked({ recording.map { ($0.requestedURL, $0.filesStarted + 1) } }) else { return }
         let url = number == 1 ? requested : Self.nextFileURL(after: requested, number: number)
+        if FileManager.default.fileExists(atPath: url.path) {
+            let delegate = locked { () -> (any CaptureFileOutputRecordingDelegate)? in
+                defer { recording = nil }
+                return recording?.delegate
+            }
+            workQueue.async {
+                self.delegateQueue.async {
+                    delegate?.fileOutput(self, didFinishRecordingTo: url, from: [self.connection], error: CaptureError.fileAlreadyExists(path: url.path))
+                }
+            }
+            return
+        }
         guard let delegate = locked({ () -> (any CaptureFileOutputRecordingDelegate)? in
             guard recording != nil else { return nil }
             fileCounter += 1
@@ -369,6 +394,21 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
                 delegate.fileOutput(self, didPauseRecordingTo: url, from: [self.connection])
             } else {
                 delegate.fileOutput(self, didResumeRecordingTo: url, from: [self.connection])
+            }
+        }
+    }
+
+    /// Removes the movie at `url` and what a crash of its recording left beside it (the sidecar that would
+    /// otherwise be recovered into `url` at the next start), so that a recording can be made to `url`.
+    /// Fails, removing nothing, while a recording (in this process or another) writes it.
+    public static func removeMovie(at url: URL) throws(CaptureError) {
+        let sidecar = MovieRecovery.sidecarURL(for: url)
+        if SidecarLock.isHeld(on: sidecar) {
+            throw .recordingFailed(reason: "\(url.path) is being recorded; it cannot be removed", underlying: nil)
+        }
+        for file in [url, sidecar] where FileManager.default.fileExists(atPath: file.path) {
+            do { try FileManager.default.removeItem(at: file) } catch {
+                throw .invalidSettings("cannot remove \(file.path): \((error as NSError).localizedDescription)")
             }
         }
     }
