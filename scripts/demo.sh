@@ -12,5 +12,5 @@ gcapture=.build/release/gcapture
 mkdir -p out
 "$gcapture" photo --quality balanced --output out/photo.jpg
 exiftool -s -ImageSize -Make -Model -DateTimeOriginal -Orientation -Software out/photo.jpg
-"$gcapture" record --duration 3 --output out/clip.mp4
+"$gcapture" record --duration 3 --overwrite --output out/clip.mp4
 ffprobe -v error -show_entries format=duration:stream=codec_type,codec_name,width,height,avg_frame_rate -of compact out/clip.mp4

@@ -14,7 +14,8 @@ struct RecordCommand: AsyncParsableCommand {
         When the camera is interrupted (unplugged, taken by another program, stalled), the recording goes on \
         through the gap in the same file with black frames and silence (--on-interruption continue), or the \
         file is finalized at the interruption and recording goes on in the next file beside it once the \
-        camera is back: clip.mp4, clip-2.mp4, ... (--on-interruption split). Each finished file is printed.
+        camera is back: clip.mp4, clip-2.mp4, ... (--on-interruption split). Each finished file is printed. \
+        A file already at --output is never replaced unless --overwrite says so.
 
         \(StopSignals.helpText)
 
@@ -60,6 +61,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: "What a camera interruption does: `continue` (one file, the gap filled with black frames and silence) or `split` (the file ends at the interruption, recording goes on in clip-2.mp4 ... once the camera is back).")
     var onInterruption: InterruptionChoice = .continue
 
+    @Flag(help: MovieDestination.overwriteHelp)
+    var overwrite = false
+
     @Flag(help: "Print one JSON object per line: recordingStarted, progress, recordingFinished (one per file).")
     var json = false
 
@@ -67,14 +71,16 @@ struct RecordCommand: AsyncParsableCommand {
         // A file size limit of the process (ulimit -f) must end the recording with an error, not kill us.
         signal(SIGXFSZ, SIG_IGN)
         StopSignals.shared.install()
-        let url = URL(fileURLWithPath: output).standardizedFileURL
+        let destination = try MovieDestination(output, option: "--output")
+        try destination.makeRoom(overwrite: overwrite, option: "--output")
+        let url = destination.url
         let cameraChoice = try DeviceChoice.camera(camera, noise: noise)
         let microphoneChoice = try DeviceChoice.microphone(microphone)
         let camera = cameraChoice.device, microphone = microphoneChoice?.device
         let movie = CaptureMovieFileOutput()
         movie.maxRecordedFileSize = maxSize
         movie.maxRecordedDuration = duration
-        movie.fileType = url.pathExtension.lowercased() == "mkv" ? .matroska : .mp4
+        movie.fileType = destination.fileType
         movie.connection.videoRotationAngle = Double(rotation)
         movie.interruptionBehavior = onInterruption.behavior
 

@@ -59,6 +59,9 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(help: "Also record the session to this movie (.mp4, or .mkv).")
     var record: String?
 
+    @Flag(help: MovieDestination.overwriteHelp)
+    var overwrite = false
+
     @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
     var noise: Int = 0
 
@@ -74,7 +77,9 @@ struct StreamCommand: AsyncParsableCommand {
         stream.audioCodec = audioCodec
         // The URL first: a mistake in it is the user's to fix before any device is opened.
         try stream.checkDestination(url)
-        let movieURL = record.map { URL(fileURLWithPath: $0).standardizedFileURL }
+        let destination = try record.map { try MovieDestination($0, option: "--record") }
+        try destination?.makeRoom(overwrite: overwrite, option: "--record")
+        let movieURL = destination?.url
         let cameraChoice = try DeviceChoice.camera(camera, noise: noise)
         let microphoneChoice = try DeviceChoice.microphone(microphone)
         let camera = cameraChoice.device, microphone = microphoneChoice?.device
@@ -84,9 +89,9 @@ struct StreamCommand: AsyncParsableCommand {
         try session.add(CaptureDeviceInput(device: camera))
         if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
         try session.add(stream)
-        let movie = movieURL.map { url in
+        let movie = destination.map { destination in
             let movie = CaptureMovieFileOutput()
-            movie.fileType = url.pathExtension.lowercased() == "mkv" ? .matroska : .mp4
+            movie.fileType = destination.fileType
             return movie
         }
         if let movie { try session.add(movie) }

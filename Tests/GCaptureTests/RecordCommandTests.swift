@@ -27,6 +27,13 @@ final class RecordCommandTests: XCTestCase {
         XCTAssertEqual(discovered.videoStreamCount, 1)
         XCTAssertTrue(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: movie).path), "the interrupted movie is recognisable")
 
+        // Recording to the same name again would replace it: refused, the killed movie and its sidecar kept.
+        let again = try runProduct("gcapture", ["record", "--microphone", "none", "--duration", "1", "--output", movie.path])
+        XCTAssertEqual(again.status, 64, again.stderr)
+        XCTAssertTrue(again.stderr.contains("\(movie.path) already exists") && again.stderr.contains("--overwrite"), again.stderr)
+        XCTAssertEqual(try probe(movie).duration, killed.duration)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: movie).path))
+
         // The next recording in the folder recovers it first.
         let next = try runProduct("gcapture", ["record", "--microphone", "none", "--duration", "1",
                                                "--output", folder.appendingPathComponent("next.mp4").path, "--json"])
@@ -54,6 +61,36 @@ final class RecordCommandTests: XCTestCase {
         XCTAssertTrue(result.stderr.contains("Error: recording failed"), result.stderr)
         let probed = try probe(movie)
         XCTAssertGreaterThan(probed.duration, 1)
+        XCTAssertTrue(try ffmpegDecodes(movie))
+    }
+
+    /// A movie is named .mp4 or .mkv, and a second run to the same name leaves the first movie alone unless
+    /// --overwrite is given; then the new movie replaces it, and a crash's sidecar beside it goes too.
+    func testTheOutputMustBeAMovieNameAndAnExistingMovieIsKeptUnlessOverwritten() throws {
+        let folder = try temporaryFolder()
+        for name in ["clip.avi", "clip"] {
+            let path = folder.appendingPathComponent(name).path
+            let result = try runProduct("gcapture", ["record", "--microphone", "none", "--duration", "1", "--output", path])
+            XCTAssertEqual(result.status, 64, "\(name): \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains(".mp4") && result.stderr.contains(".mkv"), result.stderr)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: path), "\(name) was written")
+        }
+        let movie = folder.appendingPathComponent("clip.mp4")
+        let first = try runProduct("gcapture", ["record", "--microphone", "none", "--duration", "1", "--output", movie.path])
+        XCTAssertEqual(first.status, 0, first.stderr)
+        let firstBytes = try Data(contentsOf: movie)
+        let second = try runProduct("gcapture", ["record", "--microphone", "none", "--duration", "2", "--output", movie.path])
+        XCTAssertEqual(second.status, 64, second.stderr)
+        XCTAssertTrue(second.stderr.contains("already exists"), second.stderr)
+        XCTAssertEqual(try Data(contentsOf: movie), firstBytes, "the first movie was touched")
+
+        let sidecar = MovieRecovery.sidecarURL(for: movie)
+        try Data("a crash's leftovers".utf8).write(to: sidecar)
+        let replaced = try runProduct("gcapture", ["record", "--microphone", "none", "--duration", "2", "--overwrite",
+                                                   "--output", movie.path])
+        XCTAssertEqual(replaced.status, 0, replaced.stderr)
+        XCTAssertEqual(try probe(movie).duration, 2, accuracy: 0.1)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sidecar.path))
         XCTAssertTrue(try ffmpegDecodes(movie))
     }
 }

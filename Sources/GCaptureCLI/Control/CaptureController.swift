@@ -237,6 +237,9 @@ actor CaptureController {
         if let recording { throw ControlFailure("already recording to \(recording.url.path); `record stop` first") }
         let url: URL
         if let path { url = Self.resolve(path) } else { url = try nextFile(settings.movieNaming, in: settings.movieFolder) }
+        guard let fileType = CaptureMovieFileOutput.FileType(fileExtension: url.pathExtension) else {
+            throw ControlFailure("\(url.lastPathComponent): a movie's name ends in .mp4 (H.264 and AAC) or .mkv (Matroska: H.264 and Opus)")
+        }
         let output = output
         let watcher = RecordingWatcher(url: url) { [weak self] watcher, error in
             // Said here, before anyone waiting for the finish hears of it: the event comes before the reply.
@@ -251,7 +254,7 @@ actor CaptureController {
             Task { await self?.forget(watcher) }
         }
         recording = watcher
-        movie.fileType = url.pathExtension.lowercased() == "mkv" ? .matroska : .mp4
+        movie.fileType = fileType
         movie.startRecording(to: url, recordingDelegate: watcher)
         switch await watcher.started.wait(seconds: 15) {
         case .success?:
