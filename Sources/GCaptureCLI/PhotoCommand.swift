@@ -30,7 +30,7 @@ struct PhotoCommand: AsyncParsableCommand {
     @Option(help: DeviceChoice.cameraHelp)
     var camera: String?
 
-    @Option(help: "Where to write the photo; with --count, %d is the photo's number (else -N is added).")
+    @Option(help: "Where to write the photo, a .jpg or .jpeg; with --count, %d is the photo's number (else -N is added).")
     var output = "photo.jpg"
 
     @Option(help: "What matters most: speed (the newest frame, fast), balanced (the frame at the request) or quality (several frames averaged).")
@@ -68,6 +68,18 @@ struct PhotoCommand: AsyncParsableCommand {
 
     @Flag(help: "Print one JSON object per line per event.")
     var json = false
+
+    /// The photo is a JPEG: a name that says otherwise (shot.png, shot) would lie about the file.
+    func validate() throws {
+        let first = URL(fileURLWithPath: output.replacingOccurrences(of: "%d", with: "1")).standardizedFileURL
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: first.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw ValidationError("--output \(first.path) is a directory: give a photo's path, such as \(first.appendingPathComponent("photo.jpg").path)")
+        }
+        guard ["jpg", "jpeg"].contains(first.pathExtension.lowercased()) else {
+            throw ValidationError("--output \(output): a photo's name ends in .jpg or .jpeg (it is a JPEG with EXIF)")
+        }
+    }
 
     func run() async throws {
         let stop = StopSignals.shared

@@ -56,6 +56,12 @@ final class PhotoCommandTests: XCTestCase {
         let burst = try runProduct("gcapture", ["photo", "--camera", "nope", "--count", "3", "--output", "shot-%d.jpg"],
                                    currentDirectory: folder)
         XCTAssertNotEqual(burst.status, 0)
+        // The photo is a JPEG, and its name must say so; a folder is not a photo's name.
+        for name in ["shot.png", "shot", "."] {
+            let misnamed = try runProduct("gcapture", ["photo", "--camera", "test", "--output", name], currentDirectory: folder)
+            XCTAssertEqual(misnamed.status, 64, "\(name): \(misnamed.stderr)")
+            XCTAssertTrue(misnamed.stderr.contains(name == "." ? "is a directory" : ".jpg or .jpeg"), misnamed.stderr)
+        }
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [], "a failed run left files")
     }
 
