@@ -61,11 +61,11 @@ struct RunCommand: AsyncParsableCommand {
     var movieFolder = "."
 
     @Option(help: "Photo file names: {counter} is the next free number, {date} the local time.",
-            transform: { try Self.naming($0, option: "--photo-naming") })
+            transform: { try Self.naming($0, option: "--photo-naming", extensions: ["jpg", "jpeg"]) })
     var photoNaming = ControlledCaptureSettings.defaultPhotoNaming
 
     @Option(help: "Movie file names (.mp4, or .mkv for Matroska), with {counter} and {date}.",
-            transform: { try Self.naming($0, option: "--movie-naming") })
+            transform: { try Self.naming($0, option: "--movie-naming", extensions: ["mp4", "mkv"]) })
     var movieNaming = ControlledCaptureSettings.defaultMovieNaming
 
     @Option(help: "Session preset (see `gcapture frames --help`).")
@@ -92,8 +92,14 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup var web: WebOptions
 
-    static func naming(_ text: String, option: String) throws -> FileNamePattern {
-        do { return try FileNamePattern(parsing: text) } catch { throw ValidationError("\(option) \(text): \(error)") }
+    /// A naming pattern whose names end in one of `extensions`: the file's type is what its name says.
+    static func naming(_ text: String, option: String, extensions: [String]) throws -> FileNamePattern {
+        let pattern: FileNamePattern
+        do { pattern = try FileNamePattern(parsing: text) } catch { throw ValidationError("\(option) \(text): \(error)") }
+        guard extensions.contains(URL(fileURLWithPath: text).pathExtension.lowercased()) else {
+            throw ValidationError("\(option) \(text): the names must end in " + extensions.map { "." + $0 }.joined(separator: " or "))
+        }
+        return pattern
     }
 
     func validate() throws {

@@ -440,6 +440,13 @@ final class RunCommandTests: XCTestCase {
         let naming = try runGCapture(["run", "--photo-naming", "shots/photo.jpg"], timeout: 20)
         XCTAssertEqual(naming.status, 64, naming.stderr)
         XCTAssertTrue(naming.stderr.contains("--photo-naming shots/photo.jpg: a name cannot contain '/'"), naming.stderr)
+        // A name says the file's type: movies are .mp4 or .mkv, photos JPEG.
+        for (option, pattern, expected) in [("--movie-naming", "clip-{counter}.avi", ".mp4 or .mkv"),
+                                            ("--photo-naming", "shot-{counter}.png", ".jpg or .jpeg")] {
+            let misnamed = try runGCapture(["run", option, pattern], timeout: 20)
+            XCTAssertEqual(misnamed.status, 64, misnamed.stderr)
+            XCTAssertTrue(misnamed.stderr.contains("\(option) \(pattern): the names must end in \(expected)"), misnamed.stderr)
+        }
     }
 
     /// The plain-words form, for a person at a terminal: the same commands, answered in words.
