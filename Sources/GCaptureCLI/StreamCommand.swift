@@ -77,9 +77,9 @@ struct StreamCommand: AsyncParsableCommand {
         stream.audioCodec = audioCodec
         // The URL first: a mistake in it is the user's to fix before any device is opened.
         try stream.checkDestination(url)
-        let destination = try record.map { try MovieDestination($0, option: "--record") }
-        try destination?.makeRoom(overwrite: overwrite, option: "--record")
-        let movieURL = destination?.url
+        let movieDestination = try record.map { try MovieDestination($0, option: "--record") }
+        try movieDestination?.makeRoom(overwrite: overwrite, option: "--record")
+        let movieURL = movieDestination?.url
         let cameraChoice = try DeviceChoice.camera(camera, noise: noise)
         let microphoneChoice = try DeviceChoice.microphone(microphone)
         let camera = cameraChoice.device, microphone = microphoneChoice?.device
@@ -89,7 +89,7 @@ struct StreamCommand: AsyncParsableCommand {
         try session.add(CaptureDeviceInput(device: camera))
         if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
         try session.add(stream)
-        let movie = destination.map { destination in
+        let movie = movieDestination.map { destination in
             let movie = CaptureMovieFileOutput()
             movie.fileType = destination.fileType
             return movie
@@ -115,17 +115,22 @@ struct StreamCommand: AsyncParsableCommand {
             await session.stop()
             throw error
         }
-        events.emit(["event": "streamStarted", "destination": stream.destinationDescription ?? "", "camera": camera.description,
+        // With the stream key hidden.
+        let destination = stream.destinationDescription ?? url
+        events.emit(["event": "streamStarted", "destination": destination, "camera": camera.description,
                      "microphone": microphone?.description ?? "none", "videoEncoder": stream.activeVideoEncoder ?? NSNull()]
                         .merging(DeviceChoice.startedFields([cameraChoice, microphoneChoice])) { $1 },
                     text: "streaming \(camera.localizedName)" + (microphone.map { " and \($0.localizedName)" } ?? "")
-                        + " to \(stream.destinationDescription ?? url)")
+                        + " to \(destination)")
 
         let stopped = Locked(false)
         StopSignals.shared.onStop { _ in stopped.withLock { $0 = true } }
         let started = Date()
+        // Why the server did not take the stream, the last time it did not.
+        let lastRefusal = Locked<String?>(nil)
         let printer = Task {
             for await state in states {
+                if case .reconnecting(_, _, let reason) = state { lastRefusal.withLock { $0 = reason } }
                 var object: [String: Any] = state.eventFields
                 object["event"] = "streamState"
                 events.emit(object, text: "\nstream: \(state)")
@@ -151,10 +156,17 @@ struct StreamCommand: AsyncParsableCommand {
         await session.stop()
         printer.cancel()
         let stats = stream.statistics
+        // Retrying is right while the run lasts (the server may come); a run that ends without having been
+        // live once published nothing, and says so.
+        var neverLive: CommandFailure?
+        if failure == nil, stats.liveSeconds == 0, stats.bytesSent == 0 {
+            neverLive = CommandFailure("the stream never went live at \(destination): "
+                                       + (lastRefusal.withLock { $0 } ?? "the server did not take it in time"))
+        }
         var finished: [String: Any] = ["event": "streamFinished", "seconds": Date().timeIntervalSince(started), "liveSeconds": stats.liveSeconds,
                                        "bytesSent": stats.bytesSent, "videoFrames": stats.videoFramesSent, "audioBuffers": stats.audioBuffersSent,
                                        "dropped": stats.droppedFrames, "reconnects": stats.reconnects,
-                                       "error": failure.map { "\($0)" } ?? NSNull()]
+                                       "error": (failure.map { "\($0)" } ?? neverLive?.description) as Any? ?? NSNull()]
         if let movieURL { finished["recording"] = movieURL.path }
         if let signal = StopSignals.shared.receivedName { finished["stoppedBy"] = signal }
         events.emit(finished, text: "\nstream finished: " + String(format: "%.1f s live, %.1f MB sent, %d frames, %d dropped, %d reconnects",
@@ -162,6 +174,7 @@ struct StreamCommand: AsyncParsableCommand {
                                                                    stats.droppedFrames, stats.reconnects)
                         + (movieURL.map { ", recorded \($0.path)" } ?? ""))
         if let failure { throw failure }
+        if let neverLive { throw neverLive }
     }
 
     private func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
