@@ -66,6 +66,14 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             return EventType(UnsafeMutablePointer<GstEvent>(OpaquePointer(data)).pointee.type)
         }
 
+        /// Whether the passing query is serialized with the data (an allocation query, a drain): it is
+        /// answered only after every buffer sent before it has been handled downstream.
+        public var isSerializedQuery: Bool {
+            guard raw.pointee.type.rawValue & GST_PAD_PROBE_TYPE_QUERY_BOTH.rawValue != 0, let data = raw.pointee.data else { return false }
+            let query = UnsafeMutablePointer<GstQuery>(OpaquePointer(data))
+            return query.pointee.type.rawValue & GST_QUERY_TYPE_SERIALIZED.rawValue != 0
+        }
+
         /// The caps a passing caps event carries.
         public var eventCaps: Caps? {
             guard eventType == .caps, let data = raw.pointee.data else { return nil }
@@ -162,6 +170,7 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
         public static let buffer = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_BUFFER.rawValue)
         public static let downstreamEvent = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue)
         public static let idle = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_IDLE.rawValue)
+        public static let downstreamQuery = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM.rawValue)
         public static let blockDownstream = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_BLOCK_DOWNSTREAM.rawValue)
         /// Blocking, buffers only: runs before every non-blocking probe, and a pad linked in it sends its
         /// sticky events (caps, segment) to the new peer before the buffer goes on (.remove lets it go).
@@ -206,6 +215,16 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
     /// (a source that dies pushes one through every tee behind it). With `unlessSentDirectly`, an
     /// end-of-stream sent into the pad itself once it is unlinked (gst_pad_send_event: the branch's own end,
     /// to finalize it) still passes.
+    /// Answers the serialized queries that reach this sink pad from upstream (an allocation query after a
+    /// branch was linked somewhere, a drain) at once, left empty, instead of passing them into the branch
+    /// behind it. Such a query waits until everything queued before it has been handled downstream, so one
+    /// sent into a branch whose sink blocks (a server that never answers, a stalled disk) held the thread
+    /// that sent it for as long, and through the tees the source behind it.
+    @discardableResult
+    public func answerSerializedQueriesFromUpstreamAtOnce() -> UInt {
+        addProbe(.downstreamQuery) { info in info.isSerializedQuery ? .drop : .ok }
+    }
+
     @discardableResult
     public func dropEndOfStreamFromUpstream(unlessSentDirectly: Bool = false) -> UInt {
         addProbe(.downstreamEvent) { info in

@@ -77,8 +77,16 @@ final class StreamOutputTests: XCTestCase {
         XCTAssertGreaterThan(delays.count, 1, "publishers cut off together must not retry together")
     }
 
-    func testSinkStatisticsAreReadFromTheSerializedStructure() {
-        XCTAssertEqual(SinkStatistics.bytesSent(in: "application/x-rtmp-stats, in-bytes-total=(guint64)10, out-bytes-total=(guint64)4096, out-bytes-acked=(guint64)0;"), 4096)
+    /// What the sinks themselves say, as the property gives it (quoted and escaped): a sink that has sent
+    /// nothing says 0, not nothing (which made the stream count what left the encoder instead).
+    func testSinkStatisticsAreReadFromTheSerializedStructure() throws {
+        for sink in ["rtmp2sink location=rtmp://127.0.0.1:1/live/key", "srtsink uri=srt://127.0.0.1:1"] {
+            let pipeline = try Pipeline.launch("fakesrc ! \(sink) name=sink")
+            defer { pipeline.shutDown() }
+            let stats = try XCTUnwrap(pipeline.element(named: "sink")?.property("stats"))
+            XCTAssertEqual(SinkStatistics.bytesSent(in: stats), 0, "\(sink): \(stats)")
+        }
+        XCTAssertEqual(SinkStatistics.bytesSent(in: #""GstRtmpConnectionStats\,\ in-bytes-total\=\(guint64\)10\,\ out-bytes-total\=\(guint64\)4096\;""#), 4096)
         XCTAssertEqual(SinkStatistics.bytesSent(in: "application/x-srt-statistics, packets-sent=(gint64)3, bytes-sent-total=(guint64)3948;"), 3948)
         XCTAssertNil(SinkStatistics.bytesSent(in: "application/x-srt-statistics;"))
     }
@@ -159,6 +167,42 @@ final class StreamOutputTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(stream.statistics.reconnects, 1)
         // Each refusal was the stream's to handle (its state said reconnecting), not a failure of the session.
         XCTAssertTrue(events.runtimeErrors.isEmpty, "\(events.runtimeErrors)")
+        stream.stopStreaming()
+    }
+
+    /// A server that accepts the TCP connection and never answers the RTMP handshake took nothing: the stream
+    /// is never called live (frames leaving the encoder are not bytes the server took), after connectTimeout
+    /// it retries, and meanwhile the session's other outputs get every frame.
+    func testAServerThatNeverAnswersIsNeverCalledLive() async throws {
+        let listener = try SilentTCPListener()
+        defer { listener.close() }
+        let stream = CaptureStreamOutput()
+        stream.connectTimeout = 3
+        stream.reconnectPolicy = .init(initialDelay: 0.2, maxDelay: 0.5)
+        let frames = CaptureVideoDataOutput()
+        let log = FrameLog(frames)
+        let session = try await streamingSession(stream, also: [frames])
+        defer { Task { await session.stop() } }
+        let events = SessionEventLog(session)
+        let before = log.count
+        let states = Locked<[String]>([])
+        let watcher = Task {
+            for await state in stream.stateUpdates() { states.withLock { $0.append(state.name) } }
+        }
+        defer { watcher.cancel() }
+        try stream.startStreaming(to: "rtmp://127.0.0.1:\(listener.port)/live/key")
+        let reconnecting = try await waitFor(stream, "reconnecting", within: 8)
+        guard case .reconnecting(_, _, let reason) = reconnecting else { return XCTFail("\(reconnecting)") }
+        XCTAssertTrue(reason.contains("took no data"), reason)
+        XCTAssertFalse(states.withLock { $0 }.contains("live"), "\(states.withLock { $0 })")
+        XCTAssertEqual(stream.statistics.bytesSent, 0)
+        XCTAssertEqual(stream.statistics.liveSeconds, 0)
+        let during = Array(log.all.dropFirst(before))
+        // By arrival: the test camera's timestamps run on without a gap after its thread was held.
+        let longestWait = zip(during, during.dropFirst()).map { $1.arrival.timeIntervalSince($0.arrival) }.max() ?? .infinity
+        XCTAssertLessThan(longestWait, 1, "the camera was held while the server hung (for connectTimeout, 3 s)")
+        XCTAssertLessThan(FrameLog.longestGap(during), 0.2, "the frame output stalled while the server hung")
+        XCTAssertTrue(events.interruptions.isEmpty && events.runtimeErrors.isEmpty, "\(events.all.map(\.event))")
         stream.stopStreaming()
     }
 
@@ -418,6 +462,21 @@ final class StreamOutputTests: XCTestCase {
         XCTAssertGreaterThan(finished["bytesSent"] as? Int ?? 0, 50_000, "\(finished)")
         XCTAssertGreaterThan(finished["videoFrames"] as? Int ?? 0, 60, "\(finished)")
         XCTAssertEqual(try probe(movie).codecs.sorted(), ["aac", "h264"])
+    }
+
+    /// A run that ends without having been live once published nothing: it says why (the server's last
+    /// refusal, the stream key hidden) and exits 1, where it used to say nothing and exit 0.
+    func testStreamCommandThatNeverWentLiveFails() throws {
+        let port = try freeLoopbackPort()
+        let run = try runProduct("gcapture", ["stream", "rtmp://127.0.0.1:\(port)/live/secret-key", "--camera", "test",
+                                              "--microphone", "none", "--duration", "2", "--json"], timeout: 30)
+        XCTAssertEqual(run.status, 1, run.stderr)
+        XCTAssertTrue(run.stderr.contains("Error: the stream never went live at rtmp://127.0.0.1:\(port)/live/***: ")
+                      && run.stderr.contains("Connection refused"), run.stderr)
+        XCTAssertFalse(run.stderr.contains("secret-key") || run.stdout.contains("secret-key"), "the stream key was printed")
+        let events = run.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let finished = try XCTUnwrap(events.last { $0["event"] as? String == "streamFinished" }, run.stdout)
+        XCTAssertTrue((finished["error"] as? String)?.contains("never went live") ?? false, "\(finished)")
     }
 
     func testStreamCommandNamesTheMistakeInTheURL() throws {

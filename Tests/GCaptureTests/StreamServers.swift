@@ -32,6 +32,36 @@ func loopbackAccepts(_ port: Int) -> Bool {
     }
 }
 
+/// A TCP port on loopback that accepts connections (the kernel completes them) and never reads or writes:
+/// a server that hangs.
+final class SilentTCPListener: @unchecked Sendable {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw CheckFailed(description: "no socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let descriptor = descriptor
+        let listening = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 && listen(descriptor, 16) == 0
+            }
+        }
+        guard listening else {
+            Glibc.close(descriptor)
+            throw CheckFailed(description: "cannot listen on a loopback port")
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func close() { Glibc.close(descriptor) }
+}
+
 /// A server program the test starts and stops: its own process, output into a log file.
 final class ServerProcess: @unchecked Sendable {
     let process = Process()

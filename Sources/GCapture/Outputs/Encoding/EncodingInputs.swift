@@ -19,4 +19,17 @@ struct EncodingInputs {
         self.pads = pads
         self.names = names
     }
+
+    /// Makes the branch independent of the tees that feed it, both ways. A source that dies pushes
+    /// end-of-stream through the tee: in the file or stream it would end that track for good, while the
+    /// session's filler (black frames, silence) and the device after recovery have more to give; only the
+    /// end the output's own detach sends (into the input once it is unlinked from the tee) passes. And a
+    /// serialized query from upstream is answered at once: one that waited for a sink held back by the
+    /// outside world (an RTMP server that never answers) stalled the shared encoder and the camera with it.
+    func decoupleFromUpstream() {
+        for pad in pads {
+            pad.dropEndOfStreamFromUpstream(unlessSentDirectly: true)
+            pad.answerSerializedQueriesFromUpstreamAtOnce()
+        }
+    }
 }

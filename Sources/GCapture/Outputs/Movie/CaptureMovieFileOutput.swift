@@ -483,6 +483,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
                 MP4DisplayMatrix.apply(rotation: encoding.displayRotation, toMoviesPassing: file)
             }
             let exposed = try EncodingInputs(exposedOn: bin)
+            exposed.decoupleFromUpstream()
             (pads, inputs) = (exposed.pads, exposed.names)
         } catch let error as CaptureError {
             throw error
@@ -526,11 +527,6 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
                 return .ok
             }
         }
-        // A source that dies (a camera unplugged, an audio server gone) pushes end-of-stream through the
-        // session's tee: in the file it would end that track for good, and the session's filler and the
-        // device after recovery could add nothing to it. Only the end this output's own detach sends (into
-        // the input once it is unlinked from the tee) finalizes the file.
-        for pad in pads { pad.dropEndOfStreamFromUpstream(unlessSentDirectly: true) }
         if pads.count > 1 {
             pads[1].addProbe(.buffer) { info in
                 guard let shift = timeline.admitAudio(info.bufferPTS, duration: info.bufferDuration) else { return .drop }

@@ -305,6 +305,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         var pads: [Pad] = []
         do {
             let exposed = try EncodingInputs(exposedOn: bin)
+            exposed.decoupleFromUpstream()
             (pads, inputs) = (exposed.pads, exposed.names)
         } catch {
             throw .configurationFailed(reason: "cannot set up the stream", underlying: error as? GStreamerError)
@@ -318,10 +319,6 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
             counters.frameIn(time: info.bufferPTS.map(UInt64.init), duration: info.bufferDuration.map(UInt64.init))
             return gate.admits(isDeltaFrame: info.isDeltaFrame) ? .ok : .drop
         }
-        // A source that dies pushes end-of-stream through the tee: it would end the stream for good, while the
-        // session's filler (black frames, silence) and the device after recovery have more to send. Only this
-        // output's own detach (into the input once unlinked from the tee) ends it.
-        for pad in pads { pad.dropEndOfStreamFromUpstream(unlessSentDirectly: true) }
         for (name, video) in [(StreamEncoding.encodedVideo, true), (StreamEncoding.encodedAudio, false)] {
             bin.element(named: name)?.staticPad("src")?.addProbe(.buffer) { info in
                 counters.encoded(video: video, bytes: info.bufferSize ?? 0)

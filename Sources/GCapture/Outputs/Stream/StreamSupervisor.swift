@@ -87,16 +87,18 @@ extension CaptureStreamOutput {
     }
 }
 
-/// Reads the byte counter out of a sink's "stats" structure in GStreamer's serialized form
-/// ("application/x-rtmp-stats, out-bytes-total=(guint64)1234, ..."): rtmp2sink's bytes written to the socket,
+/// Reads the byte counter out of a sink's "stats" structure in GStreamer's serialized form, which quotes
+/// the structure and escapes its separators (`"GstRtmpConnectionStats\,\ out-bytes-total\=\(guint64\)1234..."`),
+/// as it does the structures nested in it: rtmp2sink's bytes written to the socket once connected (0 before),
 /// srtsink's bytes sent (per caller in listener mode: summed).
 enum SinkStatistics {
     static let byteFields = ["out-bytes-total", "bytes-sent-total", "bytes-sent"]
 
     static func bytesSent(in serialized: String) -> UInt64? {
+        let unescaped = serialized.replacingOccurrences(of: "\\", with: "")
         for field in byteFields {
             var total: UInt64?
-            var rest = Substring(serialized)
+            var rest = Substring(unescaped)
             while let range = rest.range(of: field + "=") {
                 rest = rest[range.upperBound...]
                 if rest.hasPrefix("(") , let close = rest.firstIndex(of: ")") { rest = rest[rest.index(after: close)...] }
