@@ -223,9 +223,7 @@ final class MovieOutputTests: XCTestCase {
         movie.maxRecordedFileSize = 1_500_000
         let session = try await session(microphone: .testMicrophone, preset: .hd1280x720, outputs: [movie])
         let url = folder.appendingPathComponent("limited.mp4")
-        let waiter = RecordingWaiter()
-        movie.startRecording(to: url, recordingDelegate: waiter)
-        let finished = await waiter.waitForFinish(timeout: 20)
+        let finished = await recordUntilItEnds(movie, to: url, timeout: 20)
         await session.stop()
         XCTAssertEqual(finished?.error, .maximumFileSizeReached)
         XCTAssertTrue(finished?.error?.recordingFinishedSuccessfully ?? false)

@@ -150,9 +150,7 @@ final class RecordingFailureTests: XCTestCase {
         for defragments in [false, true] {
             movie.defragmentsMovieOnStop = defragments
             let url = folder.appendingPathComponent("slow-\(defragments).mp4")
-            let waiter = RecordingWaiter()
-            movie.startRecording(to: url, recordingDelegate: waiter)
-            let finished = await waiter.waitForFinish(timeout: 30)
+            let finished = await recordUntilItEnds(movie, to: url)
             XCTAssertEqual(finished?.error, .maximumFileSizeReached)
             let size = try fileSize(url)
             let probed = try probe(url)
@@ -179,9 +177,7 @@ final class RecordingFailureTests: XCTestCase {
         movie.maxRecordedFileSize = 150_000
         let session = try await startSession(microphone: .testMicrophone, outputs: [movie])
         let url = folder.appendingPathComponent("short-fragments.mp4")
-        let waiter = RecordingWaiter()
-        movie.startRecording(to: url, recordingDelegate: waiter)
-        let finished = await waiter.waitForFinish(timeout: 30)
+        let finished = await recordUntilItEnds(movie, to: url)
         await session.stop()
         XCTAssertEqual(finished?.error, .maximumFileSizeReached)
         let size = try fileSize(url)
@@ -201,9 +197,7 @@ final class RecordingFailureTests: XCTestCase {
         movie.maxRecordedFileSize = 400_000
         let session = try await startSession(microphone: .testMicrophone, preset: .hd1280x720, outputs: [movie])
         let sized = folder.appendingPathComponent("sized.mp4")
-        let waiter = RecordingWaiter()
-        movie.startRecording(to: sized, recordingDelegate: waiter)
-        let finished = await waiter.waitForFinish(timeout: 20)
+        let finished = await recordUntilItEnds(movie, to: sized, timeout: 20)
         XCTAssertEqual(finished?.error, .maximumFileSizeReached)
         let size = try fileSize(sized)
         XCTAssertTrue(try topLevelBoxes(sized).contains("moof"))
@@ -214,9 +208,7 @@ final class RecordingFailureTests: XCTestCase {
         movie.maxRecordedFileSize = nil
         movie.maxRecordedDuration = 0.7
         let timed = folder.appendingPathComponent("timed.mp4")
-        let timedWaiter = RecordingWaiter()
-        movie.startRecording(to: timed, recordingDelegate: timedWaiter)
-        let timedFinish = await timedWaiter.waitForFinish(timeout: 20)
+        let timedFinish = await recordUntilItEnds(movie, to: timed, timeout: 20)
         await session.stop()
         XCTAssertEqual(timedFinish?.error, .maximumDurationReached)
         let probed = try probe(timed)

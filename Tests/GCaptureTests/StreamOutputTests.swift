@@ -10,6 +10,16 @@ final class StreamOutputTests: XCTestCase {
                                preset: .vga640x480, outputs: [stream] + others)
     }
 
+    /// A streaming session with a frame output beside the stream, watched from now on: the frames it
+    /// delivers (those before `framesBefore` came earlier) and the session's events.
+    private func watchedStreamingSession(_ stream: CaptureStreamOutput) async throws
+        -> (session: CaptureSession, frames: FrameLog, framesBefore: Int, events: SessionEventLog) {
+        let frames = CaptureVideoDataOutput()
+        let log = FrameLog(frames)
+        let session = try await streamingSession(stream, also: [frames])
+        return (session, log, log.count, SessionEventLog(session))
+    }
+
     private func waitFor(_ stream: CaptureStreamOutput, _ name: String, within seconds: Double) async throws -> CaptureStreamOutput.State {
         try await firstElement(of: stream.stateUpdates(), within: seconds, "the stream going \(name)") { $0.name == name || $0.name == "failed" }
     }
@@ -143,12 +153,8 @@ final class StreamOutputTests: XCTestCase {
         server.stop()
         let stream = CaptureStreamOutput()
         stream.reconnectPolicy = .init(initialDelay: 0.3, maxDelay: 1)
-        let frames = CaptureVideoDataOutput()
-        let log = FrameLog(frames)
-        let session = try await streamingSession(stream, also: [frames])
+        let (session, log, before, events) = try await watchedStreamingSession(stream)
         defer { Task { await session.stop() } }
-        let events = SessionEventLog(session)
-        let before = log.count
         try stream.startStreaming(to: server.url("late"))
         let reconnecting = try await waitFor(stream, "reconnecting", within: 10)
         guard case .reconnecting(let attempt, let next, _) = reconnecting else { return XCTFail("\(reconnecting)") }
@@ -179,12 +185,8 @@ final class StreamOutputTests: XCTestCase {
         let stream = CaptureStreamOutput()
         stream.connectTimeout = 3
         stream.reconnectPolicy = .init(initialDelay: 0.2, maxDelay: 0.5)
-        let frames = CaptureVideoDataOutput()
-        let log = FrameLog(frames)
-        let session = try await streamingSession(stream, also: [frames])
+        let (session, log, before, events) = try await watchedStreamingSession(stream)
         defer { Task { await session.stop() } }
-        let events = SessionEventLog(session)
-        let before = log.count
         let states = Locked<[String]>([])
         let watcher = Task {
             for await state in stream.stateUpdates() { states.withLock { $0.append(state.name) } }

@@ -415,6 +415,14 @@ extension XCTestCase {
                            streams: json["streams"] as? [[String: Any]] ?? [])
     }
 
+    /// Starts a recording and waits for it to end by itself (a limit reached, a failure): what the delegate
+    /// heard, nil when it did not end within `timeout`.
+    func recordUntilItEnds(_ movie: CaptureMovieFileOutput, to url: URL, timeout: TimeInterval = 30) async -> (url: URL, error: CaptureError?)? {
+        let waiter = RecordingWaiter()
+        movie.startRecording(to: url, recordingDelegate: waiter)
+        return await waiter.waitForFinish(timeout: timeout)
+    }
+
     /// The largest encoded frame or audio packet in a movie, bytes.
     func largestPacket(_ url: URL) throws -> Int {
         let result = try runTool("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "packet=size", "-of", "csv=p=0", url.path])
