@@ -211,10 +211,6 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
 
     public func removeProbe(_ id: UInt) { gst_pad_remove_probe(pointer, gulong(id)) }
 
-    /// Stops end-of-stream pushed from upstream at this sink pad, for a branch that must outlive its source
-    /// (a source that dies pushes one through every tee behind it). With `unlessSentDirectly`, an
-    /// end-of-stream sent into the pad itself once it is unlinked (gst_pad_send_event: the branch's own end,
-    /// to finalize it) still passes.
     /// Answers the serialized queries that reach this sink pad from upstream (an allocation query after a
     /// branch was linked somewhere, a drain) at once, left empty, instead of passing them into the branch
     /// behind it. Such a query waits until everything queued before it has been handled downstream, so one
@@ -225,6 +221,10 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
         addProbe(.downstreamQuery) { info in info.isSerializedQuery ? .drop : .ok }
     }
 
+    /// Stops end-of-stream pushed from upstream at this sink pad, for a branch that must outlive its source
+    /// (a source that dies pushes one through every tee behind it). With `unlessSentDirectly`, an
+    /// end-of-stream sent into the pad itself once it is unlinked (gst_pad_send_event: the branch's own end,
+    /// to finalize it) still passes.
     @discardableResult
     public func dropEndOfStreamFromUpstream(unlessSentDirectly: Bool = false) -> UInt {
         addProbe(.downstreamEvent) { info in
