@@ -72,10 +72,7 @@ struct PhotoCommand: AsyncParsableCommand {
     /// The photo is a JPEG: a name that says otherwise (shot.png, shot) would lie about the file.
     func validate() throws {
         let first = URL(fileURLWithPath: output.replacingOccurrences(of: "%d", with: "1")).standardizedFileURL
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: first.path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw ValidationError("--output \(first.path) is a directory: give a photo's path, such as \(first.appendingPathComponent("photo.jpg").path)")
-        }
+        try OutputPath.refuseFolder(first, option: "--output", what: "photo", example: "photo.jpg")
         guard ["jpg", "jpeg"].contains(first.pathExtension.lowercased()) else {
             throw ValidationError("--output \(output): a photo's name ends in .jpg or .jpeg (it is a JPEG with EXIF)")
         }

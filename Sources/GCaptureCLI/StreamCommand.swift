@@ -158,23 +158,22 @@ struct StreamCommand: AsyncParsableCommand {
         let stats = stream.statistics
         // Retrying is right while the run lasts (the server may come); a run that ends without having been
         // live once published nothing, and says so.
-        var neverLive: CommandFailure?
+        var ending: (any Error)? = failure
         if failure == nil, stats.liveSeconds == 0, stats.bytesSent == 0 {
-            neverLive = CommandFailure("the stream never went live at \(destination): "
-                                       + (lastRefusal.withLock { $0 } ?? "the server did not take it in time"))
+            ending = CommandFailure("the stream never went live at \(destination): "
+                                    + (lastRefusal.withLock { $0 } ?? "the server did not take it in time"))
         }
         var finished: [String: Any] = ["event": "streamFinished", "seconds": Date().timeIntervalSince(started), "liveSeconds": stats.liveSeconds,
                                        "bytesSent": stats.bytesSent, "videoFrames": stats.videoFramesSent, "audioBuffers": stats.audioBuffersSent,
                                        "dropped": stats.droppedFrames, "reconnects": stats.reconnects,
-                                       "error": (failure.map { "\($0)" } ?? neverLive?.description) as Any? ?? NSNull()]
+                                       "error": ending.map { "\($0)" } ?? NSNull()]
         if let movieURL { finished["recording"] = movieURL.path }
         if let signal = StopSignals.shared.receivedName { finished["stoppedBy"] = signal }
         events.emit(finished, text: "\nstream finished: " + String(format: "%.1f s live, %.1f MB sent, %d frames, %d dropped, %d reconnects",
                                                                    stats.liveSeconds, Double(stats.bytesSent) / 1e6, stats.videoFramesSent,
                                                                    stats.droppedFrames, stats.reconnects)
                         + (movieURL.map { ", recorded \($0.path)" } ?? ""))
-        if let failure { throw failure }
-        if let neverLive { throw neverLive }
+        if let ending { throw ending }
     }
 
     private func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {

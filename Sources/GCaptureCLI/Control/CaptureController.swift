@@ -238,7 +238,7 @@ actor CaptureController {
         let url: URL
         if let path { url = Self.resolve(path) } else { url = try nextFile(settings.movieNaming, in: settings.movieFolder) }
         guard let fileType = CaptureMovieFileOutput.FileType(fileExtension: url.pathExtension) else {
-            throw ControlFailure("\(url.lastPathComponent): a movie's name ends in .mp4 (H.264 and AAC) or .mkv (Matroska: H.264 and Opus)")
+            throw ControlFailure("\(url.lastPathComponent): \(MovieDestination.namingRule)")
         }
         let output = output
         let watcher = RecordingWatcher(url: url) { [weak self] watcher, error in
