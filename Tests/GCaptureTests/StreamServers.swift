@@ -6,6 +6,11 @@ func freeLoopbackPort(udp: Bool = false) throws -> Int {
     let fd = socket(AF_INET, Int32(udp ? SOCK_DGRAM.rawValue : SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw CheckFailed(description: "no socket") }
     defer { close(fd) }
+    return try bindToLoopback(fd)
+}
+
+/// Binds the socket to a port of the system's choice on 127.0.0.1 and returns the port.
+func bindToLoopback(_ fd: Int32) throws -> Int {
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -41,22 +46,13 @@ final class SilentTCPListener: @unchecked Sendable {
     init() throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw CheckFailed(description: "no socket") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let descriptor = descriptor
-        let listening = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 && listen(descriptor, 16) == 0
-            }
-        }
-        guard listening else {
+        do {
+            port = try bindToLoopback(descriptor)
+            guard listen(descriptor, 16) == 0 else { throw CheckFailed(description: "cannot listen on a loopback port") }
+        } catch {
             Glibc.close(descriptor)
-            throw CheckFailed(description: "cannot listen on a loopback port")
+            throw error
         }
-        port = Int(UInt16(bigEndian: address.sin_port))
     }
 
     func close() { Glibc.close(descriptor) }

@@ -433,33 +433,16 @@ extension XCTestCase {
     /// The types of an MP4's top-level boxes, in order ("ftyp", "moov", "moof", "mdat", ...).
     func topLevelBoxes(_ url: URL) throws -> [String] {
         let data = try Data(contentsOf: url)
-        var types: [String] = [], offset = 0
-        while offset + 8 <= data.count {
-            var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
-            if size == 1, offset + 16 <= data.count { size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) } }
-            if size == 0 { size = data.count - offset }
-            types.append(String(decoding: data[offset + 4..<offset + 8], as: UTF8.self))
-            guard size >= 8 else { break }
-            offset += size
-        }
-        return types
+        return mp4Boxes(in: data, data.startIndex..<data.endIndex).map(\.type)
     }
 
     /// How many sample descriptions (stsd entries) each track of a plain MP4 has: one per track unless the
     /// stream's caps changed as it was written.
     func sampleDescriptionCounts(_ url: URL) throws -> [Int] {
         let data = try Data(contentsOf: url)
-        func boxes(_ range: Range<Int>) -> [(type: String, body: Range<Int>)] {
-            var found: [(String, Range<Int>)] = [], offset = range.lowerBound
-            while offset + 8 <= range.upperBound {
-                let size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
-                guard size >= 8, offset + size <= range.upperBound else { break }
-                found.append((String(decoding: data[offset + 4..<offset + 8], as: UTF8.self), offset + 8..<offset + size))
-                offset += size
-            }
-            return found
+        func children(_ range: Range<Int>, _ type: String) -> [Range<Int>] {
+            mp4Boxes(in: data, range).filter { $0.type == type }.map(\.body)
         }
-        func children(_ range: Range<Int>, _ type: String) -> [Range<Int>] { boxes(range).filter { $0.type == type }.map(\.body) }
         let tables = children(data.startIndex..<data.endIndex, "moov").flatMap { children($0, "trak") }
             .flatMap { children($0, "mdia") }.flatMap { children($0, "minf") }.flatMap { children($0, "stbl") }
             .flatMap { children($0, "stsd") }
@@ -526,4 +509,26 @@ final class FirstTime: @unchecked Sendable {
     private let lock = NSLock()
     private var taken = false
     func claim() -> Bool { lock.withLock { defer { taken = true }; return !taken } }
+}
+
+/// The boxes of an MP4 inside `range` of `data`, in order: each one's type and body. A box that runs past the
+/// range (the last one of a cut file) ends with it; one whose size is too small to read ends the list.
+func mp4Boxes(in data: Data, _ range: Range<Int>) -> [(type: String, body: Range<Int>)] {
+    var boxes: [(type: String, body: Range<Int>)] = [], offset = range.lowerBound
+    while offset + 8 <= range.upperBound {
+        var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }, header = 8
+        if size == 1, offset + 16 <= range.upperBound {
+            size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) }
+            header = 16
+        }
+        if size == 0 { size = range.upperBound - offset }
+        let type = String(decoding: data[offset + 4..<offset + 8], as: UTF8.self)
+        guard size >= 8 else {
+            boxes.append((type, offset + 8..<offset + 8))
+            break
+        }
+        boxes.append((type, offset + min(header, size)..<min(offset + size, range.upperBound)))
+        offset += size
+    }
+    return boxes
 }
