@@ -67,7 +67,7 @@ struct MovieSizeEstimate: Sendable {
     let fragmentDuration: UInt64
     /// Whether the file has an audio track, whose headers count from the start.
     let withAudio: Bool
-    private(set) var sampleBytes: Int64 = 0
+    private var sampleBytes: Int64 = 0
     private var video: Track
     private var audio: Track
 
