@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
 import GCapture
+import GStreamerKit
 import NIOCore
-import Synchronization
 
 /// The live picture for browsers, as MJPEG (multipart/x-mixed-replace): each frame is encoded to JPEG once,
 /// by a CaptureVideoDataOutput's delegate, and the same bytes go to every viewer. With no viewer nothing is
@@ -49,11 +49,11 @@ public final class LiveView: Sendable {
         let created = ContinuousClock.now
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let encoder: FrameEncoder
     let noSignalPart: ByteBuffer
-    private let watchdog = Mutex<Task<Void, Never>?>(nil)
-    private let sessionEvents = Mutex<Task<Void, Never>?>(nil)
+    private let watchdog = Locked<Task<Void, Never>?>(nil)
+    private let sessionEvents = Locked<Task<Void, Never>?>(nil)
 
     public init(settings: Settings = Settings()) throws(CaptureError) {
         guard settings.width >= 16, settings.height >= 16, settings.width <= 7680, settings.height <= 4320 else {

@@ -1,7 +1,6 @@
 import CImaging
 import Foundation
 import GStreamerKit
-import Synchronization
 
 /// The photos and movies the gallery shows, and the only files the server hands out. A file is named in a
 /// URL by its folder's index and its own name: one path component, percent-decoded once, never "..", never
@@ -125,7 +124,7 @@ final class ThumbnailCache: Sendable {
     }
 
     private static let kept = 512
-    private let entries = Mutex<[FileVersion: Data]>([:])
+    private let entries = Locked<[FileVersion: Data]>([:])
 
     func cached(_ version: FileVersion) -> Data? { entries.withLock { $0[version] } }
 

@@ -1,8 +1,8 @@
 import Foundation
+import GStreamerKit
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// The operator's web page: a live view, the capture's controls and events, and a gallery of the photos and
 /// movies, served over HTTP on SwiftNIO (one event-loop thread: the capture's threads keep the cores).
@@ -14,7 +14,7 @@ public final class OperatorWebServer: Sendable {
     public let configuration: WebServerConfiguration
     private let application: WebApplication
     private let group: MultiThreadedEventLoopGroup
-    private let channel = Mutex<Channel?>(nil)
+    private let channel = Locked<Channel?>(nil)
     private let connections: OpenCount
     private let streams: OpenCount
 

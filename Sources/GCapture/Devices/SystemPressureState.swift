@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import GStreamerKit
 
 extension CaptureDevice {
     /// How hard the machine is pressed while the device captures (AVCaptureDevice.SystemPressureState).
@@ -93,7 +93,7 @@ final class SystemPressureBoard: Sendable {
         var state = CaptureDevice.SystemPressureState.nominal
         var continuations: [UUID: AsyncStream<CaptureDevice.SystemPressureState>.Continuation] = [:]
     }
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Locked<[String: Entry]>([:])
 
     func state(of id: String) -> CaptureDevice.SystemPressureState {
         entries.withLock { $0[id]?.state ?? .nominal }

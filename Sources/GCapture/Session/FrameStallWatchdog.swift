@@ -66,7 +66,7 @@ final class SourceWatch: Sendable {
     let device: CaptureDevice
     /// The source's frame interval in nanoseconds.
     let frameInterval: UInt64
-    private let stalled = Mutex<Bool>(false)
+    private let stalled = Locked<Bool>(false)
     private let onEvent: @Sendable (GraphEvent) -> Void
     /// Largest lateness seen since the last `takeFigures()`, in nanoseconds.
     private let worstLateness = Atomic<UInt64>(0)
@@ -85,7 +85,7 @@ final class SourceWatch: Sendable {
         self.onEvent = onEvent
     }
 
-    private let probe = Mutex<(pad: Pad, id: UInt)?>(nil)
+    private let probe = Locked<(pad: Pad, id: UInt)?>(nil)
 
     /// Installs the probe on the pad behind the watchdog (the caps filter's input), else on the bin's output.
     func install(on bin: Bin) {
@@ -157,7 +157,7 @@ extension Atomic where Value == UInt64 {
 /// Test cameras that behave as if their driver hung: their frames stop before the watchdog, as a wedged
 /// camera's do, until released. Only tests set this (a camera has no way to ask for it).
 enum TestCameraStalls {
-    private static let stalled = Mutex<Set<String>>([])
+    private static let stalled = Locked<Set<String>>([])
 
     static func set(_ uniqueID: String, stalled isStalled: Bool) {
         stalled.withLock { if isStalled { $0.insert(uniqueID) } else { $0.remove(uniqueID) } }

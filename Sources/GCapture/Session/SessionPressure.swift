@@ -76,7 +76,7 @@ final class SessionPressure: @unchecked Sendable {
         var device: CaptureDevice?
         var qosMessages = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Readings kept: enough for the slowest rule (three seconds at critical).
     private static let historyLength = 12

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import GStreamerKit
 
 /// What the machine says about pressure at one moment, read from the kernel.
 struct MachinePressure: Sendable {
@@ -114,11 +114,11 @@ final class SystemPressureMonitor: Sendable {
     }
 
     private let queue = DispatchQueue(label: "gcapture.system-pressure")
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Where the thermal zones are read (tests point it at zones of their own, in the kernel's layout).
     /// The zones are listed once per root.
-    static let thermalRoot = Mutex("/sys/class/thermal")
+    static let thermalRoot = Locked("/sys/class/thermal")
 
     /// Calls `listener` on the monitor's queue at every reading until `remove`.
     func add(_ listener: @escaping Listener) -> UUID {
