@@ -9,6 +9,8 @@ packages=(
   gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   gstreamer1.0-pulseaudio pulseaudio pulseaudio-utils
   libjpeg-dev
+  # jpegtran: the web tests' slow (progressive) photos.
+  libjpeg-turbo-progs
   ffmpeg libimage-exiftool-perl v4l-utils
   # The preview's X sinks (ximagesink, xvimagesink; glimagesink), and a display without a screen for its tests
   # (Xvfb) with xwd to take screenshots of it.

@@ -34,12 +34,15 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     static let maxPendingEvents = 256
 
     private let application: WebApplication
+    private let slots: ConnectionSlots
     private let streams: OpenCount
+    private let requestTimeout: TimeAmount
     private let peerIsLoopback: Bool
+    /// Closes the connection unless a whole request has come in by then; armed while one is awaited.
+    private var requestDeadline: Scheduled<Void>?
     private var head: HTTPRequestHead?
     private var body = ByteBuffer()
     private var refusal: (HTTPResponseStatus, String)?
-    private var answering = false
     private var pendingParts = 0
     private var stream: OpenStream?
 
@@ -48,16 +51,30 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         case events(Task<Void, Never>, RepeatedTask)
     }
 
-    init(application: WebApplication, streams: OpenCount, peerIsLoopback: Bool) {
+    init(application: WebApplication, slots: ConnectionSlots, streams: OpenCount, requestTimeout: TimeAmount, peerIsLoopback: Bool) {
         self.application = application
+        self.slots = slots
         self.streams = streams
+        self.requestTimeout = requestTimeout
         self.peerIsLoopback = peerIsLoopback
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { awaitRequest(context: context) }
+
+    /// The connection waits for its next request: it may be pushed out for a newcomer, and is closed if the
+    /// request has not come whole within the deadline.
+    private func awaitRequest(context: ChannelHandlerContext) {
+        slots.setBusy(false, context.channel)
+        requestDeadline?.cancel()
+        let channel = context.channel
+        requestDeadline = context.eventLoop.scheduleTask(in: requestTimeout) { channel.close(promise: nil) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
             guard stream == nil else { return }
+            slots.setBusy(true, context.channel)
             self.head = head
             body.clear()
             refusal = head.uri.utf8.count > application.configuration.maxTargetBytes
@@ -73,6 +90,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         case .end:
             guard let head, stream == nil else { return }
             self.head = nil
+            requestDeadline?.cancel()
+            requestDeadline = nil
             if let (status, message) = refusal {
                 // The rest of an oversized request is not read: the connection ends with the answer.
                 write(.error(status, message), for: head, keepAlive: false, context: context)
@@ -80,14 +99,12 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             }
             let request = WebRequest(head: head, body: Data(body.readableBytesView), peerIsLoopback: peerIsLoopback)
             body.clear()
-            answering = true
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let application = application
             Task {
                 let response = await application.respond(to: request)
                 bound.eventLoop.execute {
                     let (handler, context) = bound.value
-                    handler.answering = false
                     guard context.channel.isActive else { response.discard(); return }
                     handler.write(response, for: head, keepAlive: head.isKeepAlive, context: context)
                 }
@@ -100,15 +117,9 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         context.fireChannelInactive()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) { endStream() }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // A connection that says nothing, outside a stream and between requests, is closed.
-        if event is IdleStateHandler.IdleStateEvent, stream == nil, !answering {
-            context.close(promise: nil)
-            return
-        }
-        context.fireUserInboundEventTriggered(event)
+    func handlerRemoved(context: ChannelHandlerContext) {
+        requestDeadline?.cancel()
+        endStream()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
@@ -167,9 +178,15 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         if let body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
         let sent = context.writeAndFlush(wrapOutboundOut(.end(nil)))
         let channel = context.channel
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         sent.whenComplete { _ in
             whenSent()
-            if !keepAlive { channel.close(promise: nil) }
+            if keepAlive {
+                let (handler, context) = bound.value
+                if channel.isActive { handler.awaitRequest(context: context) }
+            } else {
+                channel.close(promise: nil)
+            }
         }
     }
 

@@ -141,14 +141,15 @@ final class ThumbnailCache: Sendable {
 final class Thumbnails: Sendable {
     static let size = 240
     private let cache = ThumbnailCache()
+    private let decoding = BlockingQueue(label: "gcapture.web.photo-thumbnails")
 
     /// The photo's thumbnail, or nil when it cannot be read as a JPEG.
-    func thumbnail(ofPhotoAt path: String) -> Data? {
+    func thumbnail(ofPhotoAt path: String) async -> Data? {
         guard let version = ThumbnailCache.FileVersion(path) else { return nil }
         if let cached = cache.cached(version) { return cached }
-        guard let jpeg = FileManager.default.contents(atPath: path), let small = Self.make(from: jpeg) else { return nil }
-        cache.keep(small, for: version)
-        return small
+        let made = await decoding.run { FileManager.default.contents(atPath: path).flatMap { Self.make(from: $0) } }
+        if let made { cache.keep(made, for: version) }
+        return made
     }
 
     static func make(from jpeg: Data, size: Int = Thumbnails.size) -> Data? {
@@ -170,15 +171,13 @@ final class Thumbnails: Sendable {
 /// jpegenc. One movie at a time (a gallery of a hundred movies must not start a hundred decoders), each
 /// given a few seconds.
 final class MovieThumbnails: Sendable {
-    private let queue = DispatchQueue(label: "gcapture.web.movie-thumbnails", qos: .utility)
+    private let decoding = BlockingQueue(label: "gcapture.web.movie-thumbnails")
     private let cache = ThumbnailCache()
 
     func thumbnail(ofMovieAt path: String) async -> Data? {
         guard let version = ThumbnailCache.FileVersion(path) else { return nil }
         if let cached = cache.cached(version) { return cached }
-        let made: Data? = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: Self.firstFrame(of: path)) }
-        }
+        let made = await decoding.run { Self.firstFrame(of: path) }
         if let made { cache.keep(made, for: version) }
         return made
     }

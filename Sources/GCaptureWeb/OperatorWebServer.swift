@@ -15,7 +15,7 @@ public final class OperatorWebServer: Sendable {
     private let application: WebApplication
     private let group: MultiThreadedEventLoopGroup
     private let channel = Locked<Channel?>(nil)
-    private let connections: OpenCount
+    private let connections: ConnectionSlots
     private let streams: OpenCount
 
     public struct StartError: Error, Sendable, CustomStringConvertible {
@@ -39,7 +39,7 @@ public final class OperatorWebServer: Sendable {
         self.configuration = configuration
         application = WebApplication(configuration: configuration, console: console, liveView: liveView)
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        connections = OpenCount(limit: configuration.maxConnections)
+        connections = ConnectionSlots(limit: configuration.maxConnections)
         streams = OpenCount(limit: configuration.maxViewers)
     }
 
@@ -47,23 +47,24 @@ public final class OperatorWebServer: Sendable {
     @discardableResult
     public func start() async throws(StartError) -> Int {
         let application = application, connections = connections, streams = streams
-        let idle = TimeAmount.nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000
-                                          + configuration.idleTimeout.components.attoseconds / 1_000_000_000)
+        let requestTimeout = TimeAmount.nanoseconds(Int64(configuration.requestTimeout.components.seconds) * 1_000_000_000
+                                                    + configuration.requestTimeout.components.attoseconds / 1_000_000_000)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                guard connections.tryOpen() else {
+                guard case .admitted(let evicted) = connections.admit(channel) else {
                     return channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler()) }
                 }
-                channel.closeFuture.whenComplete { _ in connections.close() }
+                evicted?.close(promise: nil)
+                channel.closeFuture.whenComplete { _ in connections.remove(channel) }
                 let loopback = channel.remoteAddress?.ipAddress.map(WebServerConfiguration.isLoopback) ?? false
                 return channel.eventLoop.makeCompletedFuture {
                     let operations = channel.pipeline.syncOperations
-                    try operations.addHandler(IdleStateHandler(readTimeout: idle))
                     try operations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try operations.addHandler(HTTPConnectionHandler(application: application, streams: streams, peerIsLoopback: loopback))
+                    try operations.addHandler(HTTPConnectionHandler(application: application, slots: connections, streams: streams,
+                                                                    requestTimeout: requestTimeout, peerIsLoopback: loopback))
                 }
             }
         do {

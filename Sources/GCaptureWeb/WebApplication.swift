@@ -1,4 +1,5 @@
 import Foundation
+import GStreamerKit
 import NIOCore
 import NIOHTTP1
 
@@ -50,7 +51,7 @@ struct WebApplication: Sendable {
         case (.GET, "/api/events"):
             return .events(console.events())
         case (.GET, "/api/gallery"):
-            return gallery()
+            return await gallery()
         case (.GET, "/favicon.ico"):
             return .bytes(.noContent, Data(), type: "image/x-icon", extra: [("Cache-Control", "max-age=86400")])
         default:
@@ -71,6 +72,8 @@ struct WebApplication: Sendable {
     // MARK: Access
 
     static let wrongTokenDelay: Duration = .seconds(1)
+    /// Listing the folders and opening a served file, which a slow disk can hold: off the cooperative pool.
+    private static let fileOpening = BlockingQueue(label: "gcapture.web.file-opening")
 
     /// The token a request offers: a Bearer header, the cookie, or `?token=`.
     private func offeredToken(_ request: WebRequest) -> String? {
@@ -95,26 +98,24 @@ struct WebApplication: Sendable {
                                                              : "the access token is wrong")
             }
         } else {
-            // No token: loopback only, and addressed by a loopback name.
-            let host = request.headers["host"].first.map(Self.hostName) ?? ""
-            guard WebServerConfiguration.isLoopback(host) else {
+            // No token: loopback only, addressed by a loopback name, and asked by a page of a loopback origin.
+            let hosts = request.headers["host"]
+            guard hosts.count == 1, LoopbackName.isLoopbackAuthority(hosts[0]) else {
                 return .error(.forbidden, "this server answers to localhost only (start it with a --token to be reached by another name)")
+            }
+            if let origin = request.headers["origin"].first, !LoopbackName.isLoopbackOrigin(origin) {
+                return .error(.forbidden, "a request from another site (\(origin)) is refused")
             }
         }
         // Commands only from the page's own origin, as JSON: a form on another site cannot post JSON without
         // the browser asking first (a CORS preflight this server never grants).
         if request.method == .POST {
-            if let origin = request.headers["origin"].first, let host = request.headers["host"].first,
+            if let origin = request.headers["origin"].first?.lowercased(), let host = request.headers["host"].first?.lowercased(),
                origin != "http://\(host)", origin != "https://\(host)" {
                 return .error(.forbidden, "a command from another site (\(origin)) is refused")
             }
         }
         return nil
-    }
-
-    static func hostName(_ header: String) -> String {
-        if header.hasPrefix("["), let end = header.firstIndex(of: "]") { return String(header[...end]) }
-        return String(header.split(separator: ":").first ?? "")
     }
 
     static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
@@ -166,9 +167,10 @@ struct WebApplication: Sendable {
         return .bytes(reply.ok ? .ok : .unprocessableEntity, reply.json, type: "application/json")
     }
 
-    private func gallery() -> WebResponse {
+    private func gallery() async -> WebResponse {
         let formatter = ISO8601DateFormatter()
-        let items = media.items().map { item -> [String: Any] in
+        let media = media
+        let items = await Self.fileOpening.run { media.items() }.map { item -> [String: Any] in
             let name = item.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#;"))) ?? item.name
             return ["name": item.name, "kind": item.kind.rawValue, "bytes": item.bytes, "modified": formatter.string(from: item.modified),
                     "unfinished": item.unfinished, "url": "/media/\(item.folder)/\(name)", "thumbnail": "/thumbs/\(item.folder)/\(name)"]
@@ -182,7 +184,8 @@ struct WebApplication: Sendable {
             return error == .badName ? .error(.badRequest, "that is not the name of a file in the gallery")
                                      : .error(.notFound, "no such photo or movie")
         }
-        let kind = MediaFolders.kind(of: path)
+        // Only what the gallery lists is served or decoded: any other file is the same 404 as a missing one.
+        guard let kind = MediaFolders.kind(of: path) else { return .error(.notFound, "no such photo or movie") }
         if thumbnail {
             guard kind == .photo else {
                 // A movie's first frame; a movie that cannot be read yet (being recorded) gets an icon.
@@ -191,19 +194,18 @@ struct WebApplication: Sendable {
                 }
                 return .bytes(.ok, Data(WebPage.movieIcon.utf8), type: "image/svg+xml", extra: [("Cache-Control", "no-store")])
             }
-            let thumbnails = thumbnails
-            let small = await Task.detached(priority: .utility) { thumbnails.thumbnail(ofPhotoAt: path) }.value
-            guard let small else { return .error(.unprocessableEntity, "the photo cannot be read as a JPEG") }
+            guard let small = await thumbnails.thumbnail(ofPhotoAt: path) else {
+                return .error(.unprocessableEntity, "the photo cannot be read as a JPEG")
+            }
             return .bytes(.ok, small, type: "image/jpeg", extra: [("Cache-Control", "private, max-age=60")])
         }
-        guard kind != nil else { return .error(.notFound, "no such photo or movie") }
-        let opened = await Task.detached { () -> (NIOFileHandle, Int)? in
+        let opened = await Self.fileOpening.run { () -> (NIOFileHandle, Int)? in
             let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             guard descriptor >= 0 else { return nil }
             var info = stat()
             guard fstat(descriptor, &info) == 0 else { close(descriptor); return nil }
             return (NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: descriptor), Int(info.st_size))
-        }.value
+        }
         guard let (handle, size) = opened else { return .error(.notFound, "no such photo or movie") }
         var range: ClosedRange<Int>?
         if let header = request.headers["range"].first {

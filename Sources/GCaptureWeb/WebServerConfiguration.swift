@@ -10,7 +10,9 @@ public struct WebServerConfiguration: Sendable {
     public var token: String?
     /// The folders whose photos and movies the gallery shows and serves; nothing outside them is served.
     public var folders: [URL]
-    /// Connections open at once; more are answered 503 and closed, so that a flood cannot starve the capture.
+    /// Connections open at once. When all are taken, a newcomer pushes out the connection that has waited
+    /// longest without a whole request; only while every one is being answered is it answered 503 and
+    /// closed, so that a flood cannot starve the capture and slow senders cannot lock the page.
     public var maxConnections = 32
     /// Live-view and event-stream watchers at once.
     public var maxViewers = 16
@@ -18,8 +20,9 @@ public struct WebServerConfiguration: Sendable {
     public var maxBodyBytes = 16_384
     /// The longest request target.
     public var maxTargetBytes = 4_096
-    /// A connection that sends nothing for this long while no stream is open is closed.
-    public var idleTimeout: Duration = .seconds(20)
+    /// How long a connection may take to send a whole request (head and body), counted from its opening or
+    /// from its previous answer; then it is closed (nginx's client_header_timeout). Streams are not timed.
+    public var requestTimeout: Duration = .seconds(10)
 
     public init(host: String = "127.0.0.1", port: Int = 8080, token: String? = nil, folders: [URL]) {
         self.host = host
@@ -31,10 +34,8 @@ public struct WebServerConfiguration: Sendable {
     /// True for an address other machines can reach: the server then refuses to start without a token.
     public var requiresToken: Bool { !Self.isLoopback(host) }
 
-    public static func isLoopback(_ host: String) -> Bool {
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
-    }
+    /// Exactly `localhost`, a literal 127.x.y.z, `::1` or `[::1]` (see `LoopbackName`).
+    public static func isLoopback(_ host: String) -> Bool { LoopbackName.isLoopbackAddress(host) }
 
     /// A new random token: 128 bits as 32 hexadecimal digits.
     public static func makeToken() -> String {

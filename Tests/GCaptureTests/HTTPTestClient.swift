@@ -63,6 +63,13 @@ final class HTTPTestConnection: Sendable {
         return received
     }
 
+    /// Whether the server has closed the connection (what it sent before has been read).
+    var isClosedByServer: Bool {
+        var byte: UInt8 = 0
+        let peeked = recv(socket, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
     /// What arrives on each of `connections` within `seconds`, read side by side (poll on them all).
     static func readAll(_ connections: [HTTPTestConnection], for seconds: TimeInterval) -> [Data] {
         var received = Array(repeating: Data(), count: connections.count)

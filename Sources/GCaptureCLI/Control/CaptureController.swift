@@ -24,7 +24,8 @@ actor CaptureController {
     /// Re-reads the set-up's description and returns its settings; `apply` then changes only what differs.
     /// Called on SIGHUP with the settings now in force. A throw keeps the set-up as it is (the error is
     /// reported as a reloadFailed event).
-    typealias ReloadHook = @Sendable (_ current: ControlledCaptureSettings) async throws -> ControlledCaptureSettings
+    /// It blocks (it reads the file and reconfigures the session): it runs on `reloading`, never on this actor.
+    typealias ReloadHook = @Sendable (_ current: ControlledCaptureSettings) throws -> ControlledCaptureSettings
 
     /// The reload of a set-up made from command-line options, which have no file to re-read: the settings
     /// in force, applied again (so SIGHUP changes nothing and the session runs on).
@@ -423,18 +424,32 @@ actor CaptureController {
         do { return try files.next() } catch { throw ControlFailure("\(error)") }
     }
 
-    /// SIGHUP: the reload hook re-reads the set-up, and what changed is applied on the live session.
+    /// SIGHUP: the reload hook re-reads the set-up, and what changed is applied on the live session. The
+    /// hook runs off this actor and off the cooperative pool, so commands are answered while a slow camera
+    /// opens; a SIGHUP during a reload reloads once more after it.
     func reload() async {
         guard !stopping else { return }
-        do {
-            let new = try await onReload(settings)
-            let changed = try apply(new)
-            output.event("reloaded", ["changed": changed],
-                         text: "reloaded: " + (changed.isEmpty ? "nothing changed" : "changed " + changed.joined(separator: ", ")))
-        } catch {
-            output.event("reloadFailed", ["error": "\(error)"], text: "reload failed, the set-up runs on unchanged: \(error)")
-        }
+        guard !isReloading else { reloadAgain = true; return }
+        isReloading = true
+        defer { isReloading = false }
+        repeat {
+            reloadAgain = false
+            do {
+                let onReload = onReload, current = settings
+                let new = try await Self.reloading.run { try onReload(current) }
+                guard !stopping else { return }
+                let changed = try apply(new)
+                output.event("reloaded", ["changed": changed],
+                             text: "reloaded: " + (changed.isEmpty ? "nothing changed" : "changed " + changed.joined(separator: ", ")))
+            } catch {
+                output.event("reloadFailed", ["error": "\(error)"], text: "reload failed, the set-up runs on unchanged: \(error)")
+            }
+        } while reloadAgain && !stopping
     }
+
+    private static let reloading = BlockingQueue(label: "gcapture.run.reload", qos: .userInitiated)
+    private var isReloading = false
+    private var reloadAgain = false
 
     /// A path a command gave: relative to the current directory, as every path of the command line.
     private static func resolve(_ path: String) -> URL { URL(fileURLWithPath: path).standardizedFileURL }
