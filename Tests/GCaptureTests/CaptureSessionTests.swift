@@ -182,6 +182,43 @@ final class CaptureSessionTests: XCTestCase {
         await session.stop()
     }
 
+    /// A removal that cannot be applied (the camera kept was unplugged since) is not silent: removeOutput
+    /// reports it as a runtime error, remove(_:) throws it, and the output stays where it was.
+    func testARemovalThatCannotBeAppliedIsReported() async throws {
+        let node = try temporaryFolder().appendingPathComponent("video-gone").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: node, contents: nil))
+        let camera = CaptureDevice(uniqueID: node, localizedName: "Unplugged Camera", modelID: "", manufacturer: "",
+                                   deviceType: .external, position: .unspecified, mediaType: .video, nodePath: node,
+                                   formats: TestCameraOptions().formats, backend: .v4l2(path: node))
+        let session = CaptureSession()
+        let frames = CaptureVideoDataOutput(), photos = CapturePhotoOutput()
+        try session.add(CaptureDeviceInput(device: camera))
+        try session.add(frames)
+        try session.add(photos)
+        try FileManager.default.removeItem(atPath: node)
+
+        let errors = Locked<[CaptureSession.RuntimeError]>([])
+        let observer = NotificationCenter.default.addObserver(forName: CaptureSession.runtimeErrorNotification, object: session,
+                                                              queue: nil) { notification in
+            if let error = notification.userInfo?[CaptureSession.runtimeErrorUserInfoKey] as? CaptureSession.RuntimeError {
+                errors.withLock { $0.append(error) }
+            }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        session.removeOutput(frames)
+        let reported = errors.withLock { $0 }
+        XCTAssertEqual(reported.count, 1, "removeOutput said nothing of a removal it did not apply")
+        XCTAssertTrue(reported.first.map { "\($0)".contains("video-gone") } ?? false, "\(reported)")
+        XCTAssertTrue(reported.first?.output === frames)
+        XCTAssertTrue(session.outputs.contains(frames), "the session is as it was")
+        XCTAssertThrowsError(try session.remove(photos)) { XCTAssertTrue("\($0)".contains("video-gone"), "\($0)") }
+        XCTAssertEqual(session.outputs.count, 2)
+        // Removing the unplugged camera itself is applied, and then the outputs go too.
+        try session.remove(session.inputs[0])
+        try session.remove(photos)
+        XCTAssertEqual(session.outputs, [frames])
+    }
+
     func testQoSMessagesOfTheGraphAreCounted() async throws {
         let main = CaptureVideoDataOutput()
         let session = try makeSession(outputs: [main])

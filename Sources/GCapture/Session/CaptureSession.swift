@@ -120,8 +120,17 @@ public final class CaptureSession: @unchecked Sendable {
         try mutate { $0.inputs.append(input) }
     }
 
+    /// Removes an input (AVCaptureSession.removeInput). Like addInput it does not throw: a change that cannot
+    /// be applied (the camera kept is gone, say) leaves the session as it was and is reported through
+    /// runtimeErrorNotification and runtimeErrors() before this returns. `remove(_:)` throws instead.
     public func removeInput(_ input: CaptureInput) {
-        try? mutate { $0.inputs.removeAll { $0 == input } }
+        do { try remove(input) } catch { publish(RuntimeError(error: error, output: nil, isFatal: false)) }
+    }
+
+    /// removeInput that throws why the change was not applied; removing an input the session does not have
+    /// changes nothing and succeeds.
+    public func remove(_ input: CaptureInput) throws(CaptureError) {
+        try mutate { $0.inputs.removeAll { $0 == input } }
     }
 
     public func canAddOutput(_ output: CaptureOutput) -> Bool { !outputs.contains(output) }
@@ -141,8 +150,15 @@ public final class CaptureSession: @unchecked Sendable {
         try mutate { $0.outputs.append(output) }
     }
 
+    /// Removes an output (AVCaptureSession.removeOutput); a change that cannot be applied is reported as
+    /// removeInput's is. `remove(_:)` throws instead.
     public func removeOutput(_ output: CaptureOutput) {
-        try? mutate { $0.outputs.removeAll { $0 == output } }
+        do { try remove(output) } catch { publish(RuntimeError(error: error, output: output, isFatal: false)) }
+    }
+
+    /// removeOutput that throws why the change was not applied.
+    public func remove(_ output: CaptureOutput) throws(CaptureError) {
+        try mutate { $0.outputs.removeAll { $0 == output } }
     }
 
     // MARK: Configuration
