@@ -93,13 +93,16 @@ struct FrameCapture {
         onStart(Started(camera: chosen.description, startMilliseconds: milliseconds(running - startedAt),
                         deviceFields: DeviceChoice.startedFields([choice])))
 
-        let counting = Task { () -> (Int, SampleBuffer?, Double?, Double?) in
+        // The rate is measured by when frames arrive, not by their timestamps: a camera that falls behind
+        // (a live test pattern starved of CPU, vivid in a slow VM) still stamps them at its nominal rate.
+        let counting = Task { () -> (Int, SampleBuffer?, ContinuousClock.Instant?, ContinuousClock.Instant?) in
             var count = 0, last: SampleBuffer?
-            var first: Double?, final: Double?
+            var first: ContinuousClock.Instant?, final: ContinuousClock.Instant?
             for await frame in frames {
+                let arrival = clock.now
                 count += 1
-                if first == nil { first = frame.presentationTime }
-                final = frame.presentationTime
+                if first == nil { first = arrival }
+                final = arrival
                 last = frame
             }
             return (count, last, first, final)
@@ -111,7 +114,7 @@ struct FrameCapture {
         await session.stop()
         counting.cancel()
         let (count, last, first, final) = await counting.value
-        let span = (final ?? 0) - (first ?? 0)
+        let span = first.flatMap { first in final.map { milliseconds($0 - first) / 1000 } } ?? 0
         return Report(frames: count, dropped: output.droppedFrameCount, seconds: seconds,
                       framesPerSecond: count > 1 && span > 0 ? Double(count - 1) / span : 0,
                       width: last?.width ?? 0, height: last?.height ?? 0, pixelFormat: last?.pixelFormat ?? "none",

@@ -48,6 +48,24 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(finished["fps"] as? Double ?? 0, 30, accuracy: 1)
     }
 
+    /// A camera that cannot keep its rate (the 4K test pattern with the most sensor noise, more than two
+    /// cores make 30 times a second) stamps its frames at the nominal rate all the same: the report gives
+    /// the rate at which frames arrived.
+    func testFramesReportsTheRateMeasuredNotTheRateAskedFor() throws {
+        let result = try runProduct("gcapture", ["frames", "--duration", "4", "--preset", "hd4K3840x2160", "--noise", "127", "--json"],
+                                    timeout: 60)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let finished = try XCTUnwrap(result.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.last)
+        let frames = Double(try XCTUnwrap(finished["frames"] as? Int)), seconds = try XCTUnwrap(finished["seconds"] as? Double)
+        let fps = try XCTUnwrap(finished["fps"] as? Double)
+        let arrived = frames / seconds
+        XCTAssertGreaterThan(frames, 5)
+        XCTAssertEqual(fps, arrived, accuracy: max(1.5, arrived * 0.2),
+                       "\(Int(frames)) frames in \(seconds) s reported as \(fps) fps")
+    }
+
     func testErrorsAreOneSentenceAndFail() throws {
         let unknown = try runProduct("gcapture", ["frames", "--camera", "/dev/video42"])
         XCTAssertNotEqual(unknown.status, 0)
