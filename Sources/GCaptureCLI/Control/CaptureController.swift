@@ -232,6 +232,9 @@ actor CaptureController {
 
     // MARK: Movies
 
+    /// How long `record start` waits for the recording's first frame.
+    static let recordingStartTimeout: Double = 15
+
     func startRecording(path: String?) async throws(ControlFailure) -> ControlReply {
         try refuseWhenStopping()
         guard let movie = capture.movieOutput else { throw ControlFailure("this set-up records no movies (it has no movie output)") }
@@ -257,7 +260,7 @@ actor CaptureController {
         recording = watcher
         movie.fileType = fileType
         movie.startRecording(to: url, recordingDelegate: watcher)
-        switch await watcher.started.wait(seconds: 15) {
+        switch await watcher.started.wait(seconds: Self.recordingStartTimeout) {
         case .success?:
             output.event("recordingStarted", ["path": url.path, "rotation": Int(movie.connection.videoRotationAngle)], text: nil)
             progress = Task { [output] in
@@ -275,8 +278,11 @@ actor CaptureController {
             forget(watcher)
             throw ControlFailure(error.description)
         case nil:
+            // Given up on: the controller is no longer recording (a later `record start` tries again), whether
+            // or not the output ever reports this take.
             movie.stopRecording()
-            throw ControlFailure("the recording to \(url.path) did not start within 15 s")
+            forget(watcher)
+            throw ControlFailure("the recording to \(url.path) did not start within \(Int(Self.recordingStartTimeout)) s")
         }
     }
 
