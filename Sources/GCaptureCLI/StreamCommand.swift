@@ -92,6 +92,8 @@ struct StreamCommand: AsyncParsableCommand {
         let movie = movieDestination.map { destination in
             let movie = CaptureMovieFileOutput()
             movie.fileType = destination.fileType
+            // The recording keeps to --duration itself, however long the stream takes to stop.
+            movie.maxRecordedDuration = duration
             return movie
         }
         if let movie { try session.add(movie) }

@@ -588,6 +588,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             guard let current = recording, !current.stopping else { return (nil, false, nil) }
             recording?.stopping = true
             recording?.monitor?.cancel()
+            // The movie ends now, whatever the session's queue is busy with before it gets to the drain.
+            current.timeline?.end()
             // Between files nothing is open (the delegate has heard the last file end): the recording just
             // ends. A file being cut at an interruption ends the recording once it is finalized.
             if current.waitingFor != nil { recording = nil }

@@ -253,7 +253,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         guard let connection else { return }
         guard let context else { return finish(state: .idle) }
         context.onSessionQueue { graph in
-            if self.isCurrent(connection) { graph?.detachBranch(of: self, drain: true) }
+            if self.isCurrent(connection) { graph?.detachBranch(of: self, drain: self.drainsOnDetach) }
             self.endConnection(connection, lost: false)
             self.finish(state: .idle)
         }
@@ -471,7 +471,10 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
 
     // MARK: The session's hooks
 
-    override var drainsOnDetach: Bool { true }
+    /// Only a live stream has a server to end cleanly: one still connecting (or reconnecting) would hold the
+    /// session's queue until the drain timed out, its sink stuck on a connection that never comes, and with
+    /// it every stop behind it (a recording's, the session's).
+    override var drainsOnDetach: Bool { state == .live }
 
     override func didJoin(_ context: OutputContext, branch: Bin?) {
         locked { self.context = context }
