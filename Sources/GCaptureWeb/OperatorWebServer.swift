@@ -3,6 +3,7 @@ import GStreamerKit
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// The operator's web page: a live view, the capture's controls and events, and a gallery of the photos and
 /// movies, served over HTTP on SwiftNIO (one event-loop thread: the capture's threads keep the cores).
@@ -47,6 +48,8 @@ public final class OperatorWebServer: Sendable {
     @discardableResult
     public func start() async throws(StartError) -> Int {
         let application = application, connections = connections, streams = streams
+        // One context for every connection, made when the certificate was read.
+        let tls = configuration.tls?.context
         let idle = TimeAmount.nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000
                                           + configuration.idleTimeout.components.attoseconds / 1_000_000_000)
         let bootstrap = ServerBootstrap(group: group)
@@ -55,12 +58,20 @@ public final class OperatorWebServer: Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 guard connections.tryOpen() else {
-                    return channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler()) }
+                    return channel.eventLoop.makeCompletedFuture {
+                        // Under TLS the refusal is written once the handshake is done, or the connection
+                        // closes with a failed handshake.
+                        if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
+                        try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler())
+                    }
                 }
                 channel.closeFuture.whenComplete { _ in connections.close() }
                 let loopback = channel.remoteAddress?.ipAddress.map(WebServerConfiguration.isLoopback) ?? false
                 return channel.eventLoop.makeCompletedFuture {
                     let operations = channel.pipeline.syncOperations
+                    // First: everything after it reads and writes plain HTTP. A client that does not speak TLS
+                    // (plain HTTP to this port) fails the handshake and the connection closes, freeing its slot.
+                    if let tls { try operations.addHandler(NIOSSLServerHandler(context: tls)) }
                     try operations.addHandler(IdleStateHandler(readTimeout: idle))
                     try operations.configureHTTPServerPipeline(withErrorHandling: true)
                     try operations.addHandler(HTTPConnectionHandler(application: application, streams: streams, peerIsLoopback: loopback))
