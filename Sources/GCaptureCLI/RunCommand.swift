@@ -110,6 +110,9 @@ struct RunCommand: AsyncParsableCommand {
         }
         if previewSink != nil, !preview { throw ValidationError("--preview-sink needs --preview") }
         if http == nil, web.token != nil { throw ValidationError("--token is for the web page: give --http ADDR:PORT") }
+        if http == nil, web.tlsCertificate != nil || web.tlsKey != nil {
+            throw ValidationError("--tls-cert and --tls-key are for the web page: give --http ADDR:PORT")
+        }
     }
 
     func run() async throws {
