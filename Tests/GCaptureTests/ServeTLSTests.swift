@@ -160,26 +160,55 @@ final class ServeTLSTests: XCTestCase {
         XCTAssertFalse(secure.errorOutput.contains("plain HTTP"), secure.errorOutput)
     }
 
-    /// `gcapture run FILE --http ADDR:PORT` takes the same two options.
+    /// `gcapture run FILE --http ADDR:PORT` takes the same two options, and a description file its own
+    /// `web: {tls-cert, tls-key}` (relative to its folder), whose mistakes are reported at their line.
     func testADescribedSetUpServesItsPageOverHTTPS() throws {
         let certificates = try TestCertificates(test: self)
-        let description = certificates.folder.appendingPathComponent("booth.yaml")
-        try """
-            version: 1
-            camera:
-              id: test
-              preset: vga640x480
-            microphone: none
-            outputs:
-              photo:
-                folder: \(try temporaryFolder().path)
-            """.write(to: description, atomically: true, encoding: .utf8)
-        let run = try launch("gcapture", ["run", description.path, "--http", "127.0.0.1:0", "--json", "--live-size", "320x240",
+        let photos = try temporaryFolder().path
+        func describe(_ name: String, web: String) throws -> URL {
+            let description = certificates.folder.appendingPathComponent(name)
+            try """
+                version: 1
+                camera:
+                  id: test
+                  preset: vga640x480
+                microphone: none
+                outputs:
+                  photo:
+                    folder: \(photos)
+                \(web)
+                """.write(to: description, atomically: true, encoding: .utf8)
+            return description
+        }
+        let plain = try describe("plain.yaml", web: "")
+        let run = try launch("gcapture", ["run", plain.path, "--http", "127.0.0.1:0", "--json", "--live-size", "320x240",
                                           "--tls-cert", certificates.certificate.path, "--tls-key", certificates.key.path])
         XCTAssertTrue(run.waitForEvent("listening", timeout: 30), run.errorOutput)
         let port = try XCTUnwrap(run.events("listening").first?["port"] as? Int)
         XCTAssertEqual(run.events("listening").first?["url"] as? String, "https://127.0.0.1:\(port)/")
         let status = try curl("https://127.0.0.1:\(port)/api/status", authority: certificates.authority)
         XCTAssertEqual(status.code, 200, status.body + status.stderr)
+
+        let secured = try describe("secured.yaml", web: "web:\n  tls-cert: server.pem\n  tls-key: server.key")
+        let described = try launch("gcapture", ["run", secured.path, "--http", "127.0.0.1:0", "--json", "--live-size", "320x240"])
+        XCTAssertTrue(described.waitForEvent("listening", timeout: 30), described.errorOutput)
+        let describedPort = try XCTUnwrap(described.events("listening").first?["port"] as? Int)
+        XCTAssertEqual(described.events("listening").first?["url"] as? String, "https://127.0.0.1:\(describedPort)/")
+        XCTAssertEqual(try curl("https://127.0.0.1:\(describedPort)/api/status", authority: certificates.authority).code, 200)
+
+        // Line 10 is `  tls-cert: …`, line 11 `  tls-key: …`; the value starts in column 13.
+        let missing = try describe("missing.yaml", web: "web:\n  tls-cert: server.pem\n  tls-key: nowhere.key")
+        let inspected = try runGCapture(["inspect", missing.path], timeout: 20)
+        XCTAssertEqual(inspected.status, 1)
+        XCTAssertTrue(inspected.stderr.contains("\(missing.path):11:12: error: web.tls-key 'nowhere.key' does not exist"), inspected.stderr)
+        let halfPair = try describe("half.yaml", web: "web:\n  tls-cert: server.pem")
+        let half = try runGCapture(["inspect", halfPair.path], timeout: 20)
+        XCTAssertTrue(half.stderr.contains("\(halfPair.path):10:3: error: web.tls-cert needs web.tls-key"), half.stderr)
+        let mismatched = try describe("mismatched.yaml", web: "web:\n  tls-cert: server.pem\n  tls-key: stranger.key")
+        let refused = try runGCapture(["run", mismatched.path, "--http", "127.0.0.1:0", "--json"], timeout: 20)
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("\(mismatched.path):11:12: error: web.tls-key: the key \(certificates.strangerKey.path) is not the key of the certificate"),
+                      refused.stderr)
+        XCTAssertFalse(refused.stdout.contains("\"started\""), "the camera was opened: \(refused.stdout)")
     }
 }

@@ -72,7 +72,7 @@ enum ControlledRun {
         let folders = try [capture.settings.photoFolder, capture.settings.movieFolder].map {
             try RunCommand.folder($0.path, option: "the gallery's folder")
         }
-        let (server, liveView, madeToken) = try web.options.server(listen: web.listen, folders: folders,
+        let (server, liveView, madeToken) = try web.options.server(listen: web.listen, folders: folders, tls: capture.webTLS,
                                                                    console: WebConsole(controller: controller, output: output))
         capture.session.beginConfiguration()
         try capture.session.add(liveView.output)

@@ -55,15 +55,16 @@ struct WebOptions: ParsableArguments {
     }
 
     /// The server for `listen` ("ADDR:PORT"), with the live view it serves; the live view's output is to be
-    /// added to the session before it starts.
-    func server(listen: String, folders: [URL], console: any OperatorConsole) throws -> (OperatorWebServer, LiveView, String?) {
+    /// added to the session before it starts. `tls`: a description's certificate, for want of --tls-cert.
+    func server(listen: String, folders: [URL], tls described: WebTLSIdentity? = nil,
+                console: any OperatorConsole) throws -> (OperatorWebServer, LiveView, String?) {
         let address: (host: String, port: Int)
         switch WebServerConfiguration.parseListenAddress(listen) {
         case .success(let parsed): address = parsed
         case .failure(let error): throw CommandFailure("--listen \(error)")
         }
         var configuration = WebServerConfiguration(host: address.host, port: address.port, token: token, folders: folders)
-        configuration.tls = tls
+        configuration.tls = tls ?? described
         var madeToken: String?
         if configuration.requiresToken, token == nil {
             madeToken = WebServerConfiguration.makeToken()
