@@ -11,8 +11,6 @@ public struct WebTLSIdentity: Sendable {
     public let keyPath: String
     /// The server's context: TLS 1.2 or newer, the certificate chain and its key.
     let context: NIOSSLContext
-    /// When the server's certificate expires.
-    public let notValidAfter: Date
 
     public struct LoadError: Error, Sendable, CustomStringConvertible {
         public enum File: Sendable { case certificate, key }
@@ -39,7 +37,7 @@ public struct WebTLSIdentity: Sendable {
         } else {
             chain = (try? NIOSSLCertificate(bytes: certificateBytes, format: .der)).map { [$0] } ?? []
         }
-        guard let leaf = chain.first else {
+        guard !chain.isEmpty else {
             throw LoadError("the certificate \(certificatePath) holds no certificate that can be read (expected PEM, \"-----BEGIN CERTIFICATE-----\", or DER)", .certificate)
         }
 
@@ -72,7 +70,6 @@ public struct WebTLSIdentity: Sendable {
         } catch {
             throw LoadError("the certificate \(certificatePath) and the key \(keyPath) cannot serve HTTPS together (\(error))", .key)
         }
-        notValidAfter = Date(timeIntervalSince1970: TimeInterval(leaf.notValidAfter))
     }
 
     private static func read(_ path: String, what: LoadError.File) throws(LoadError) -> [UInt8] {
