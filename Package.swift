@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // HTTPS for the operator's web page (`--tls-cert`/`--tls-key`); GCaptureWeb only.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // `swift package generate-documentation --target GCapture` (scripts/build-docs.sh): the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -53,7 +55,8 @@ let package = Package(
         .target(name: "GCaptureWeb", dependencies: ["GCapture", "GStreamerKit", "CImaging",
                                                     .product(name: "NIOCore", package: "swift-nio"),
                                                     .product(name: "NIOPosix", package: "swift-nio"),
-                                                    .product(name: "NIOHTTP1", package: "swift-nio")]),
+                                                    .product(name: "NIOHTTP1", package: "swift-nio"),
+                                                    .product(name: "NIOSSL", package: "swift-nio-ssl")]),
         .executableTarget(
             name: "GCaptureCLI",
             dependencies: ["GCapture", "GCaptureDescription", "GCaptureWeb", "GStreamerKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -27,6 +27,9 @@ packages=(
   zsh fish man-db systemd
   # The web page's browser test: headless Chromium, its driver, Selenium for Debian's Python.
   chromium chromium-driver python3-selenium
+  # HTTPS for the web page's tests: openssl makes a test authority and certificate, curl checks the chain,
+  # certutil (libnss3-tools) makes Chromium trust that authority.
+  openssl curl libnss3-tools
   # The RotationCoordinator's tests: a private D-Bus bus with a stand-in iio-sensor-proxy in Python (GIO).
   dbus-daemon python3 python3-gi
 )

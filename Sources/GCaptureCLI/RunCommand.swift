@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GCapture
 import GCaptureDescription
+import GCaptureWeb
 import GStreamerKit
 
 struct RunCommand: AsyncParsableCommand {
@@ -110,6 +111,9 @@ struct RunCommand: AsyncParsableCommand {
         }
         if previewSink != nil, !preview { throw ValidationError("--preview-sink needs --preview") }
         if http == nil, web.token != nil { throw ValidationError("--token is for the web page: give --http ADDR:PORT") }
+        if http == nil, web.tlsCertificate != nil || web.tlsKey != nil {
+            throw ValidationError("--tls-cert and --tls-key are for the web page: give --http ADDR:PORT")
+        }
     }
 
     func run() async throws {
@@ -123,12 +127,13 @@ struct RunCommand: AsyncParsableCommand {
     func makeCapture() throws -> (ControlledCapture, CaptureController.ReloadHook) {
         guard let file else { return (try captureFromOptions(), CaptureController.reapplyCurrentSettings) }
         let described = try DescriptionCommandSupport.open(file, safe: safe, root: root)
-        let capture = ControlledCapture(session: described.session, photoOutput: described.photoOutput,
+        var capture = ControlledCapture(session: described.session, photoOutput: described.photoOutput,
                                         movieOutput: described.movieOutput, streamOutput: described.streamOutput,
                                         streamLocation: described.checked.streamLocation, settings: Self.settings(of: described),
                                         camera: described.cameraInput.device.description,
                                         microphone: described.microphoneInput?.device.description,
                                         notices: described.checked.notices)
+        if http != nil, web.tls == nil { capture.webTLS = try Self.webTLS(of: described.checked, file: file) }
         let options = DescriptionCommandSupport.options(safe: safe, root: root)
         let reload: CaptureController.ReloadHook = { _ in
             let new = try CaptureDescription.load(contentsOf: URL(fileURLWithPath: file), file: file, options: options)
@@ -139,6 +144,20 @@ struct RunCommand: AsyncParsableCommand {
             return Self.settings(of: described)
         }
         return (capture, reload)
+    }
+
+    /// The description's certificate and key for the page (already found readable by the check), read; a
+    /// file that does not hold them is reported at its key's line, as the check's errors are.
+    private static func webTLS(of checked: CheckedDescription, file: String) throws -> WebTLSIdentity? {
+        guard let certificate = checked.tlsCertificate, let key = checked.tlsKey else { return nil }
+        do {
+            return try WebTLSIdentity(certificate: certificate.path, key: key.path)
+        } catch {
+            let path = error.file == .certificate ? "web.tls-cert" : "web.tls-key"
+            let diagnostic = DescriptionDiagnostic(file: file, position: checked.description.position(of: path), message: "\(path): \(error.description)")
+            FileHandle.standardError.write(Data((diagnostic.description + "\n").utf8))
+            throw ExitCode(1)
+        }
     }
 
     /// What of a described set-up `run` commands change live.

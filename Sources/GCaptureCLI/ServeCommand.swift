@@ -19,12 +19,15 @@ struct ServeCommand: AsyncParsableCommand {
 
         It listens on 127.0.0.1 unless --listen says otherwise. Any other address needs an access token: \
         given with --token, or made and printed at start; the page asks for it once (a cookie keeps it), \
-        programs send `Authorization: Bearer TOKEN`. The commands of `gcapture run` work on stdin too, and \
+        programs send `Authorization: Bearer TOKEN`. There the token crosses the network in clear unless \
+        --tls-cert and --tls-key serve the page over HTTPS (TLS 1.2 or newer; the cookie is then Secure). \
+        The commands of `gcapture run` work on stdin too, and \
         the signals as there: SIGUSR1 takes a photo, the first INT or TERM finalizes and stops.
 
         Examples:
           gcapture serve
           gcapture serve --listen 0.0.0.0:8080 --output /srv/booth
+          gcapture serve --listen 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem
           curl -H 'Content-Type: application/json' -d '{"command":"photo"}' \\
                localhost:8080/api/command
         """)

@@ -3,6 +3,7 @@ import GStreamerKit
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// The operator's web page: a live view, the capture's controls and events, and a gallery of the photos and
 /// movies, served over HTTP on SwiftNIO (one event-loop thread: the capture's threads keep the cores).
@@ -49,19 +50,30 @@ public final class OperatorWebServer: Sendable {
         let application = application, connections = connections, streams = streams
         let requestTimeout = TimeAmount.nanoseconds(Int64(configuration.requestTimeout.components.seconds) * 1_000_000_000
                                                     + configuration.requestTimeout.components.attoseconds / 1_000_000_000)
+        // One context for every connection, made when the certificate was read.
+        let tls = configuration.tls?.context
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 guard case .admitted(let evicted) = connections.admit(channel) else {
-                    return channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler()) }
+                    return channel.eventLoop.makeCompletedFuture {
+                        // Under TLS the refusal is written once the handshake is done, or the connection
+                        // closes with a failed handshake.
+                        if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
+                        try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler())
+                    }
                 }
                 evicted?.close(promise: nil)
                 channel.closeFuture.whenComplete { _ in connections.remove(channel) }
                 let loopback = channel.remoteAddress?.ipAddress.map(WebServerConfiguration.isLoopback) ?? false
                 return channel.eventLoop.makeCompletedFuture {
                     let operations = channel.pipeline.syncOperations
+                    // First: everything after it reads and writes plain HTTP. A client that does not speak TLS
+                    // (plain HTTP to this port) fails the handshake and the connection closes, freeing its slot;
+                    // one that never finishes its handshake is closed by the request deadline.
+                    if let tls { try operations.addHandler(NIOSSLServerHandler(context: tls)) }
                     try operations.configureHTTPServerPipeline(withErrorHandling: true)
                     try operations.addHandler(HTTPConnectionHandler(application: application, slots: connections, streams: streams,
                                                                     requestTimeout: requestTimeout, peerIsLoopback: loopback))

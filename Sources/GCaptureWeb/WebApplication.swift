@@ -83,7 +83,8 @@ struct WebApplication: Sendable {
     }
 
     private var sessionCookie: String {
-        "\(Self.cookieName)=\(configuration.token ?? ""); Path=/; HttpOnly; SameSite=Strict"
+        // Secure under HTTPS: the browser never sends the token over a plain connection to this host.
+        "\(Self.cookieName)=\(configuration.token ?? ""); Path=/; HttpOnly; SameSite=Strict" + (configuration.tls != nil ? "; Secure" : "")
     }
 
     /// Why the request may not go on, or nil when it may.

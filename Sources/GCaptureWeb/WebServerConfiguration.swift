@@ -8,6 +8,9 @@ public struct WebServerConfiguration: Sendable {
     /// The access token. Required for any address other than loopback (`requiresToken`): without one, anyone
     /// on the network could watch and command the camera.
     public var token: String?
+    /// The certificate and key to serve HTTPS with; nil: plain HTTP, where the token and the pictures
+    /// cross the network readable by anyone on it.
+    public var tls: WebTLSIdentity?
     /// The folders whose photos and movies the gallery shows and serves; nothing outside them is served.
     public var folders: [URL]
     /// Connections open at once. When all are taken, a newcomer pushes out the connection that has waited
@@ -30,6 +33,9 @@ public struct WebServerConfiguration: Sendable {
         self.token = token
         self.folders = folders
     }
+
+    /// "https" with a certificate, else "http".
+    public var scheme: String { tls == nil ? "http" : "https" }
 
     /// True for an address other machines can reach: the server then refuses to start without a token.
     public var requiresToken: Bool { !Self.isLoopback(host) }

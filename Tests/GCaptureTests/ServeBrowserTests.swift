@@ -6,13 +6,17 @@ import XCTest
 final class ServeBrowserTests: XCTestCase {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Browser/serve_page.py")
 
-    func testThePageShowsTheCameraLiveTakesAPhotoAndRecordsAMovieThatPlays() throws {
+    func requireBrowser() throws {
         for part in ["/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: part) {
             throw TestEnvironment.missing("\(part) is not installed (apt install chromium chromium-driver, or bash scripts/install-deps.sh)")
         }
         guard (try? runTool("/usr/bin/python3", ["-c", "import selenium"]).status) == 0 else {
             throw TestEnvironment.missing("Selenium is not installed for /usr/bin/python3 (apt install python3-selenium)")
         }
+    }
+
+    func testThePageShowsTheCameraLiveTakesAPhotoAndRecordsAMovieThatPlays() throws {
+        try requireBrowser()
         let folder = try temporaryFolder()
         let serve = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none",
                                             "--output", folder.path, "--json", "--live-size", "960x540"])
@@ -32,5 +36,49 @@ final class ServeBrowserTests: XCTestCase {
         XCTAssertGreaterThan(movie.duration, 2, "about 3 s were recorded from the page")
         XCTAssertGreaterThan(movie.videoFrames ?? 0, 60)
         XCTAssertEqual(serve.events("recordingFinished").first?["complete"] as? Bool, true)
+    }
+
+    /// Over HTTPS: Chromium that trusts the test authority (in the NSS database of a HOME of its own) gets
+    /// the whole page, live view, shutter and recording; a server whose certificate another authority signed
+    /// is refused by that same browser.
+    func testOverHTTPSTheBrowserTrustingTheAuthorityGetsThePageAndRefusesAStranger() throws {
+        try requireBrowser()
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/certutil") else {
+            throw TestEnvironment.missing("/usr/bin/certutil is not installed (apt install libnss3-tools, or bash scripts/install-deps.sh)")
+        }
+        let certificates = try TestCertificates(test: self)
+        let home = try temporaryFolder()
+        let database = home.appendingPathComponent(".pki/nssdb")
+        try FileManager.default.createDirectory(at: database, withIntermediateDirectories: true)
+        for arguments in [["-N", "-d", "sql:\(database.path)", "--empty-password"],
+                          ["-A", "-d", "sql:\(database.path)", "-t", "C,,", "-n", "gcapture test authority", "-i", certificates.authority.path]] {
+            let run = try runTool("/usr/bin/certutil", arguments, timeout: 30)
+            XCTAssertEqual(run.status, 0, "certutil \(arguments.joined(separator: " ")): \(run.stderr)")
+        }
+        let browserEnvironment = ["HOME": home.path]
+
+        let folder = try temporaryFolder()
+        let serve = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none",
+                                            "--output", folder.path, "--json", "--live-size", "640x360",
+                                            "--tls-cert", certificates.certificate.path, "--tls-key", certificates.key.path])
+        XCTAssertTrue(serve.waitForEvent("listening", timeout: 30), serve.errorOutput)
+        let url = try XCTUnwrap(serve.events("listening").first?["url"] as? String)
+        XCTAssertTrue(url.hasPrefix("https://127.0.0.1:"), url)
+        let browser = try runTool("/usr/bin/python3", [Self.script.path, url], environment: browserEnvironment, timeout: 150)
+        let findings = browser.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        XCTAssertEqual(browser.status, 0, "the browser test failed:\n\(browser.stdout)\n\(browser.stderr.suffix(2000))")
+        XCTAssertEqual(findings.compactMap { $0["check"] as? String }, ["live view moves", "photo in gallery", "movie in gallery"])
+        XCTAssertEqual(serve.events("photo").first?["trigger"] as? String, "web")
+
+        let stranger = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none",
+                                               "--output", try temporaryFolder().path, "--json", "--live-size", "320x240",
+                                               "--tls-cert", certificates.strangerCertificate.path,
+                                               "--tls-key", certificates.strangerKey.path])
+        XCTAssertTrue(stranger.waitForEvent("listening", timeout: 30), stranger.errorOutput)
+        let strangerURL = try XCTUnwrap(stranger.events("listening").first?["url"] as? String)
+        let refusal = try runTool("/usr/bin/python3", [Self.script.path, "--refused", strangerURL], environment: browserEnvironment,
+                                  timeout: 90)
+        XCTAssertEqual(refusal.status, 0, "the browser test failed:\n\(refusal.stdout)\n\(refusal.stderr.suffix(2000))")
+        XCTAssertTrue(refusal.stdout.contains("ERR_CERT_AUTHORITY_INVALID"), refusal.stdout)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GCapture
 import GCaptureDescription
+import GCaptureWeb
 
 /// A capture set-up `gcapture run` drives: a configured (committed, not yet started) session and the
 /// outputs the commands act on. Made in `RunCommand.makeCapture`: from the command line's options, or from
@@ -20,6 +21,9 @@ struct ControlledCapture: Sendable {
     var camera: String
     var microphone: String?
     var notices: [String] = []
+    /// A description's certificate for the web page (`web.tls-cert`/`web.tls-key`), read and checked;
+    /// --tls-cert/--tls-key take precedence.
+    var webTLS: WebTLSIdentity?
 }
 
 /// The part of a set-up that changes on the live session, without stopping it: `CaptureController.apply`

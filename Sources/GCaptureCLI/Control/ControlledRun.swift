@@ -72,7 +72,7 @@ enum ControlledRun {
         let folders = try [capture.settings.photoFolder, capture.settings.movieFolder].map {
             try RunCommand.folder($0.path, option: "the gallery's folder")
         }
-        let (server, liveView, madeToken) = try web.options.server(listen: web.listen, folders: folders,
+        let (server, liveView, madeToken) = try web.options.server(listen: web.listen, folders: folders, tls: capture.webTLS,
                                                                    console: WebConsole(controller: controller, output: output))
         capture.session.beginConfiguration()
         try capture.session.add(liveView.output)
@@ -80,6 +80,13 @@ enum ControlledRun {
         liveView.follow(capture.session)
         if let madeToken {
             FileHandle.standardError.write(Data("gcapture: \(server.configuration.host) is reachable from other machines; the page's access token is \(madeToken)\n".utf8))
+        }
+        if server.configuration.requiresToken, server.configuration.tls == nil {
+            // Once, at start, on stderr like the made token (the protocol has no warning event): off loopback,
+            // plain HTTP lets anyone on the network read the token and the pictures.
+            let message = "\(server.configuration.host) is reachable from other machines over plain HTTP: the access token "
+                + "and the pictures cross the network unencrypted; serve HTTPS with --tls-cert FILE --tls-key FILE"
+            FileHandle.standardError.write(Data("gcapture: warning: \(message)\n".utf8))
         }
         return server
     }
@@ -90,6 +97,6 @@ enum ControlledRun {
         do { port = try await server.start() } catch { throw CommandFailure(error.description) }
         let host = server.configuration.host
         let shown = host == "0.0.0.0" || host == "::" ? ProcessInfo.processInfo.hostName : host.contains(":") ? "[\(host)]" : host
-        return ("http://\(shown):\(port)/", port)
+        return ("\(server.configuration.scheme)://\(shown):\(port)/", port)
     }
 }

@@ -17,6 +17,34 @@ struct WebOptions: ParsableArguments {
             help: "The live view's frames a second, \(NumberRanges.liveRate.accepted) (default: 15).", transform: NumberRanges.liveRate.parser)
     var liveRate: Double = 15
 
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp(
+        "Serve HTTPS with this certificate (PEM; the server's first, then any intermediates). Needs --tls-key.",
+        valueName: "file"))
+    var tlsCertificate: String?
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp(
+        "The certificate's private key (PEM, unencrypted; keep it readable by this user only). Needs --tls-cert.",
+        valueName: "file"))
+    var tlsKey: String?
+
+    /// The certificate and key, read and checked when the command line is (validate()): a file that is
+    /// missing, unreadable, not a certificate or key, or a key that is not the certificate's is a mistake
+    /// on the command line like any other (exit status 64), named with its file. Read once, at start.
+    private(set) var tls: WebTLSIdentity?
+
+    // Every option but `tls`, which is made from two of them.
+    private enum CodingKeys: String, CodingKey { case token, liveSize, liveRate, tlsCertificate, tlsKey }
+
+    mutating func validate() throws {
+        switch (tlsCertificate, tlsKey) {
+        case (nil, nil): tls = nil
+        case (_?, nil): throw ValidationError("--tls-cert needs --tls-key: give the certificate's private key too")
+        case (nil, _?): throw ValidationError("--tls-key needs --tls-cert: give the certificate the key belongs to")
+        case (let certificate?, let key?):
+            do { tls = try WebTLSIdentity(certificate: certificate, key: key) } catch { throw ValidationError(error.description) }
+        }
+    }
+
     static func size(_ text: String) throws -> (width: Int, height: Int) {
         let parts = text.lowercased().split(separator: "x")
         guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]),
@@ -27,14 +55,16 @@ struct WebOptions: ParsableArguments {
     }
 
     /// The server for `listen` ("ADDR:PORT"), with the live view it serves; the live view's output is to be
-    /// added to the session before it starts.
-    func server(listen: String, folders: [URL], console: any OperatorConsole) throws -> (OperatorWebServer, LiveView, String?) {
+    /// added to the session before it starts. `tls`: a description's certificate, for want of --tls-cert.
+    func server(listen: String, folders: [URL], tls described: WebTLSIdentity? = nil,
+                console: any OperatorConsole) throws -> (OperatorWebServer, LiveView, String?) {
         let address: (host: String, port: Int)
         switch WebServerConfiguration.parseListenAddress(listen) {
         case .success(let parsed): address = parsed
         case .failure(let error): throw CommandFailure("--listen \(error)")
         }
         var configuration = WebServerConfiguration(host: address.host, port: address.port, token: token, folders: folders)
+        configuration.tls = tls ?? described
         var madeToken: String?
         if configuration.requiresToken, token == nil {
             madeToken = WebServerConfiguration.makeToken()

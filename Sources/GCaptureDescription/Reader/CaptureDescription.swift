@@ -16,6 +16,8 @@ public struct CaptureDescription: Sendable, Equatable {
     public var outputs: Outputs
     /// GStreamer fragments meant to go between the camera and the outputs.
     public var filters: [String]
+    /// The operator's web page, when `gcapture run FILE --http ADDR:PORT` serves it.
+    public var web = Web()
     /// Where each key and value was written, by dotted path ("outputs.photo.folder"): later checks report
     /// their findings there.
     public var valuePositions: [String: SourcePosition]
@@ -130,6 +132,14 @@ public struct CaptureDescription: Sendable, Equatable {
         public var encoder: String?
         /// aac, or opus where the protocol carries it (srt://, rtsp://).
         public var audioCodec = "aac"
+    }
+
+    /// The web page's settings (the address is `--http`'s).
+    public struct Web: Sendable, Equatable {
+        /// HTTPS: the certificate (PEM or DER) and its unencrypted private key, relative to the description's
+        /// folder (the root under --safe). Both or neither.
+        public var tlsCertificate: String?
+        public var tlsKey: String?
     }
 
     /// The rotation photos and movies get: the mount angle plus the extra rotation, in quarter turns.

@@ -6,7 +6,7 @@ import Yams
 /// the same keys.
 enum Schema {
     static let keys: [String: [String]] = [
-        "": ["version", "camera", "microphone", "rotation", "mirror", "outputs", "filters"],
+        "": ["version", "camera", "microphone", "rotation", "mirror", "outputs", "filters", "web"],
         "camera": ["id", "position", "preset", "mount", "source", "pattern", "noise"],
         "outputs": ["preview", "photo", "movie", "frames", "stream"],
         "outputs.preview": ["sink", "gravity", "fullscreen", "mirror"],
@@ -15,6 +15,7 @@ enum Schema {
                           "encoder", "bit-rate", "folder", "name"],
         "outputs.frames": ["format", "width", "height", "discard-late"],
         "outputs.stream": ["url", "bit-rate", "key-interval", "profile", "encoder", "audio-codec"],
+        "web": ["tls-cert", "tls-key"],
     ]
 
     /// CaptureSession.Preset's names (a test keeps the two lists equal).

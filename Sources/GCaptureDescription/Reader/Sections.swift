@@ -31,6 +31,7 @@ extension Walker {
             error(.start, "the description has no `outputs:` (preview, photo, movie, frames or stream)")
         }
         if let node = top["filters"] { description.filters = readFilters(node) }
+        if let node = top["web"] { description.web = readWeb(node) }
         if let movie = description.outputs.movie, movie.audio, description.microphone == .none,
            top["outputs"] != nil {
             let position = valuePositions["outputs.movie.audio"] ?? keyPositions["outputs.movie"] ?? .start
@@ -93,6 +94,23 @@ extension Walker {
         case "test": .test
         default: .id(id)
         }
+    }
+
+    mutating func readWeb(_ node: Node) -> CaptureDescription.Web {
+        var web = CaptureDescription.Web()
+        guard let fields = entries(node, path: "web", what: "web") else { return web }
+        for (key, path) in [("tls-cert", "web.tls-cert"), ("tls-key", "web.tls-key")] {
+            guard let node = fields[key], let value = text(node, path) else { continue }
+            if value.isEmpty { error(at(node), "\(path) needs a file's path"); continue }
+            if key == "tls-cert" { web.tlsCertificate = value } else { web.tlsKey = value }
+        }
+        if fields["tls-cert"] != nil, fields["tls-key"] == nil {
+            error(keyPositions["web.tls-cert"]!, "web.tls-cert needs web.tls-key: give the certificate's private key too")
+        }
+        if fields["tls-key"] != nil, fields["tls-cert"] == nil {
+            error(keyPositions["web.tls-key"]!, "web.tls-key needs web.tls-cert: give the certificate the key belongs to")
+        }
+        return web
     }
 
     mutating func readMicrophone(_ node: Node) -> CaptureDescription.Microphone {

@@ -243,6 +243,8 @@ public final class DescribedSession: @unchecked Sendable {
             // The stream's branch and connection are made when it starts.
             ("outputs.stream", was.outputs.stream != now.outputs.stream || old.streamLocation != new.streamLocation),
             ("microphone", old.microphone != new.microphone || was.outputs.movie?.audio != now.outputs.movie?.audio),
+            // The web page's certificate is read when the run starts.
+            ("web", was.web != now.web),
         ]
         report.needsRestart = structural.filter(\.1).map(\.0)
         for (key, changed) in [("outputs.preview", was.outputs.preview != now.outputs.preview && !report.needsRestart.contains("outputs.preview")),

@@ -35,6 +35,10 @@ public struct CheckedDescription: Sendable {
     public let movieFolder: URL?
     /// Where the stream goes, as CaptureStreamOutput takes it (an HLS playlist's path made absolute).
     public let streamLocation: String?
+    /// The web page's certificate and key (`web.tls-cert`, `web.tls-key`), absolute, files this user can
+    /// read; whether they hold a certificate and its key is for the web server to say.
+    public let tlsCertificate: URL?
+    public let tlsKey: URL?
     /// What runs otherwise than written (keys for features this engine does not have yet).
     public let warnings: [DescriptionDiagnostic]
     /// Test devices standing in for missing real ones (only with `fallsBackToTestDevices`).
@@ -81,7 +85,8 @@ extension CaptureDescription {
         guard errors.isEmpty, let result else { throw DescriptionError(errors) }
         return CheckedDescription(description: description, camera: result.camera, microphone: result.microphone,
                                   photoFolder: result.photoFolder, movieFolder: result.movieFolder,
-                                  streamLocation: result.streamLocation, warnings: all.filter { $0.severity == .warning }, notices: checker.notices)
+                                  streamLocation: result.streamLocation, tlsCertificate: result.tlsCertificate,
+                                  tlsKey: result.tlsKey, warnings: all.filter { $0.severity == .warning }, notices: checker.notices)
     }
 }
 
@@ -105,6 +110,8 @@ struct MachineCheck {
         var photoFolder: URL?
         var movieFolder: URL?
         var streamLocation: String?
+        var tlsCertificate: URL?
+        var tlsKey: URL?
     }
 
     mutating func error(_ position: SourcePosition, _ message: String) {
@@ -138,6 +145,8 @@ struct MachineCheck {
         found?.photoFolder = photoFolder
         found?.movieFolder = movieFolder
         found?.streamLocation = description.outputs.stream.flatMap { checkStream($0) }
+        found?.tlsCertificate = description.web.tlsCertificate.flatMap { readableFile($0, "web.tls-cert") }
+        found?.tlsKey = description.web.tlsKey.flatMap { readableFile($0, "web.tls-key") }
         return found
     }
 
@@ -353,6 +362,38 @@ struct MachineCheck {
                 error(position, "\(path) '\(folder)' does not exist and cannot be made: \(ancestor.path) is not writable")
                 return nil
             }
+        }
+        return url
+    }
+
+    /// A file to read (the web page's certificate or key): its absolute URL when it exists, is a file and
+    /// this user can read it; under --safe, only inside the root.
+    mutating func readableFile(_ file: String, _ path: String) -> URL? {
+        if refused(path) { return nil }
+        let position = description.position(of: path)
+        let base = (options.root ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL
+        let url = file.hasPrefix("/") ? URL(fileURLWithPath: file).standardizedFileURL
+            : base.appendingPathComponent(file).standardizedFileURL
+        if options.safe {
+            let root = base.resolvingSymlinksInPath().path
+            let resolved = Self.resolvingExistingPart(of: url).path
+            guard resolved.hasPrefix(root.hasSuffix("/") ? root : root + "/") else {
+                error(position, "\(path) '\(file)' is outside the root, which --safe forbids")
+                return nil
+            }
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            error(position, "\(path) '\(file)' does not exist" + (file.hasPrefix("/") ? "" : " (in \(base.path))"))
+            return nil
+        }
+        if isDirectory.boolValue {
+            error(position, "\(path) '\(file)' is a folder, not a file")
+            return nil
+        }
+        if !FileManager.default.isReadableFile(atPath: url.path) {
+            error(position, "\(path) '\(file)' cannot be read by this user")
+            return nil
         }
         return url
     }

@@ -1,8 +1,10 @@
 """The operator's page of `gcapture serve` in a real browser: headless Chromium driven by Selenium.
 
-Usage: serve_page.py URL
+Usage: serve_page.py URL            the live view, a photo and a movie from the page
+       serve_page.py --refused URL  the browser refuses the page (an https:// URL whose certificate it
+                                    does not trust): its certificate error, never the page
 Prints one JSON object per finding on stdout ({"check": ..., ...}); exits non-zero on the first failure,
-saying what a person at the browser would have seen instead.
+saying what a person at the browser would have seen instead. Chromium trusts what $HOME/.pki/nssdb trusts.
 """
 import json
 import sys
@@ -29,14 +31,34 @@ def wait_for(driver, what, script, timeout=20):
     raise AssertionError(f"{what} did not happen within {timeout} s")
 
 
-def main(url):
+def start_browser():
     options = Options()
     options.binary_location = "/usr/bin/chromium"
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"):
         options.add_argument(argument)
     # The live view never ends, so 'normal' (wait for the load event) would wait forever.
     options.page_load_strategy = "none"
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def refused(url):
+    driver = start_browser()
+    try:
+        driver.set_script_timeout(20)
+        driver.get(url)
+        error = wait_for(driver, "the certificate error page",
+                         "const text = document.documentElement ? document.documentElement.outerHTML : '';"
+                         "const found = text.match(/NET::ERR_CERT_[A-Z_]+|ERR_CERT_[A-Z_]+/);"
+                         "return found ? found[0] : null")
+        if driver.execute_script("return document.getElementById('live') !== null"):
+            raise AssertionError("the page loaded although its certificate is not trusted")
+        report(check="certificate refused", error=error)
+    finally:
+        driver.quit()
+
+
+def main(url):
+    driver = start_browser()
     try:
         driver.set_script_timeout(20)
         driver.get(url)
@@ -80,7 +102,10 @@ def main(url):
 
 if __name__ == "__main__":
     try:
-        main(sys.argv[1])
+        if sys.argv[1] == "--refused":
+            refused(sys.argv[2])
+        else:
+            main(sys.argv[1])
     except AssertionError as failure:
         report(check="failed", error=str(failure))
         sys.exit(1)
