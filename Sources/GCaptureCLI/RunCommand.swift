@@ -42,10 +42,10 @@ struct RunCommand: AsyncParsableCommand {
     @Argument(help: "A description file: the whole set-up (the options for devices, folders and names then do not apply).")
     var file: String?
 
-    @Flag(help: "The description comes from untrusted hands: no custom fragments, every path inside --root.")
+    @Flag(help: "The description comes from untrusted hands: no custom fragments, a display sink for the preview, every path inside --root (its folders, and the PATH of `photo` and `record start`).")
     var safe = false
 
-    @Option(help: "With --safe: the folder every output path must stay inside.")
+    @Option(help: "With --safe: the folder every output path must stay inside; a command's PATH is relative to it.")
     var root: String?
 
     @Option(help: DeviceChoice.cameraHelp)
@@ -123,13 +123,14 @@ struct RunCommand: AsyncParsableCommand {
     func makeCapture() throws -> (ControlledCapture, CaptureController.ReloadHook) {
         guard let file else { return (try captureFromOptions(), CaptureController.reapplyCurrentSettings) }
         let described = try DescriptionCommandSupport.open(file, safe: safe, root: root)
-        let capture = ControlledCapture(session: described.session, photoOutput: described.photoOutput,
+        var capture = ControlledCapture(session: described.session, photoOutput: described.photoOutput,
                                         movieOutput: described.movieOutput, streamOutput: described.streamOutput,
                                         streamLocation: described.checked.streamLocation, settings: Self.settings(of: described),
                                         camera: described.cameraInput.device.description,
                                         microphone: described.microphoneInput?.device.description,
                                         notices: described.checked.notices)
         let options = DescriptionCommandSupport.options(safe: safe, root: root)
+        capture.paths.root = safe ? options.root.map(SafeRoot.init) : nil
         let reload: CaptureController.ReloadHook = { _ in
             let new = try CaptureDescription.load(contentsOf: URL(fileURLWithPath: file), file: file, options: options)
             let report = try described.reload(new)

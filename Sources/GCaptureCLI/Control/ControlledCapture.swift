@@ -20,6 +20,8 @@ struct ControlledCapture: Sendable {
     var camera: String
     var microphone: String?
     var notices: [String] = []
+    /// Where the paths commands name go (under --safe: inside the root).
+    var paths = CommandPaths()
 }
 
 /// The part of a set-up that changes on the live session, without stopping it: `CaptureController.apply`

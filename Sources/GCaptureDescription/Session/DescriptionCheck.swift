@@ -329,9 +329,7 @@ struct MachineCheck {
         let url = folder.hasPrefix("/") ? URL(fileURLWithPath: folder).standardizedFileURL
             : base.appendingPathComponent(folder).standardizedFileURL
         if options.safe {
-            let root = base.resolvingSymlinksInPath().path
-            let resolved = Self.resolvingExistingPart(of: url).path
-            guard resolved == root || resolved.hasPrefix(root.hasSuffix("/") ? root : root + "/") else {
+            guard SafeRoot(base).contains(url) else {
                 error(position, "\(path) '\(folder)' leads outside the root through a symbolic link, which --safe forbids")
                 return nil
             }
@@ -355,19 +353,6 @@ struct MachineCheck {
             }
         }
         return url
-    }
-
-    /// The path with symbolic links followed as far as it exists; the rest appended as written.
-    static func resolvingExistingPart(of url: URL) -> URL {
-        var existing = url
-        var rest: [String] = []
-        while !FileManager.default.fileExists(atPath: existing.path), existing.path != "/" {
-            rest.insert(existing.lastPathComponent, at: 0)
-            existing.deleteLastPathComponent()
-        }
-        var resolved = existing.resolvingSymlinksInPath()
-        for component in rest { resolved.appendPathComponent(component) }
-        return resolved.standardizedFileURL
     }
 }
 
