@@ -13,6 +13,9 @@ final class SafeRunCommandTests: XCTestCase {
         let outside = folder.appendingPathComponent("outside")
         for made in [root, outside] { try FileManager.default.createDirectory(at: made, withIntermediateDirectories: true) }
         try FileManager.default.createSymbolicLink(at: root.appendingPathComponent("escape"), withDestinationURL: outside)
+        // A link to a file not there yet: a movie written through it would land outside.
+        try FileManager.default.createSymbolicLink(at: root.appendingPathComponent("dangling.mp4"),
+                                                   withDestinationURL: outside.appendingPathComponent("dangling.mp4"))
         let file = folder.appendingPathComponent("kiosk.yaml")
         try """
             version: 1
@@ -37,6 +40,7 @@ final class SafeRunCommandTests: XCTestCase {
             (3, #"{"id": 3, "command": "photo", "path": "photos/../../x.jpg"}"#),
             (4, #"{"id": 4, "command": "photo", "path": "escape/linked.jpg"}"#),
             (5, #"{"id": 5, "command": "record", "action": "start", "path": "escape/linked.mp4"}"#),
+            (6, #"{"id": 6, "command": "record", "action": "start", "path": "dangling.mp4"}"#),
         ]
         for (id, request) in refused {
             run.send(request)
@@ -45,9 +49,9 @@ final class SafeRunCommandTests: XCTestCase {
             let error = reply?["error"] as? String ?? ""
             XCTAssertTrue(error.contains("outside the root") && error.contains("--safe"), "\(request): \(error)")
         }
-        run.send(#"{"id": 6, "command": "photo", "path": "inside.jpg"}"#)
-        XCTAssertEqual(run.waitForReply(6)?["path"] as? String, root.appendingPathComponent("inside.jpg").path, run.output)
-        run.send(#"{"id": 7, "command": "quit"}"#)
+        run.send(#"{"id": 7, "command": "photo", "path": "inside.jpg"}"#)
+        XCTAssertEqual(run.waitForReply(7)?["path"] as? String, root.appendingPathComponent("inside.jpg").path, run.output)
+        run.send(#"{"id": 8, "command": "quit"}"#)
         XCTAssertTrue(run.waitForExit(timeout: 20), "quit did not end the run")
         XCTAssertEqual(run.status, 0, run.errorOutput)
 
