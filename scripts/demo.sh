@@ -10,7 +10,7 @@ gcapture=.build/release/gcapture
 "$gcapture" --version
 "$gcapture" devices
 mkdir -p out
-"$gcapture" photo --quality balanced --output out/photo.jpg
+"$gcapture" photo --quality balanced --overwrite --output out/photo.jpg
 exiftool -s -ImageSize -Make -Model -DateTimeOriginal -Orientation -Software out/photo.jpg
 "$gcapture" record --duration 3 --overwrite --output out/clip.mp4
 ffprobe -v error -show_entries format=duration:stream=codec_type,codec_name,width,height,avg_frame_rate -of compact out/clip.mp4

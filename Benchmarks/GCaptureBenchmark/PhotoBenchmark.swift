@@ -342,7 +342,7 @@ final class JPEGFloor {
     func shutDown() { pipeline.shutDown() }
 
     /// Encodes the next frame (and writes it to `file`): milliseconds from before the push until the JPEG is
-    /// pulled (and the file renamed into place), and the JPEG's size.
+    /// pulled (and the file put in place), and the JPEG's size.
     func encode(to file: URL? = nil) throws -> (milliseconds: Double, bytes: Int) {
         let frame = frames[encoded % frames.count]
         let presentationTime = ClockTime(encoded) * ClockTime.second / ClockTime(Contestants.frameRate)
@@ -361,7 +361,8 @@ final class JPEGFloor {
         return (Monotonic.milliseconds(from: pushed, to: done), jpeg.byteCount)
     }
 
-    /// As the engine writes a photo: a file beside the target, renamed over it, no fsync.
+    /// As the engine writes a photo: a file beside the target, linked to its name (never over a file) and
+    /// unlinked, no fsync.
     private static func writeAtomically(_ bytes: UnsafeRawBufferPointer, to path: String) -> Bool {
         let temporary = path + ".tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -373,7 +374,8 @@ final class JPEGFloor {
             guard count > 0 else { close(descriptor); return false }
             written += count
         }
-        return close(descriptor) == 0 && rename(temporary, path) == 0
+        defer { unlink(temporary) }
+        return close(descriptor) == 0 && link(temporary, path) == 0
     }
 
     /// Frames of the test camera's moving pattern, kept out of a short videotestsrc run (deep copies, so

@@ -194,6 +194,8 @@ enum SoakChild {
             while clock.now < end {
                 try await Task.sleep(until: start + .seconds(SoakBenchmark.photoInterval * Double(index)), clock: clock)
                 let url = folder.appendingPathComponent("soak-\(index % 20).jpg")
+                // Twenty names in turn keep the disk bounded; a photo never replaces a file, so the old one goes first.
+                try? FileManager.default.removeItem(at: url)
                 do { _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: url)); count(nil) } catch { count(error) }
                 index += 1
                 sampler.sampleIfDue()

@@ -27,7 +27,7 @@ struct InspectCommand: ParsableCommand {
     @Option(help: "Also write the graph in Graphviz dot form to this file.")
     var dot: String?
 
-    @Flag(help: "For descriptions from untrusted hands: no custom GStreamer fragments, output folders inside --root, bounded sizes.")
+    @Flag(help: "For descriptions from untrusted hands: no custom GStreamer fragments, a display sink for the preview, output folders inside --root, bounded sizes.")
     var safe = false
 
     @Option(help: "With --safe: the folder every output must stay inside (output folders are relative to it).")

@@ -22,25 +22,34 @@ struct MovieDestination {
         self.fileType = fileType
     }
 
-    /// Before any device is opened: a file already there is the user's, refused unless `overwrite` says to
-    /// replace it.
+    /// Before any device is opened: a file already there is refused unless `overwrite` says to replace it
+    /// (with what a crash of its recording left beside it).
     func makeRoom(overwrite: Bool, option: String) throws {
-        if overwrite {
-            try CaptureMovieFileOutput.removeMovie(at: url)
-        } else if FileManager.default.fileExists(atPath: url.path) {
-            throw ValidationError("\(url.path) already exists: give another \(option), or add --overwrite to replace it")
-        }
+        try OutputPath.makeRoom(for: url, overwrite: overwrite, option: option) { try CaptureMovieFileOutput.removeMovie(at: $0) }
     }
 }
 
 /// Checks the output paths given on the command line share.
 enum OutputPath {
+    /// What a photo's name ends in, for every place that names one.
+    static let photoNamingRule = "a photo's name ends in .jpg or .jpeg (it is a JPEG with EXIF)"
+
     /// A folder is not a file's name: the error names it and gives an example name inside it for a `what`
     /// ("movie", "photo").
     static func refuseFolder(_ url: URL, option: String, what: String, example: String) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw ValidationError("\(option) \(url.path) is a directory: give a \(what)'s path, such as \(url.appendingPathComponent(example).path)")
+        }
+    }
+
+    /// Before any device is opened: a file already at `url` is the user's, refused (exit status 64) unless
+    /// `overwrite` says to replace it; then `remove` clears the way (the library never replaces a file).
+    static func makeRoom(for url: URL, overwrite: Bool, option: String, remove: (URL) throws -> Void) throws {
+        if overwrite {
+            try remove(url)
+        } else if FileManager.default.fileExists(atPath: url.path) {
+            throw ValidationError("\(url.path) already exists: give another \(option), or add --overwrite to replace it")
         }
     }
 }

@@ -13,7 +13,8 @@ struct PhotoCommand: AsyncParsableCommand {
         With --count, captures overlap: the next is requested on time while earlier ones still encode. \
         With --deferred, .quality photos are written at once as a proxy and replaced by the final image \
         when processing is done; work left by a killed run is finished by the next run in the same folder. \
-        Each photo of a burst is its own frame: a request within a frame of the previous one takes the next.
+        Each photo of a burst is its own frame: a request within a frame of the previous one takes the next. \
+        A file already at --output is never replaced unless --overwrite says so.
 
         \(StopSignals.helpText)
 
@@ -66,6 +67,9 @@ struct PhotoCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
     var noise: Int = 0
 
+    @Flag(help: "Replace a photo already at that path; without it, an existing file is left alone and the command stops.")
+    var overwrite = false
+
     @Flag(help: "Print one JSON object per line per event.")
     var json = false
 
@@ -74,7 +78,7 @@ struct PhotoCommand: AsyncParsableCommand {
         let first = URL(fileURLWithPath: output.replacingOccurrences(of: "%d", with: "1")).standardizedFileURL
         try OutputPath.refuseFolder(first, option: "--output", what: "photo", example: "photo.jpg")
         guard ["jpg", "jpeg"].contains(first.pathExtension.lowercased()) else {
-            throw ValidationError("--output \(output): a photo's name ends in .jpg or .jpeg (it is a JPEG with EXIF)")
+            throw ValidationError("--output \(output): \(OutputPath.photoNamingRule)")
         }
     }
 
@@ -82,6 +86,11 @@ struct PhotoCommand: AsyncParsableCommand {
         let stop = StopSignals.shared
         stop.install()
         let urls = (1...count).map { outputURL(number: $0) }
+        for url in urls {
+            try OutputPath.makeRoom(for: url, overwrite: overwrite, option: "--output") { url in
+                if FileManager.default.fileExists(atPath: url.path) { try FileManager.default.removeItem(at: url) }
+            }
+        }
         let folder = urls[0].deletingLastPathComponent()
         // Work an earlier run left here is finished by this one (in the background, once it starts), and
         // this run must not exit before it is.

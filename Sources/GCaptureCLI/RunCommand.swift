@@ -43,10 +43,10 @@ struct RunCommand: AsyncParsableCommand {
     @Argument(help: "A description file: the whole set-up (the options for devices, folders and names then do not apply).")
     var file: String?
 
-    @Flag(help: "The description comes from untrusted hands: no custom fragments, every path inside --root.")
+    @Flag(help: "The description comes from untrusted hands: no custom fragments, a display sink for the preview, every path inside --root (its folders, and the PATH of `photo` and `record start`).")
     var safe = false
 
-    @Option(help: "With --safe: the folder every output path must stay inside.")
+    @Option(help: "With --safe: the folder every output path must stay inside; a command's PATH is relative to it.")
     var root: String?
 
     @Option(help: DeviceChoice.cameraHelp)
@@ -135,6 +135,7 @@ struct RunCommand: AsyncParsableCommand {
                                         notices: described.checked.notices)
         if http != nil, web.tls == nil { capture.webTLS = try Self.webTLS(of: described.checked, file: file) }
         let options = DescriptionCommandSupport.options(safe: safe, root: root)
+        capture.paths.root = safe ? options.root.map(SafeRoot.init) : nil
         let reload: CaptureController.ReloadHook = { _ in
             let new = try CaptureDescription.load(contentsOf: URL(fileURLWithPath: file), file: file, options: options)
             let report = try described.reload(new)

@@ -14,11 +14,12 @@ final class LaunchedCommand: @unchecked Sendable {
     let stdin = Pipe()
 
     /// `readsStdout: false` leaves stdout's pipe to the test (to close it, for one).
-    /// `environment`: variables added to the test process's own.
+    /// `environment`: variables added to the test process's own; `currentDirectory`: the test's own when nil.
     init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], readsStdout: Bool = true,
-         writesStdin: Bool = false) throws {
+         writesStdin: Bool = false, currentDirectory: URL? = nil) throws {
         process.executableURL = executable
         process.arguments = arguments
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
         if writesStdin {
             process.standardInput = stdin
             // A program that has exited must fail the test that writes to it, not kill the whole test bundle
@@ -106,9 +107,9 @@ final class LaunchedCommand: @unchecked Sendable {
 extension XCTestCase {
     /// Starts a program built next to the tests; it is killed at the end of the test if still running.
     func launch(_ name: String, _ arguments: [String], environment: [String: String] = [:],
-                readsStdout: Bool = true, writesStdin: Bool = false) throws -> LaunchedCommand {
+                readsStdout: Bool = true, writesStdin: Bool = false, currentDirectory: URL? = nil) throws -> LaunchedCommand {
         let command = try LaunchedCommand(try productURL(name), arguments, environment: environment, readsStdout: readsStdout,
-                                          writesStdin: writesStdin)
+                                          writesStdin: writesStdin, currentDirectory: currentDirectory)
         addTeardownBlock { command.kill() }
         return command
     }

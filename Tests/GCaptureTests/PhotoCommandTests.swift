@@ -65,6 +65,31 @@ final class PhotoCommandTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [], "a failed run left files")
     }
 
+    /// A photo never replaces a file unless --overwrite says so (issue 24), as `record` does: the existing
+    /// file's bytes are left alone and the command stops before opening the camera, exit status 64.
+    func testAnExistingFileIsKeptUnlessOverwriteIsGiven() throws {
+        let folder = try temporaryFolder()
+        let keep = folder.appendingPathComponent("keep.jpg")
+        let old = Data("the user's own picture".utf8)
+        try old.write(to: keep)
+        let refused = try runProduct("gcapture", ["photo", "--camera", "test", "--output", "keep.jpg"], currentDirectory: folder)
+        XCTAssertEqual(refused.status, 64, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("\(keep.path) already exists") && refused.stderr.contains("--overwrite"), refused.stderr)
+        XCTAssertEqual(try Data(contentsOf: keep), old, "the existing photo was replaced")
+        // A burst stops before its first photo when a later one's name is taken.
+        try old.write(to: folder.appendingPathComponent("shot-2.jpg"))
+        let burst = try runProduct("gcapture", ["photo", "--camera", "test", "--count", "2", "--output", "shot-%d.jpg"],
+                                   currentDirectory: folder)
+        XCTAssertEqual(burst.status, 64, burst.stderr)
+        XCTAssertTrue(burst.stderr.contains("shot-2.jpg already exists"), burst.stderr)
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: folder.path)), ["keep.jpg", "shot-2.jpg"])
+
+        let replaced = try runProduct("gcapture", ["photo", "--camera", "test", "--preset", "vga640x480", "--overwrite",
+                                                   "--output", "keep.jpg"], currentDirectory: folder)
+        XCTAssertEqual(replaced.status, 0, replaced.stderr)
+        XCTAssertEqual(try exif(keep)["ImageWidth"] as? Int, 640, "--overwrite did not replace it with the photo")
+    }
+
     /// Deferred work survives a crash: the proxy is on disk at once, the process is killed before the
     /// final is made, and the next run in the same folder finishes it.
     func testDeferredWorkLeftByAKilledProcessIsFinishedByTheNextRun() throws {

@@ -32,8 +32,9 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
     case recordingFailed(reason: String, underlying: GStreamerError?)
     /// Stopped before any frame reached the file; no file is left.
     case noFramesRecorded
-    /// A recording never replaces a file (AVFoundation's fileAlreadyExists): the file at the URL is left as it
-    /// was. See `CaptureMovieFileOutput.removeMovie(at:)`.
+    /// A recording or a photo never replaces a file (AVFoundation's fileAlreadyExists): the file at the URL
+    /// is left as it was. See `CaptureMovieFileOutput.removeMovie(at:)`; a program replacing a photo removes
+    /// the old one first.
     case fileAlreadyExists(path: String)
     /// The session's camera was interrupted (unplugged, held by another program, stalled...). A recording
     /// whose `interruptionBehavior` is `.finalizeAndResume` ends here, complete (its file plays to the
@@ -78,7 +79,7 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
         case .recordingFailed(let reason, let underlying): "recording failed: \(reason)" + (underlying.map { " (\($0))" } ?? "")
         case .sessionWasInterrupted(let reason): "the session was interrupted: \(reason)"
         case .noFramesRecorded: "the recording stopped before any frame reached the file"
-        case .fileAlreadyExists(let path): "\(path) already exists; a recording never replaces a file"
+        case .fileAlreadyExists(let path): "\(path) already exists; a photo or a recording never replaces a file"
         case .tooManyPendingCaptures(let limit):
             "\(limit) photos are already waiting to be processed; wait for readiness before capturing more"
         case .deviceDiscoveryFailed(let classes, _):

@@ -178,7 +178,7 @@ actor CaptureController {
         try refuseWhenStopping()
         guard let photos = capture.photoOutput else { throw ControlFailure("this set-up takes no photos (it has no photo output)") }
         let url: URL
-        if let path { url = Self.resolve(path) } else { url = try nextFile(settings.photoNaming, in: settings.photoFolder) }
+        if let path { url = try capture.paths.photo(path) } else { url = try nextFile(settings.photoNaming, in: settings.photoFolder) }
         photosInFlight += 1
         let watcher = PhotoWatcher()
         // The delegate form takes the request now, on this actor: the async form would take it only when
@@ -240,7 +240,7 @@ actor CaptureController {
         guard let movie = capture.movieOutput else { throw ControlFailure("this set-up records no movies (it has no movie output)") }
         if let recording { throw ControlFailure("already recording to \(recording.url.path); `record stop` first") }
         let url: URL
-        if let path { url = Self.resolve(path) } else { url = try nextFile(settings.movieNaming, in: settings.movieFolder) }
+        if let path { url = try capture.paths.movie(path) } else { url = try nextFile(settings.movieNaming, in: settings.movieFolder) }
         guard let fileType = CaptureMovieFileOutput.FileType(fileExtension: url.pathExtension) else {
             throw ControlFailure("\(url.lastPathComponent): \(MovieDestination.namingRule)")
         }
@@ -456,7 +456,4 @@ actor CaptureController {
     private static let reloading = BlockingQueue(label: "gcapture.run.reload", qos: .userInitiated)
     private var isReloading = false
     private var reloadAgain = false
-
-    /// A path a command gave: relative to the current directory, as every path of the command line.
-    private static func resolve(_ path: String) -> URL { URL(fileURLWithPath: path).standardizedFileURL }
 }

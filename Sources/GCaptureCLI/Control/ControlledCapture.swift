@@ -24,6 +24,8 @@ struct ControlledCapture: Sendable {
     /// A description's certificate for the web page (`web.tls-cert`/`web.tls-key`), read and checked;
     /// --tls-cert/--tls-key take precedence.
     var webTLS: WebTLSIdentity?
+    /// Where the paths commands name go (under --safe: inside the root).
+    var paths = CommandPaths()
 }
 
 /// The part of a set-up that changes on the live session, without stopping it: `CaptureController.apply`

@@ -149,7 +149,11 @@ extension Walker {
     private mutating func readPreview(_ node: Node) -> CaptureDescription.Preview {
         var preview = CaptureDescription.Preview()
         guard case .mapping = node, let fields = entries(node, path: "outputs.preview", what: "outputs.preview") else { return preview }
-        if let node = fields["sink"], let value = text(node, "outputs.preview.sink") { preview.sink = value }
+        if let node = fields["sink"], let value = text(node, "outputs.preview.sink") {
+            // Kept even when refused: the machine check then knows the value was reported, and skips it.
+            preview.sink = value
+            if safe, let refusal = SafePreviewSink.refusal(of: value) { error(at(node), "outputs.preview.sink" + refusal) }
+        }
         if let node = fields["gravity"], let value = choice(node, "outputs.preview.gravity", among: Schema.gravities) { preview.gravity = value }
         if let node = fields["fullscreen"], let value = bool(node, "outputs.preview.fullscreen") { preview.fullscreen = value }
         if let node = fields["mirror"], let value = choice(node, "outputs.preview.mirror", among: Schema.previewMirroring) { preview.mirror = value }

@@ -338,9 +338,7 @@ struct MachineCheck {
         let url = folder.hasPrefix("/") ? URL(fileURLWithPath: folder).standardizedFileURL
             : base.appendingPathComponent(folder).standardizedFileURL
         if options.safe {
-            let root = base.resolvingSymlinksInPath().path
-            let resolved = Self.resolvingExistingPart(of: url).path
-            guard resolved == root || resolved.hasPrefix(root.hasSuffix("/") ? root : root + "/") else {
+            guard SafeRoot(base).contains(url) else {
                 error(position, "\(path) '\(folder)' leads outside the root through a symbolic link, which --safe forbids")
                 return nil
             }
@@ -375,9 +373,7 @@ struct MachineCheck {
         let url = file.hasPrefix("/") ? URL(fileURLWithPath: file).standardizedFileURL
             : base.appendingPathComponent(file).standardizedFileURL
         if options.safe {
-            let root = base.resolvingSymlinksInPath().path
-            let resolved = Self.resolvingExistingPart(of: url).path
-            guard resolved.hasPrefix(root.hasSuffix("/") ? root : root + "/") else {
+            guard SafeRoot(base).contains(url) else {
                 error(position, "\(path) '\(file)' is outside the root, which --safe forbids")
                 return nil
             }
@@ -396,19 +392,6 @@ struct MachineCheck {
             return nil
         }
         return url
-    }
-
-    /// The path with symbolic links followed as far as it exists; the rest appended as written.
-    static func resolvingExistingPart(of url: URL) -> URL {
-        var existing = url
-        var rest: [String] = []
-        while !FileManager.default.fileExists(atPath: existing.path), existing.path != "/" {
-            rest.insert(existing.lastPathComponent, at: 0)
-            existing.deleteLastPathComponent()
-        }
-        var resolved = existing.resolvingSymlinksInPath()
-        for component in rest { resolved.appendPathComponent(component) }
-        return resolved.standardizedFileURL
     }
 }
 

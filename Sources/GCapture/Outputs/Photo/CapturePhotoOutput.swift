@@ -290,7 +290,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         let (id, asked, orientation, fileURL) = (settings.uniqueID, settings.photoQualityPrioritization,
                                                  settings.orientationHandling, settings.fileURL)
         let file = fileURL.map(PhotoProcessor.FilePath.init)
-        if let file { try PhotoProcessor.checkWritable(file) }
+        if let file { try PhotoProcessor.checkNewFile(file) }
         return try locked { () throws(CaptureError) -> (FrameRing, PhotoJob, PhotoProcessor.FilePath?, Bool, ContinuousClock.Instant, UInt64) in
             // Attached is enough: right after start the first frame may still be on its way to the ring.
             guard let ring, let context, let requestTime = context.runningTime() else { throw .sessionNotRunning }
@@ -534,10 +534,16 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         }
         // Keep the frames first: if the process dies after the proxy, the final is still made later.
         let folder = url.deletingLastPathComponent()
-        _ = try DeferredPhotoStore.save(job, frames: frames, in: folder)
+        let pending = try DeferredPhotoStore.save(job, frames: frames, in: folder)
         locked { _ = deferredFolders.insert(folder) }
-        return try PhotoProcessor.makePhoto(job, file: file, frames: [frames[0]], encoder: photoEncoder, quality: QualityPrioritization.speed.jpegQuality,
-                                            requestStart: started, isProxy: true)
+        do throws(CaptureError) {
+            return try PhotoProcessor.makePhoto(job, file: file, frames: [frames[0]], encoder: photoEncoder,
+                                                quality: QualityPrioritization.speed.jpegQuality, requestStart: started, isProxy: true)
+        } catch {
+            // No proxy, no final: the final replaces its proxy, and must not replace a file that took its place.
+            try? FileManager.default.removeItem(at: pending)
+            throw error
+        }
     }
 
     private func sharedEncoder() throws(CaptureError) -> PhotoEncoder {
@@ -589,7 +595,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                 }
                 let photo = try PhotoProcessor.makePhoto(job, file: job.fileURL.map(PhotoProcessor.FilePath.init), frames: frames, encoder: photoEncoder,
                                                          quality: QualityPrioritization.quality.jpegQuality,
-                                                         requestStart: .now, isProxy: false)
+                                                         requestStart: .now, isProxy: false, replacingProxy: true)
                 DeferredPhotoStore.finish(folder)
                 return photo
             }

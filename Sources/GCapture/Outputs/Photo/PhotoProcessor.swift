@@ -59,16 +59,17 @@ enum PhotoProcessor {
                        "DateTimeOriginal": exifDate(job.requestDate), "Orientation": orientation])
     }
 
-    /// Encodes and, when the job names a file (`file`, its path), writes it atomically. `description`
+    /// Encodes and, when the job names a file (`file`, its path), writes it atomically: never over a file
+    /// already there, except a deferred photo's final over its own proxy (`replacingProxy`). `description`
     /// marks proxies.
     static func makePhoto(_ job: PhotoJob, file: FilePath?, frames: [CapturedFrame], encoder: PhotoEncoder, quality: Int,
-                          requestStart: ContinuousClock.Instant, isProxy: Bool) throws(CaptureError) -> CapturePhoto {
+                          requestStart: ContinuousClock.Instant, isProxy: Bool, replacingProxy: Bool = false) throws(CaptureError) -> CapturePhoto {
         let frame = merge(frames)
         let transform = FrameTransform(rotation: job.rotation, mirrored: job.mirrored)
         var (tags, metadata) = Self.metadata(for: job, transform: transform)
         if isProxy { tags.set("description", "gcapture deferred proxy") }
         let data = try encoder.encode(frame, quality: quality, transform: transform, rotatePixels: job.rotatePixels, tags: tags)
-        if let file { try writeAtomically(data, to: file) }
+        if let file { try writeAtomically(data, to: file, replacing: replacingProxy) }
         let turned = job.rotatePixels && (job.rotation == 90 || job.rotation == 270)
         let resolved = CaptureResolvedPhotoSettings(
             uniqueID: job.id, photoQualityPrioritization: job.prioritization,
@@ -113,21 +114,42 @@ enum PhotoProcessor {
         }
     }
 
-    /// Writes next to the target and renames over it: readers see the old file or the new one, never half.
-    /// No fsync on this path: it costs more than the encode, and a crash loses the photo either way.
-    static func writeAtomically(_ data: Data, to file: FilePath) throws(CaptureError) {
+    /// Writes next to the target and puts it in place at once: readers see no file (or the proxy it
+    /// replaces) or the whole photo, never half. Without `replacing`, a file already there (even a dangling
+    /// symbolic link) is kept and the photo fails with `fileAlreadyExists`, decided by link(2) in one step:
+    /// a check before the write would leave a moment for another file to appear. No fsync on this path: it
+    /// costs more than the encode, and a crash loses the photo either way.
+    static func writeAtomically(_ data: Data, to file: FilePath, replacing: Bool = false) throws(CaptureError) {
         let temporary = "\(file.folder)/.\(file.name).\(getpid())-\(counter.add(1, ordering: .relaxed).newValue).tmp"
-        var failure = data.withUnsafeBytes { writeFile($0, to: temporary) }
-        if failure == nil, rename(temporary, file.path) != 0 { failure = String(cString: strerror(errno)) }
-        if let failure {
-            unlink(temporary)
+        defer { unlink(temporary) } // once linked or renamed, a name no longer in use
+        if let failure = data.withUnsafeBytes({ writeFile($0, to: temporary) }) {
             throw .invalidSettings("cannot write \(file.path): \(failure)")
         }
+        var reason: Int32 = 0
+        if replacing {
+            if rename(temporary, file.path) == 0 { return }
+            reason = errno
+        } else {
+            if link(temporary, file.path) == 0 { return }
+            reason = errno
+            if reason == EPERM || reason == EOPNOTSUPP {
+                // A file system without hard links (FAT on a USB stick): created exclusively, written in place.
+                guard let failure = data.withUnsafeBytes({ writeFile($0, to: file.path, exclusive: true) }) else { return }
+                reason = errno
+                if reason != EEXIST {
+                    unlink(file.path) // not half a photo
+                    throw .invalidSettings("cannot write \(file.path): \(failure)")
+                }
+            }
+        }
+        if reason == EEXIST, !replacing { throw .fileAlreadyExists(path: file.path) }
+        throw .invalidSettings("cannot write \(file.path): \(String(cString: strerror(reason)))")
     }
 
-    /// Creates (or truncates) the file at `path` and writes `bytes` to it: nil, or why it failed.
-    static func writeFile(_ bytes: UnsafeRawBufferPointer, to path: String) -> String? {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    /// Creates (or truncates; with `exclusive`, only creates) the file at `path` and writes `bytes` to it:
+    /// nil, or why it failed.
+    static func writeFile(_ bytes: UnsafeRawBufferPointer, to path: String, exclusive: Bool = false) -> String? {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC), 0o644)
         guard descriptor >= 0 else { return String(cString: strerror(errno)) }
         var offset = 0
         while offset < bytes.count {
@@ -147,6 +169,14 @@ enum PhotoProcessor {
 
     /// A clear error now, before any capture, when the photo could not be written.
     static func checkWritable(_ url: URL) throws(CaptureError) { try checkWritable(FilePath(url)) }
+
+    /// A photo's file must be writable and new: a file already there is said at the request rather than
+    /// after the encoding (the write refuses it anyway, in one step, should one appear meanwhile).
+    static func checkNewFile(_ file: FilePath) throws(CaptureError) {
+        try checkWritable(file)
+        var info = stat()
+        if lstat(file.path, &info) == 0 { throw .fileAlreadyExists(path: file.path) }
+    }
 
     static func checkWritable(_ file: FilePath) throws(CaptureError) {
         // One system call when all is well: "folder/." resolves only when the folder is a folder.
