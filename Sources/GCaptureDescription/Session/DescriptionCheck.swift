@@ -329,20 +329,26 @@ struct MachineCheck {
 
     // MARK: Folders
 
-    /// The folder's absolute URL; under --safe, only when it stays inside the root once every symbolic
-    /// link on the way is followed.
-    mutating func folder(_ folder: String, _ path: String) -> URL? {
+    /// What the description names at `path` (a folder, a file) as an absolute URL, relative to the root (or
+    /// the current folder), with the root it was taken from and where the value stands; nil when the path
+    /// is refused, or under --safe when it leads outside the root (said as `outside`).
+    private mutating func locate(_ value: String, _ path: String, outside: String) -> (URL, URL, SourcePosition)? {
         if refused(path) { return nil }
         let position = description.position(of: path)
         let base = (options.root ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL
-        let url = folder.hasPrefix("/") ? URL(fileURLWithPath: folder).standardizedFileURL
-            : base.appendingPathComponent(folder).standardizedFileURL
-        if options.safe {
-            guard SafeRoot(base).contains(url) else {
-                error(position, "\(path) '\(folder)' leads outside the root through a symbolic link, which --safe forbids")
-                return nil
-            }
+        let url = value.hasPrefix("/") ? URL(fileURLWithPath: value).standardizedFileURL
+            : base.appendingPathComponent(value).standardizedFileURL
+        if options.safe, !SafeRoot(base).contains(url) {
+            error(position, "\(path) '\(value)' \(outside), which --safe forbids")
+            return nil
         }
+        return (url, base, position)
+    }
+
+    /// The folder's absolute URL; under --safe, only when it stays inside the root once every symbolic
+    /// link on the way is followed.
+    mutating func folder(_ folder: String, _ path: String) -> URL? {
+        guard let (url, _, position) = locate(folder, path, outside: "leads outside the root through a symbolic link") else { return nil }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
             if !isDirectory.boolValue {
@@ -367,17 +373,7 @@ struct MachineCheck {
     /// A file to read (the web page's certificate or key): its absolute URL when it exists, is a file and
     /// this user can read it; under --safe, only inside the root.
     mutating func readableFile(_ file: String, _ path: String) -> URL? {
-        if refused(path) { return nil }
-        let position = description.position(of: path)
-        let base = (options.root ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL
-        let url = file.hasPrefix("/") ? URL(fileURLWithPath: file).standardizedFileURL
-            : base.appendingPathComponent(file).standardizedFileURL
-        if options.safe {
-            guard SafeRoot(base).contains(url) else {
-                error(position, "\(path) '\(file)' is outside the root, which --safe forbids")
-                return nil
-            }
-        }
+        guard let (url, base, position) = locate(file, path, outside: "is outside the root") else { return nil }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
             error(position, "\(path) '\(file)' does not exist" + (file.hasPrefix("/") ? "" : " (in \(base.path))"))

@@ -5,29 +5,11 @@ them as the Host; the server must give such a page nothing, neither the page nor
 Usage: rebinding.py PORT
 Prints one JSON object per finding on stdout ({"check": ...}); exits non-zero on the first failure.
 """
-import json
 import sys
-import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+from browser import report, start_browser, wait_for
 
 NAMES = ("127.0.0.1.rebind.example", "127.0.0.1rebind.example")
-
-
-def report(**fields):
-    print(json.dumps(fields), flush=True)
-
-
-def wait_for(driver, what, script, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = driver.execute_script(script)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"{what} did not happen within {timeout} s")
 
 
 # What the page's own script can get from the server: the status and a photo, from the page's origin.
@@ -42,13 +24,7 @@ Promise.all([
 
 
 def main(port):
-    options = Options()
-    options.binary_location = "/usr/bin/chromium"
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--host-resolver-rules=" + ", ".join(f"MAP {name} 127.0.0.1" for name in NAMES)):
-        options.add_argument(argument)
-    options.page_load_strategy = "none"
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver = start_browser("--host-resolver-rules=" + ", ".join(f"MAP {name} 127.0.0.1" for name in NAMES))
     try:
         driver.set_script_timeout(20)
         for name in NAMES:

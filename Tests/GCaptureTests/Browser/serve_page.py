@@ -6,39 +6,12 @@ Usage: serve_page.py URL            the live view, a photo and a movie from the 
 Prints one JSON object per finding on stdout ({"check": ..., ...}); exits non-zero on the first failure,
 saying what a person at the browser would have seen instead. Chromium trusts what $HOME/.pki/nssdb trusts.
 """
-import json
 import sys
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-
-def report(**fields):
-    print(json.dumps(fields), flush=True)
-
-
-def wait_for(driver, what, script, timeout=20):
-    """Polls a JavaScript condition: the page streams MJPEG, so it never 'finishes loading'."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = driver.execute_script(script)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"{what} did not happen within {timeout} s")
-
-
-def start_browser():
-    options = Options()
-    options.binary_location = "/usr/bin/chromium"
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"):
-        options.add_argument(argument)
-    # The live view never ends, so 'normal' (wait for the load event) would wait forever.
-    options.page_load_strategy = "none"
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+from browser import report, start_browser, wait_for
 
 
 def refused(url):
