@@ -38,7 +38,7 @@ final class CameraPositionTests: XCTestCase {
             let (session, preview, photos) = try await startPreviewAndPhotos(of: camera)
             XCTAssertEqual(preview.connection.isVideoMirrored, mirrored, "\(position)")
             XCTAssertFalse(photos.connection.isVideoMirrored, "\(position)")
-            await session.stop()
+            try await within(engineDeadline, "session.stop()") { await session.stop() }
         }
     }
 }
@@ -91,7 +91,7 @@ final class CameraPositionV4L2Tests: XCTestCase {
         // Applied as seed Pattern 3 does, the photo comes out turned.
         photos.connection.videoRotationAngle = coordinator.videoRotationAngleForHorizonLevelCapture
         preview.connection.videoRotationAngle = coordinator.videoRotationAngleForHorizonLevelPreview
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 }
 
@@ -104,7 +104,7 @@ private func startPreviewAndPhotos(of camera: CaptureDevice) async throws -> (Ca
     try session.add(CaptureDeviceInput(device: camera))
     try session.add(preview)
     try session.add(photos)
-    try session.commitAndWait()
-    try await session.start()
+    try withinBlocking(engineDeadline, "session.commitAndWait()") { try session.commitAndWait() }
+    try await within(engineDeadline, "session.start()") { try await session.start() }
     return (session, preview, photos)
 }

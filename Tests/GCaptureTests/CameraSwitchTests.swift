@@ -23,7 +23,7 @@ final class CameraSwitchTests: XCTestCase {
         let errors = Locked<[CaptureSession.RuntimeError]>([])
         let errorTask = Task { for await error in session.runtimeErrors() { errors.withLock { $0.append(error) } } }
         defer { errorTask.cancel() }
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let url = try temporaryFolder().appendingPathComponent("switching.mp4")
         let recording = await startRecording(movie, to: url)
         let started = Date()
@@ -42,7 +42,7 @@ final class CameraSwitchTests: XCTestCase {
         movie.stopRecording()
         let elapsed = Date().timeIntervalSince(started)
         let finished = await recording.waitForFinish()
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertNil(try XCTUnwrap(finished, "the recording never finished").error)
         XCTAssertEqual(errors.withLock { $0.map(\.description) }, [], "runtime errors during the switches")
 
@@ -107,7 +107,7 @@ final class CameraSwitchTests: XCTestCase {
         let before = log.count
         await log.waitFor(before + 5)
         XCTAssertTrue(log.all.dropFirst(before).contains { $0.width == 1280 })
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// The old camera runs until the new one delivers (make-before-break): a new camera slow to give its first
@@ -151,13 +151,13 @@ final class CameraSwitchTests: XCTestCase {
         let preview = CapturePreviewOutput(environment: [:])
         preview.sinkName = "fakesink"
         let session = try makeSession(camera: Self.back, preset: .high, outputs: [preview])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         XCTAssertFalse(preview.connection.isVideoMirrored)
         try switchCamera(of: session, to: Self.front)
         XCTAssertTrue(preview.connection.isVideoMirrored, "a front camera's preview is mirrored after the switch")
         try switchCamera(of: session, to: Self.back)
         XCTAssertFalse(preview.connection.isVideoMirrored, "a back camera's preview is not mirrored after the switch")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// Seed Pattern 6: remove the camera, add the other, inside one configuration.
@@ -171,7 +171,7 @@ final class CameraSwitchTests: XCTestCase {
             session.removeInput(old)
         }
         try session.add(input)
-        try session.commitAndWait()
+        try withinBlocking(engineDeadline, "session.commitAndWait()") { try session.commitAndWait() }
     }
 }
 

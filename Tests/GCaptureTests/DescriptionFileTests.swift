@@ -219,7 +219,7 @@ final class DescriptionFileTests: XCTestCase {
         let events = kiosk.session.events()
         let watcher = Task { for await event in events { if case .didStopRunning = event { stops.withLock { $0 += 1 } } } }
         defer { watcher.cancel() }
-        try await kiosk.start()
+        try await within(engineDeadline, "kiosk.start()") { try await kiosk.start() }
 
         let edited = original
             .replacingOccurrences(of: "  preset: hd1280x720", with: "  preset: vga640x480")
@@ -237,9 +237,9 @@ final class DescriptionFileTests: XCTestCase {
         let running = try XCTUnwrap(kiosk.session.launchDescription)
         XCTAssertTrue(running.contains("width=(int)640, height=(int)480"), "the running graph has the new preset: \(running)")
 
-        let photo = try await kiosk.takePhoto()
+        let photo = try await kiosk.takePhoto(within: engineDeadline)
         XCTAssertEqual(stops.withLock { $0 }, 0, "the reload stopped the session")
-        await kiosk.stop()
+        try await within(engineDeadline, "kiosk.stop()") { await kiosk.stop() }
         XCTAssertEqual(photo.resolvedSettings.photoQualityPrioritization, .speed)
         // Its size is not checked: a photo requested right after a camera or preset swap may still get a
         // frame of the previous format from the output's ring (an engine race, reported; not the reload's).
@@ -300,11 +300,11 @@ final class DescriptionFileTests: XCTestCase {
 
     func testPhotoboothTakesPhotosAndRecordsAClip() async throws {
         let (booth, root) = try open("photobooth.yaml")
-        try await booth.start()
-        let first = try await booth.takePhoto()
-        let second = try await booth.takePhoto()
+        try await within(engineDeadline, "booth.start()") { try await booth.start() }
+        let first = try await booth.takePhoto(within: engineDeadline)
+        let second = try await booth.takePhoto(within: engineDeadline)
         let movie = try await recordASecond(booth)
-        await booth.stop()
+        try await within(engineDeadline, "booth.stop()") { await booth.stop() }
 
         let folder = root.appendingPathComponent("photobooth")
         let photo = try XCTUnwrap(first.fileURL)
@@ -328,9 +328,9 @@ final class DescriptionFileTests: XCTestCase {
         XCTAssertEqual(recorder.movieOutput?.maxRecordedFileSize, 4 << 30)
         XCTAssertEqual(recorder.movieOutput?.maxRecordedDuration, 3600)
         XCTAssertEqual(recorder.movieOutput?.minFreeDiskSpaceLimit, 1_000_000_000)
-        try await recorder.start()
+        try await within(engineDeadline, "recorder.start()") { try await recorder.start() }
         let movie = try await recordASecond(recorder)
-        await recorder.stop()
+        try await within(engineDeadline, "recorder.stop()") { await recorder.stop() }
         XCTAssertEqual(movie.deletingLastPathComponent().path, root.appendingPathComponent("recordings").path)
         XCTAssertNotNil(movie.lastPathComponent.range(of: #"^recording-\d{4}-\d\d-\d\d_\d{6}-001\.mp4$"#, options: .regularExpression),
                         movie.lastPathComponent)
@@ -345,10 +345,10 @@ final class DescriptionFileTests: XCTestCase {
     func testKioskPortraitPhotosAreUprightAndMoviesCarryTheRotation() async throws {
         let (kiosk, root) = try open("kiosk-portrait.yaml")
         XCTAssertNil(kiosk.microphoneInput)
-        try await kiosk.start()
-        let photo = try await kiosk.takePhoto()
+        try await within(engineDeadline, "kiosk.start()") { try await kiosk.start() }
+        let photo = try await kiosk.takePhoto(within: engineDeadline)
         let movie = try await recordASecond(kiosk)
-        await kiosk.stop()
+        try await within(engineDeadline, "kiosk.stop()") { await kiosk.stop() }
 
         let photoURL = try XCTUnwrap(photo.fileURL)
         XCTAssertEqual(photoURL.path, root.appendingPathComponent("kiosk/photos/visitor-00001.jpg").path)
@@ -369,9 +369,9 @@ final class DescriptionFileTests: XCTestCase {
         let output = try XCTUnwrap(analysis.frameOutput)
         XCTAssertTrue(output.alwaysDiscardsLateVideoFrames)
         let frames = FrameLog(output)
-        try await analysis.start()
+        try await within(engineDeadline, "analysis.start()") { try await analysis.start() }
         let arrived = await frames.waitFor(15)
-        await analysis.stop()
+        try await within(engineDeadline, "analysis.stop()") { await analysis.stop() }
         XCTAssertTrue(arrived, "\(frames.count) frames")
         let first = try XCTUnwrap(frames.all.first)
         XCTAssertEqual(first.width, 320)
@@ -398,9 +398,9 @@ final class DescriptionFileTests: XCTestCase {
         let output = try XCTUnwrap(sideways.frameOutput)
         XCTAssertEqual(output.connection.videoRotationAngle, 90)
         let frames = FrameLog(output)
-        try await sideways.start()
+        try await within(engineDeadline, "sideways.start()") { try await sideways.start() }
         let arrived = await frames.waitFor(5)
-        await sideways.stop()
+        try await within(engineDeadline, "sideways.stop()") { await sideways.stop() }
         XCTAssertTrue(arrived, "\(frames.count) frames")
         let first = try XCTUnwrap(frames.all.first)
         XCTAssertEqual([first.width, first.height], [480, 640], "a quarter turn exchanges width and height")
@@ -409,11 +409,11 @@ final class DescriptionFileTests: XCTestCase {
     /// The rotation is changed on the live session, for what is captured next.
     func testRotationChangesOnTheRunningSession() async throws {
         let (kiosk, _) = try open("kiosk-portrait.yaml")
-        try await kiosk.start()
+        try await within(engineDeadline, "kiosk.start()") { try await kiosk.start() }
         try kiosk.setRotation(270)
         XCTAssertTrue(kiosk.session.isRunning)
-        let photo = try await kiosk.takePhoto()
-        await kiosk.stop()
+        let photo = try await kiosk.takePhoto(within: engineDeadline)
+        try await within(engineDeadline, "kiosk.stop()") { await kiosk.stop() }
         let tags = try exif(try XCTUnwrap(photo.fileURL))
         XCTAssertEqual(tags["ImageWidth"] as? Int, 1280, "mount 90 + rotation 270 is a whole turn: landscape again")
         XCTAssertThrowsError(try kiosk.setRotation(45))
@@ -463,12 +463,19 @@ final class DescriptionV4L2Tests: XCTestCase {
             """, in: folder)
         let described = try DescribedSession(checked)
         XCTAssertTrue(described.launchDescription?.hasPrefix("v4l2src device=/dev/video0") ?? false, described.launchDescription ?? "")
-        try await described.start()
-        let photo = try await described.takePhoto()
-        await described.stop()
+        try await within(engineDeadline, "described.start()") { try await described.start() }
+        let photo = try await described.takePhoto(within: engineDeadline)
+        try await within(engineDeadline, "described.stop()") { await described.stop() }
         XCTAssertEqual(photo.fileURL?.path, folder.appendingPathComponent("shots/photo-0001.jpg").path)
         let tags = try exif(try XCTUnwrap(photo.fileURL))
         XCTAssertEqual(tags["ImageWidth"] as? Int, 480)
         XCTAssertEqual(tags["ImageHeight"] as? Int, 640)
+    }
+}
+
+extension DescribedSession {
+    /// takePhoto with a deadline: a photo that never comes fails its test instead of hanging the suite.
+    func takePhoto(within seconds: Double) async throws -> CapturePhoto {
+        try await GCaptureTests.within(seconds, "takePhoto") { try await self.takePhoto() }
     }
 }

@@ -116,7 +116,7 @@ final class InterruptionDeviceTests: XCTestCase {
         let observer = NotificationCenter.default.addObserver(forName: CaptureSession.wasInterruptedNotification, object: session,
                                                               queue: nil) { _ in notified.withLock { $0 = $0 ?? monotonicMilliseconds() } }
         defer { NotificationCenter.default.removeObserver(observer) }
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let url = folder.appendingPathComponent("disconnect.mp4")
         let waiter = await startRecording(movie, to: url)
         let recordingStarted = monotonicMilliseconds()
@@ -186,7 +186,7 @@ final class InterruptionDeviceTests: XCTestCase {
         let brightness = FrameLog(frames)
         let session = try makeSession(camera: camera, preset: Self.preset, outputs: [frames])
         let log = SessionEventLog(session)
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         XCTAssertTrue(session.isRunning)
         XCTAssertTrue(session.isInterrupted)
         XCTAssertEqual(session.interruptionReasons, [.videoDeviceInUseByAnotherClient])
@@ -210,7 +210,7 @@ final class InterruptionDeviceTests: XCTestCase {
         try await Task.sleep(for: .milliseconds(1000))
         let pictures = brightness.all.filter(FrameLog.isPicture)
         XCTAssertGreaterThan(pictures.count, 10, "frames from the camera after it was released")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         // Side by side, on the same device: how long plain GStreamer takes to start it and get a frame.
         let launched = monotonicMilliseconds()
         let plain = try runTool("/usr/bin/gst-launch-1.0", ["-q", "v4l2src", "device=/dev/video0", "num-buffers=1", "!",
@@ -242,7 +242,7 @@ final class InterruptionDeviceTests: XCTestCase {
         let brightness = FrameLog(frames)
         let session = try makeSession(camera: camera, preset: Self.preset, outputs: [frames])
         let log = SessionEventLog(session)
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         try await Task.sleep(for: .milliseconds(1000))
         // The module unloads only once every handle is closed, and the session, having let go, takes the
         // camera back at its next retry. So the test keeps vivid disconnected with a handle of its own until
@@ -275,7 +275,7 @@ final class InterruptionDeviceTests: XCTestCase {
             print("BENCH modprobe returned → first camera frame: \(String(format: "%.0f", first.at - loaded)) ms (udev's add, then the immediate retry)")
         }
         XCTAssertEqual(CaptureDevice.device(withUniqueID: camera.uniqueID)?.uniqueID, camera.uniqueID)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// The issue's reproduction: `gcapture frames --json` with the camera disconnected at 3 s reports the

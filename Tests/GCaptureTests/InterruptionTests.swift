@@ -95,7 +95,7 @@ final class InterruptionTests: XCTestCase {
             }
         }
         defer { observers.forEach(NotificationCenter.default.removeObserver) }
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let url = try temporaryFolder().appendingPathComponent("gap.mp4")
         let waiter = await startRecording(movie, to: url)
         try await Task.sleep(for: .milliseconds(700))
@@ -140,7 +140,7 @@ final class InterruptionTests: XCTestCase {
         let microphone = try XCTUnwrap(CaptureDevice.device(withUniqueID: PulseAudioServer.microphoneID))
         let session = try makeSession(microphone: microphone, preset: .vga640x480, outputs: [movie, frames])
         let log = SessionEventLog(session)
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let url = folder.appendingPathComponent("server-gone.mp4")
         let waiter = await startRecording(movie, to: url)
         try await Task.sleep(for: .milliseconds(1500))

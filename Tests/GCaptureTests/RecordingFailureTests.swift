@@ -20,7 +20,7 @@ final class RecordingFailureTests: XCTestCase {
         let missing = try XCTUnwrap(CaptureDevice.device(withUniqueID: "pulse:gcapture_nosuch"))
         do {
             let session = try await startSession(microphone: missing, outputs: [CaptureMovieFileOutput()])
-            await session.stop()
+            try await within(engineDeadline, "session.stop()") { await session.stop() }
             XCTFail("a session with a microphone that does not exist started")
         } catch let error as CaptureError {
             let text = "\(error)"
@@ -35,7 +35,7 @@ final class RecordingFailureTests: XCTestCase {
         }
         XCTAssertTrue(session.isRunning)
         XCTAssertFalse(session.inputs.contains { $0.mediaType == .audio })
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// No audio server at all: a stale socket nobody listens on. The error names the microphone and the
@@ -63,7 +63,7 @@ final class RecordingFailureTests: XCTestCase {
         let microphone = try XCTUnwrap(CaptureDevice.device(withUniqueID: "pulse:default"))
         do {
             let session = try await startSession(microphone: microphone, outputs: [CaptureMovieFileOutput()])
-            await session.stop()
+            try await within(engineDeadline, "session.stop()") { await session.stop() }
             XCTFail("a session whose audio server is missing started")
         } catch let error as CaptureError {
             let text = "\(error)"
@@ -145,8 +145,8 @@ final class RecordingFailureTests: XCTestCase {
         try session.add(CaptureDeviceInput(device: .makeTestCamera(options: .init(maxFrameRate: 5))))
         try session.add(movie)
         session.sessionPreset = .vga640x480
-        try session.commitAndWait()
-        try await session.start()
+        try withinBlocking(engineDeadline, "session.commitAndWait()") { try session.commitAndWait() }
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         for defragments in [false, true] {
             movie.defragmentsMovieOnStop = defragments
             let url = folder.appendingPathComponent("slow-\(defragments).mp4")
@@ -162,7 +162,7 @@ final class RecordingFailureTests: XCTestCase {
             XCTAssertGreaterThan(probed.duration, 1)
             XCTAssertTrue(try ffmpegDecodes(url))
         }
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// Fragments of 100 ms with audio: mp4mux cuts each track's fragment when its time is used up and the
@@ -178,7 +178,7 @@ final class RecordingFailureTests: XCTestCase {
         let session = try await startSession(microphone: .testMicrophone, outputs: [movie])
         let url = folder.appendingPathComponent("short-fragments.mp4")
         let finished = await recordUntilItEnds(movie, to: url)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(finished?.error, .maximumFileSizeReached)
         let size = try fileSize(url)
         XCTAssertGreaterThan(try topLevelBoxes(url).filter { $0 == "moof" }.count, 20, "a fragment each 100 ms")
@@ -209,7 +209,7 @@ final class RecordingFailureTests: XCTestCase {
         movie.maxRecordedDuration = 0.7
         let timed = folder.appendingPathComponent("timed.mp4")
         let timedFinish = await recordUntilItEnds(movie, to: timed, timeout: 20)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(timedFinish?.error, .maximumDurationReached)
         let probed = try probe(timed)
         XCTAssertEqual(probed.duration, 0.7, accuracy: 1.0 / 30)
@@ -246,6 +246,6 @@ extension RecordingFailureTests {
             XCTAssertEqual(probed.duration, 1.5, accuracy: 0.3, "defragmented: \(defragments)")
             XCTAssertTrue(try ffmpegDecodes(url), "defragmented: \(defragments)")
         }
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 }

@@ -79,7 +79,7 @@ extension XCTestCase {
         if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
         for output in outputs { try session.add(output) }
         session.sessionPreset = preset
-        try session.commitAndWait()
+        try withinBlocking(engineDeadline, "session.commitAndWait()") { try session.commitAndWait() }
         return session
     }
 
@@ -87,7 +87,7 @@ extension XCTestCase {
     func startSession(camera: CaptureDevice = .testCamera, microphone: CaptureDevice? = nil,
                       preset: CaptureSession.Preset = .vga640x480, outputs: [CaptureOutput]) async throws -> CaptureSession {
         let session = try makeSession(camera: camera, microphone: microphone, preset: preset, outputs: outputs)
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         return session
     }
 
@@ -167,6 +167,30 @@ struct CheckFailed: Error, CustomStringConvertible {
 struct DeadlineExceeded: Error, CustomStringConvertible {
     let description: String
 }
+
+/// How long an engine call that waits on the outside world (a session's start or stop, a commit, a photo, a
+/// pipeline's drain) may take before its test fails: far above what any takes (well under a second here, a
+/// few seconds in the emulated v4l2 VM, ~5x slower), far below the suite's 900 s limit, so that one hang
+/// fails its own test and the rest of the suite still runs.
+let engineDeadline: Double = ProcessInfo.processInfo.environment["V4L2VM"] == "1" ? 120 : 30
+
+/// within() for a call that blocks its thread (commitAndWait, startRunning, stopRunning): it runs on a thread
+/// of its own, and the caller gets its result or, after `seconds`, a DeadlineExceeded (the blocked thread is
+/// left behind rather than waited for).
+func withinBlocking<T>(_ seconds: Double, _ what: String, _ operation: @escaping @Sendable () throws -> T) throws -> T {
+    let outcome = BlockingOutcome<T>(), done = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        outcome.result = Result { try operation() }
+        done.signal()
+    }
+    guard done.wait(timeout: .now() + seconds) == .success, let result = outcome.result else {
+        throw DeadlineExceeded(description: "\(what) did not happen within \(seconds) s")
+    }
+    return try result.get()
+}
+
+/// What a blocking call gave, handed from its thread to the waiter (the semaphore orders the two).
+private final class BlockingOutcome<T>: @unchecked Sendable { var result: Result<T, any Error>? }
 
 /// Runs `operation` and returns its result, or throws when it has not finished within `seconds` (and cancels
 /// it). An operation that ignores cancellation is left behind rather than waited for, so a hung engine call
@@ -531,4 +555,12 @@ func mp4Boxes(in data: Data, _ range: Range<Int>) -> [(type: String, body: Range
         offset += size
     }
     return boxes
+}
+
+extension CapturePhotoOutput {
+    /// capturePhoto with a deadline: a capture that never answers fails its test instead of hanging the suite.
+    /// Its errors are capturePhoto's own.
+    func capturePhoto(with settings: CapturePhotoSettings = CapturePhotoSettings(), within seconds: Double) async throws -> CapturePhoto {
+        try await GCaptureTests.within(seconds, "capturePhoto") { try await self.capturePhoto(with: settings) }
+    }
 }
