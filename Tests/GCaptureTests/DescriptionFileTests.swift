@@ -292,9 +292,7 @@ final class DescriptionFileTests: XCTestCase {
         XCTAssertTrue(started)
         try await Task.sleep(for: .seconds(1))
         described.movieOutput?.stopRecording()
-        let finished = await waiter.waitForFinish()
-        XCTAssertNotNil(finished)
-        XCTAssertNil(finished?.error)
+        try await assertFinishedWithoutError(waiter)
         return url
     }
 

@@ -272,10 +272,8 @@ final class MovieOutputTests: XCTestCase {
         }
         try await Task.sleep(for: .milliseconds(700))
         movie.stopRecording()
-        let finished = await waiter.waitForFinish()
-        await session.stop()
-        XCTAssertNotNil(finished)
-        XCTAssertNil(finished?.error ?? nil)
+        try await assertFinishedWithoutError(waiter)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertGreaterThan(try probe(url).duration, 0.5)
     }
 }

@@ -179,9 +179,7 @@ final class OrientationMatrixTests: XCTestCase {
         let waiter = await startRecording(movie, to: url)
         try await Task.sleep(for: .milliseconds(400))
         movie.stopRecording()
-        let finished = await waiter.waitForFinish()
-        XCTAssertNotNil(finished, "the recording to \(url.lastPathComponent) never finished")
-        XCTAssertNil(finished?.error, "\(url.lastPathComponent): \(String(describing: finished?.error))")
+        try await assertFinishedWithoutError(waiter, "the recording to \(url.lastPathComponent)")
     }
 
     // MARK: Comparing pictures

@@ -251,10 +251,9 @@ final class PreviewTests: XCTestCase {
         let seconds = 4.0
         try await Task.sleep(for: .seconds(seconds))
         movie.stopRecording()
-        let finished = await waiter.waitForFinish()
+        try await assertFinishedWithoutError(waiter)
         let shown = preview.shownFrameCount - shownBefore
-        await session.stop()
-        XCTAssertNil(finished?.error)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         let probed = try probe(url)
         let frames = try XCTUnwrap(probed.videoFrames)
         let expected = probed.duration * 30

@@ -92,10 +92,8 @@ final class RecordingFailureTests: XCTestCase {
             return .ok
         }
         try await Task.sleep(for: .milliseconds(500))
-        await session.stop()
-        let finished = await waiter.waitForFinish(timeout: 20)
-        XCTAssertNotNil(finished)
-        XCTAssertNil(finished?.error ?? nil, "the movie was recovered: \(String(describing: finished?.error))")
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        try await assertFinishedWithoutError(waiter, timeout: 20, "the recovered movie")
         XCTAssertFalse(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: url).path), "the sidecar went into the movie")
         let probed = try probe(url)
         XCTAssertEqual(probed.duration, 1.7, accuracy: 0.25, "every frame up to the stop, not only those before the muxer stuck")
@@ -121,9 +119,8 @@ final class RecordingFailureTests: XCTestCase {
         }
         try await Task.sleep(for: .milliseconds(2500))
         movie.stopRecording()
-        let finished = await waiter.waitForFinish()
-        await session.stop()
-        XCTAssertNil(finished?.error ?? nil)
+        try await assertFinishedWithoutError(waiter)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         let stats = movie.lastStatistics
         let probed = try probe(url)
         let frames = try XCTUnwrap(probed.videoFrames)

@@ -498,6 +498,19 @@ extension XCTestCase {
     }
 }
 
+extension XCTestCase {
+    /// Waits for the recording to finish and checks that it did, without an error: a recording that never
+    /// finishes fails here (`finished?.error` alone would pass on nil). Returns the file it finished.
+    @discardableResult
+    func assertFinishedWithoutError(_ waiter: RecordingWaiter, timeout: TimeInterval = 15, _ what: String = "the recording",
+                                    file: StaticString = #filePath, line: UInt = #line) async throws -> URL {
+        let answer = await waiter.waitForFinish(timeout: timeout)
+        let finished = try XCTUnwrap(answer, "\(what) did not finish within \(timeout) s", file: file, line: line)
+        XCTAssertNil(finished.error, "\(what) finished with an error: \(finished.error.map { "\($0)" } ?? "")", file: file, line: line)
+        return finished.url
+    }
+}
+
 /// Collects what a movie output tells its delegate, for tests to wait on.
 final class RecordingWaiter: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
     private let lock = NSLock()
