@@ -52,8 +52,8 @@ final class CaptureSessionTests: XCTestCase {
         let main = CaptureVideoDataOutput()
         let mainLog = FrameLog(main)
         let session = try makeSession(outputs: [main])
-        try await session.start()
-        await mainLog.waitFor(5)
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        try await mainLog.require(5, "the first frames")
         let startCount = mainLog.count
         for _ in 0..<3 {
             // Counted by a delegate, which removal does not disconnect: a stream would end at removal and
@@ -85,8 +85,8 @@ final class CaptureSessionTests: XCTestCase {
         let mainLog = FrameLog(main)
         let camera = CaptureDevice.makeTestCamera(options: .init(sizes: [.init(width: 640, height: 480), .init(width: 1280, height: 720)]))
         let session = try makeSession(camera: camera, preset: .vga640x480, outputs: [main])
-        try await session.start()
-        await mainLog.waitFor(3)
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        try await mainLog.require(3, "the first frames")
 
         // An impossible preset together with a new output: neither is applied.
         let extra = CaptureVideoDataOutput()
@@ -139,8 +139,8 @@ final class CaptureSessionTests: XCTestCase {
         let output = CaptureVideoDataOutput()
         let log = FrameLog(output)
         let session = try makeSession(preset: .vga640x480, outputs: [output])
-        try await session.start()
-        await log.waitFor(3)
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        try await log.require(3, "the first frames")
         let second = CaptureDevice.makeTestCamera(uniqueID: "test-ball", options: .init(pattern: .ball))
         session.beginConfiguration()
         session.removeInput(session.inputs[0])

@@ -43,12 +43,18 @@ final class FrameLog: Sendable {
     var all: [Entry] { entries.withLock { $0 } }
     var count: Int { entries.withLock { $0.count } }
 
-    /// Waits until `count` frames have arrived in total.
-    @discardableResult
+    /// Waits until `count` frames have arrived in total; tells whether they did (a result to check, not drop).
     func waitFor(_ count: Int, timeout: TimeInterval = 5) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while self.count < count, Date() < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         return self.count >= count
+    }
+
+    /// waitFor that fails the test (throws) when the frames have not arrived within `timeout`.
+    func require(_ count: Int, timeout: TimeInterval = 5, _ what: String) async throws {
+        guard await waitFor(count, timeout: timeout) else {
+            throw DeadlineExceeded(description: "\(what): \(self.count) of \(count) frames within \(timeout) s")
+        }
     }
 
     /// Frames that arrive within `seconds` from now.
