@@ -19,6 +19,7 @@ final class CameraSwitchV4L2Tests: XCTestCase {
             if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
                 throw TestEnvironment.MissingPart(description: "inside the v4l2 VM without two cameras: start it with --vivid-opts \"n_devs=2 node_types=0x1,0x1\"")
             }
+            // A skip even under CI: .ci/run runs this class inside a VM with two vivid cameras, where they fail (above).
             throw XCTSkip("needs two V4L2 cameras; run inside ../shared/testbed/v4l2-vm with --vivid-opts \"n_devs=2 node_types=0x1,0x1\"")
         }
     }

@@ -49,6 +49,7 @@ final class InterruptionDeviceTests: XCTestCase {
             if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
                 throw TestEnvironment.MissingPart(description: "inside the v4l2 VM but there is no /dev/video0: vivid did not load")
             }
+            // A skip even under CI: .ci/run runs this class inside the v4l2 VM, where a missing camera fails (above).
             throw XCTSkip("no V4L2 camera here; run inside ../shared/testbed/v4l2-vm (.ci/run does)")
         }
     }
@@ -63,6 +64,7 @@ final class InterruptionDeviceTests: XCTestCase {
     private func requireFreshProcess() throws {
         let open = V4L2DeviceTests.openCameraNodes()
         if !open.isEmpty {
+            // A skip even under CI: .ci/run runs each of these tests in a VM process of its own.
             throw XCTSkip("this process still holds \(open) from an earlier test; run this test in a process of its own")
         }
     }
@@ -229,11 +231,13 @@ final class InterruptionDeviceTests: XCTestCase {
     func testACameraUnloadedAndLoadedAgainIsFoundByItsStableID() async throws {
         let environment = ProcessInfo.processInfo.environment
         guard environment["V4L2VM"] == "1" else {
+            // A skip even under CI: .ci/run runs this test inside the v4l2 VM, alone, with GCAPTURE_HOTPLUG_TEST=1.
             throw XCTSkip("reloads the vivid kernel module: only inside ../shared/testbed/v4l2-vm")
         }
         // As V4L2DeviceTests' hotplug test: a process that streamed before may still hold the device through
         // v4l2src's orphaned buffer pool, and then the module cannot be unloaded. .ci/run runs it alone.
         if !V4L2DeviceTests.openCameraNodes().isEmpty, environment["GCAPTURE_HOTPLUG_TEST"] != "1" {
+            // Only the whole class's run in the VM gets here; .ci/run runs this test before, alone.
             throw XCTSkip("this process has streamed from the camera already; run this test on its own")
         }
         let camera = try vivid()

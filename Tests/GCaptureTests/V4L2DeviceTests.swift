@@ -14,6 +14,7 @@ final class V4L2DeviceTests: XCTestCase {
             if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
                 throw TestEnvironment.MissingPart(description: "inside the v4l2 VM but there is no /dev/video0: vivid did not load")
             }
+            // A skip even under CI: .ci/run runs this class inside the v4l2 VM, where a missing camera fails (above).
             throw XCTSkip("no V4L2 camera here; run inside ../shared/testbed/v4l2-vm (.ci/run does)")
         }
     }
@@ -219,9 +220,11 @@ final class V4L2DeviceTests: XCTestCase {
     func testUnplugAndReplugAreNotified() async throws {
         let environment = ProcessInfo.processInfo.environment
         guard environment["V4L2VM"] == "1" else {
+            // A skip even under CI: .ci/run runs this test inside the v4l2 VM, alone, with GCAPTURE_HOTPLUG_TEST=1.
             throw XCTSkip("reloads the vivid kernel module: only inside ../shared/testbed/v4l2-vm")
         }
         if !Self.openCameraNodes().isEmpty, environment["GCAPTURE_HOTPLUG_TEST"] != "1" {
+            // Only the whole class's run in the VM gets here; .ci/run runs this test before, alone.
             throw XCTSkip("this process has streamed from the camera already; run this test on its own")
         }
         _ = try vivid()
