@@ -65,11 +65,11 @@ final class FrameProcessorTests: XCTestCase {
     }
 }
 
-/// GCaptureTests' within(), for this target (which cannot see that one's Support.swift): the operation's
+/// GCaptureTests' within(), for this target's tests (which cannot see that one's Support.swift): the operation's
 /// result, or a failure when it has not finished within `seconds`. Not a task group, which would wait for an
 /// operation that ignores cancellation: a hung engine call is left behind, and fails its test only.
-private func within<T: Sendable>(_ seconds: Double, _ what: String,
-                                 _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+func within<T: Sendable>(_ seconds: Double, _ what: String,
+                         _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
     let once = Once<T>()
     return try await withCheckedThrowingContinuation { continuation in
         once.continuation = continuation
