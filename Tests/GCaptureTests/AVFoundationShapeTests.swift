@@ -92,11 +92,11 @@ final class AVFoundationShapeTests: XCTestCase {
     func testThePhotoDelegateHearsEveryStepInAVFoundationsOrder() async throws {
         let photos = CapturePhotoOutput()
         let session = try makeSession(outputs: [photos])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let delegate = PhotoEvents()
         photos.capturePhoto(with: CapturePhotoSettings(), delegate: delegate)
         let events = await delegate.waitForFinish()
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(events, ["willBegin", "willCapture", "didCapture", "didFinishProcessing", "didFinishCapture"])
         let data = try XCTUnwrap(delegate.photos.withLock { $0.first }?.fileDataRepresentation())
         XCTAssertEqual(Array(data.prefix(2)), [0xFF, 0xD8], "a JPEG")
@@ -123,9 +123,9 @@ final class AVFoundationShapeTests: XCTestCase {
         XCTAssertEqual(supported(), [false, false, false, false], "not in a session")
         let session = try makeSession(outputs: [photos])
         XCTAssertEqual(supported(), [true, true, true, true], "committed with a camera")
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         XCTAssertEqual(supported(), [true, true, true, true], "running")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(supported(), [true, true, true, true], "stopped, still configured")
         session.removeOutput(photos)
         XCTAssertEqual(supported(), [false, false, false, false], "removed")
@@ -134,7 +134,7 @@ final class AVFoundationShapeTests: XCTestCase {
         cameraless.beginConfiguration()
         try cameraless.add(CaptureDeviceInput(device: .testMicrophone))
         try cameraless.add(photos)
-        try cameraless.commitAndWait()
+        try withinBlocking(engineDeadline, "cameraless.commitAndWait()") { try cameraless.commitAndWait() }
         XCTAssertEqual(supported(), [false, false, false, false], "a session without a camera")
     }
 

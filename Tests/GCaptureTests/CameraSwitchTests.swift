@@ -23,7 +23,7 @@ final class CameraSwitchTests: XCTestCase {
         let errors = Locked<[CaptureSession.RuntimeError]>([])
         let errorTask = Task { for await error in session.runtimeErrors() { errors.withLock { $0.append(error) } } }
         defer { errorTask.cancel() }
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let url = try temporaryFolder().appendingPathComponent("switching.mp4")
         let recording = await startRecording(movie, to: url)
         let started = Date()
@@ -42,7 +42,7 @@ final class CameraSwitchTests: XCTestCase {
         movie.stopRecording()
         let elapsed = Date().timeIntervalSince(started)
         let finished = await recording.waitForFinish()
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertNil(try XCTUnwrap(finished, "the recording never finished").error)
         XCTAssertEqual(errors.withLock { $0.map(\.description) }, [], "runtime errors during the switches")
 
@@ -78,8 +78,8 @@ final class CameraSwitchTests: XCTestCase {
         let frames = CaptureVideoDataOutput()
         let log = FrameLog(frames)
         let session = try makeSession(camera: Self.back, preset: .high, outputs: [frames])
-        try await session.start()
-        await log.waitFor(3)
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        try await log.require(3, "the first frames")
         // A camera unplugged between the app making its input and the switch: its node is gone.
         let node = try temporaryFolder().appendingPathComponent("video-gone").path
         XCTAssertTrue(FileManager.default.createFile(atPath: node, contents: nil))
@@ -105,9 +105,9 @@ final class CameraSwitchTests: XCTestCase {
         }
         try switchCamera(of: session, to: Self.front)
         let before = log.count
-        await log.waitFor(before + 5)
+        try await log.require(before + 5, "frames from the front camera")
         XCTAssertTrue(log.all.dropFirst(before).contains { $0.width == 1280 })
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// The old camera runs until the new one delivers (make-before-break): a new camera slow to give its first
@@ -119,8 +119,8 @@ final class CameraSwitchTests: XCTestCase {
         let slow = CaptureDevice.makeTestCamera(uniqueID: "switch-slow-front", options: .init(
             pattern: .checkers, motion: 2, position: .front, sizes: [.init(width: 1280, height: 720)], maxFrameRate: 25))
         let session = try makeSession(camera: Self.back, preset: .high, outputs: [frames])
-        try await session.start()
-        await log.waitFor(5)
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        try await log.require(5, "the first frames from the old camera")
         TestCameraStalls.set(slow.uniqueID, stalled: true)
         defer { TestCameraStalls.set(slow.uniqueID, stalled: false) }
         let input = try CaptureDeviceInput(device: slow)
@@ -133,9 +133,9 @@ final class CameraSwitchTests: XCTestCase {
         try await Task.sleep(for: .milliseconds(300))
         let oldFramesWhileWaiting = log.count - during
         TestCameraStalls.set(slow.uniqueID, stalled: false)
-        try await commit.value
-        await log.waitFor(log.count + 5)
-        await session.stop()
+        try await within(engineDeadline, "the commit to the slow camera") { try await commit.value }
+        try await log.require(log.count + 5, "frames from the new camera")
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertGreaterThanOrEqual(oldFramesWhileWaiting, 5, "the old camera stopped while the new one was starting")
         let all = log.all
         let firstNew = try XCTUnwrap(all.firstIndex { $0.width == 1280 }, "no frame of the new camera")
@@ -151,13 +151,13 @@ final class CameraSwitchTests: XCTestCase {
         let preview = CapturePreviewOutput(environment: [:])
         preview.sinkName = "fakesink"
         let session = try makeSession(camera: Self.back, preset: .high, outputs: [preview])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         XCTAssertFalse(preview.connection.isVideoMirrored)
         try switchCamera(of: session, to: Self.front)
         XCTAssertTrue(preview.connection.isVideoMirrored, "a front camera's preview is mirrored after the switch")
         try switchCamera(of: session, to: Self.back)
         XCTAssertFalse(preview.connection.isVideoMirrored, "a back camera's preview is not mirrored after the switch")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// Seed Pattern 6: remove the camera, add the other, inside one configuration.
@@ -171,7 +171,7 @@ final class CameraSwitchTests: XCTestCase {
             session.removeInput(old)
         }
         try session.add(input)
-        try session.commitAndWait()
+        try withinBlocking(engineDeadline, "session.commitAndWait()") { try session.commitAndWait() }
     }
 }
 

@@ -19,6 +19,7 @@ final class CameraSwitchV4L2Tests: XCTestCase {
             if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
                 throw TestEnvironment.MissingPart(description: "inside the v4l2 VM without two cameras: start it with --vivid-opts \"n_devs=2 node_types=0x1,0x1\"")
             }
+            // A skip even under CI: .ci/run runs this class inside a VM with two vivid cameras, where they fail (above).
             throw XCTSkip("needs two V4L2 cameras; run inside ../shared/testbed/v4l2-vm with --vivid-opts \"n_devs=2 node_types=0x1,0x1\"")
         }
     }
@@ -43,7 +44,7 @@ final class CameraSwitchV4L2Tests: XCTestCase {
         let errors = Locked<[CaptureSession.RuntimeError]>([])
         let errorTask = Task { for await error in session.runtimeErrors() { errors.withLock { $0.append(error) } } }
         defer { errorTask.cancel() }
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let firstFrames = await log.waitFor(5, timeout: 10)
         XCTAssertTrue(firstFrames, "no frames from \(cameras[0])")
         let url = try temporaryFolder().appendingPathComponent("twenty-switches.mp4")
@@ -77,7 +78,7 @@ final class CameraSwitchV4L2Tests: XCTestCase {
         movie.stopRecording()
         let elapsed = Date().timeIntervalSince(started)
         let finished = await recording.waitForFinish(timeout: 60)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertNil(try XCTUnwrap(finished, "the recording never finished").error)
         XCTAssertEqual(errors.withLock { $0.map(\.description) }, [], "runtime errors during the switches")
         print("switch → first frame of the new camera: median \((switchTimes.sorted().dropFirst(switchTimes.count / 2).first ?? 0) * 1000) ms, worst \((switchTimes.max() ?? 0) * 1000) ms")
@@ -127,7 +128,7 @@ final class CameraSwitchV4L2Tests: XCTestCase {
         }
         busy.shutDown()
         try await checkStillRunning(session, log, width: width, camera: cameras[0], after: "a switch to a busy camera")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// A switch to a camera that has gone (vivid's disconnect, a USB unplug as the driver sees it: opening it
@@ -145,7 +146,7 @@ final class CameraSwitchV4L2Tests: XCTestCase {
             XCTAssertTrue(self.names(cameras[1], in: error), "\(error)")
         }
         try await checkStillRunning(session, log, width: width, camera: cameras[0], after: "a switch to an unplugged camera")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// A session running on the first camera with a frames output, its first frames seen, and their width.
@@ -154,7 +155,7 @@ final class CameraSwitchV4L2Tests: XCTestCase {
         let frames = CaptureVideoDataOutput()
         let log = FrameLog(frames)
         let session = try makeSession(camera: cameras[0], preset: Self.presets[0], outputs: [frames])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let firstFrames = await log.waitFor(5, timeout: 10)
         XCTAssertTrue(firstFrames)
         return (cameras, session, log, try XCTUnwrap(log.all.last?.width))
@@ -211,6 +212,6 @@ final class CameraSwitchV4L2Tests: XCTestCase {
         }
         try session.add(input)
         session.sessionPreset = preset
-        try session.commitAndWait()
+        try withinBlocking(engineDeadline, "session.commitAndWait()") { try session.commitAndWait() }
     }
 }

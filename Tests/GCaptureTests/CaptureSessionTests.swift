@@ -16,16 +16,16 @@ final class CaptureSessionTests: XCTestCase {
         }
         defer { observers.forEach(NotificationCenter.default.removeObserver) }
         XCTAssertFalse(session.isRunning)
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         XCTAssertTrue(session.isRunning)
-        try await session.start() // starting a running session changes nothing
+        try await within(engineDeadline, "session.start()") { try await session.start() } // starting a running session changes nothing
         XCTAssertNotNil(session.graphDescription)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertFalse(session.isRunning)
-        await session.stop()
-        session.startRunning() // the blocking variants
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        try withinBlocking(engineDeadline, "session.startRunning()") { session.startRunning() } // the blocking variants
         XCTAssertTrue(session.isRunning)
-        session.stopRunning()
+        try withinBlocking(engineDeadline, "session.stopRunning()") { session.stopRunning() }
         XCTAssertFalse(session.isRunning)
         XCTAssertNil(session.graphDescription)
         XCTAssertEqual(notifications.withLock { $0 }, [CaptureSession.didStartRunningNotification, CaptureSession.didStopRunningNotification,
@@ -36,9 +36,9 @@ final class CaptureSessionTests: XCTestCase {
         let output = CaptureVideoDataOutput()
         let log = FrameLog(output)
         let session = try makeSession(camera: .makeTestCamera(options: .init(maxFrameRate: 30)), preset: .hd1280x720, outputs: [output])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let frames = await log.collect(for: 1.5)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         // 1.5 s at 30 fps is 45 frames; allow for a loaded machine, not for a wrong rate.
         XCTAssertGreaterThanOrEqual(frames.count, 40)
         XCTAssertLessThanOrEqual(frames.count, 47)
@@ -52,8 +52,8 @@ final class CaptureSessionTests: XCTestCase {
         let main = CaptureVideoDataOutput()
         let mainLog = FrameLog(main)
         let session = try makeSession(outputs: [main])
-        try await session.start()
-        await mainLog.waitFor(5)
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        try await mainLog.require(5, "the first frames")
         let startCount = mainLog.count
         for _ in 0..<3 {
             // Counted by a delegate, which removal does not disconnect: a stream would end at removal and
@@ -74,7 +74,7 @@ final class CaptureSessionTests: XCTestCase {
             XCTAssertLessThanOrEqual(counter.count, afterRemoval + 1, "a removed output still receives frames")
         }
         let frames = Array(mainLog.all.dropFirst(startCount))
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertGreaterThan(frames.count, 15)
         XCTAssertLessThan(FrameLog.longestGap(frames), 0.1, "the main output stalled while the other was added/removed")
         XCTAssertEqual(session.outputs.count, 1)
@@ -85,15 +85,15 @@ final class CaptureSessionTests: XCTestCase {
         let mainLog = FrameLog(main)
         let camera = CaptureDevice.makeTestCamera(options: .init(sizes: [.init(width: 640, height: 480), .init(width: 1280, height: 720)]))
         let session = try makeSession(camera: camera, preset: .vga640x480, outputs: [main])
-        try await session.start()
-        await mainLog.waitFor(3)
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        try await mainLog.require(3, "the first frames")
 
         // An impossible preset together with a new output: neither is applied.
         let extra = CaptureVideoDataOutput()
         session.beginConfiguration()
         try session.add(extra)
         session.sessionPreset = .hd1920x1080
-        XCTAssertThrowsError(try session.commitAndWait()) { error in
+        XCTAssertThrowsError(try withinBlocking(engineDeadline, "the commit") { try session.commitAndWait() }) { error in
             XCTAssertEqual("\(error)", "Test Camera [test] offers 640x480, 1280x720 (NV12, I420, YUY2); preset hd1920x1080 needs 1920x1080")
         }
         XCTAssertEqual(session.sessionPreset, .vga640x480)
@@ -114,7 +114,7 @@ final class CaptureSessionTests: XCTestCase {
         XCTAssertTrue(session.isRunning)
         XCTAssertGreaterThanOrEqual(frames.count, 10, "frames stopped after the failed commits")
         XCTAssertTrue(frames.allSatisfy { $0.width == 640 })
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     func testAnOutputThatFailsWhileRunningIsDetachedAndTheSessionRunsOn() async throws {
@@ -122,7 +122,7 @@ final class CaptureSessionTests: XCTestCase {
         let mainLog = FrameLog(main)
         let session = try makeSession(outputs: [main])
         let errors = session.runtimeErrors()
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let failing = FailingOutput(fragment: "identity error-after=5 ! fakesink")
         try session.add(failing)
         let reported = try await firstElement(of: errors, within: 5, "the failing output's runtime error")
@@ -132,23 +132,23 @@ final class CaptureSessionTests: XCTestCase {
         let frames = await mainLog.collect(for: 0.5)
         XCTAssertTrue(session.isRunning)
         XCTAssertGreaterThanOrEqual(frames.count, 10)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     func testSwitchingCamerasWhileRunningKeepsOutputsRunning() async throws {
         let output = CaptureVideoDataOutput()
         let log = FrameLog(output)
         let session = try makeSession(preset: .vga640x480, outputs: [output])
-        try await session.start()
-        await log.waitFor(3)
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        try await log.require(3, "the first frames")
         let second = CaptureDevice.makeTestCamera(uniqueID: "test-ball", options: .init(pattern: .ball))
         session.beginConfiguration()
         session.removeInput(session.inputs[0])
         try session.add(CaptureDeviceInput(device: second))
         session.sessionPreset = .hd1280x720
-        try session.commitAndWait()
+        try withinBlocking(engineDeadline, "session.commitAndWait()") { try session.commitAndWait() }
         let frames = await log.collect(for: 0.5)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertGreaterThanOrEqual(frames.count, 10)
         XCTAssertTrue(frames.allSatisfy { $0.width == 1280 }, "frames from the new camera at the new preset")
         XCTAssertEqual((session.inputs.first as? CaptureDeviceInput)?.device.uniqueID, "test-ball")
@@ -158,7 +158,7 @@ final class CaptureSessionTests: XCTestCase {
         let output = CaptureVideoDataOutput()
         let log = FrameLog(output)
         let session = try makeSession(preset: .vga640x480, outputs: [output])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let started = await log.waitFor(3)
         XCTAssertTrue(started)
         // A real node that v4l2src opens and rejects: the character device /dev/null is no camera.
@@ -168,7 +168,7 @@ final class CaptureSessionTests: XCTestCase {
         session.beginConfiguration()
         session.removeInput(session.inputs[0])
         try session.add(CaptureDeviceInput(device: broken))
-        XCTAssertThrowsError(try session.commitAndWait()) { error in
+        XCTAssertThrowsError(try withinBlocking(engineDeadline, "the commit") { try session.commitAndWait() }) { error in
             XCTAssertTrue("\(error)".contains("Not A Camera"), "\(error)")
         }
         XCTAssertEqual((session.inputs.first as? CaptureDeviceInput)?.device, .testCamera)
@@ -179,7 +179,7 @@ final class CaptureSessionTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(frames.count, 5, "frames stopped after the failed swap")
         XCTAssertTrue(frames.allSatisfy { $0.width == 640 })
         XCTAssertTrue(session.isRunning)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// A removal that cannot be applied (the camera kept was unplugged since) is not silent: removeOutput
@@ -222,7 +222,7 @@ final class CaptureSessionTests: XCTestCase {
     func testQoSMessagesOfTheGraphAreCounted() async throws {
         let main = CaptureVideoDataOutput()
         let session = try makeSession(outputs: [main])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         XCTAssertEqual(session.qualityFigures?.messages, 0)
         // A sink synchronised to the clock behind an element that holds each frame 60 ms, allowing 5 ms of
         // lateness: it drops late frames, and posts a QoS message for each.
@@ -233,14 +233,14 @@ final class CaptureSessionTests: XCTestCase {
         let figures = try XCTUnwrap(session.qualityFigures)
         XCTAssertGreaterThanOrEqual(figures.messages, 3, "QoS messages of a late sink")
         XCTAssertGreaterThan(figures.droppedBuffers, 0)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     func testBusWarningsAreLogged() async throws {
         let log = LogCapture.shared
         let main = CaptureVideoDataOutput()
         let session = try makeSession(outputs: [main])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         // A sink that has rendered nothing for over a second of late buffers posts a bus WARNING
         // ("A lot of buffers are being dropped").
         let slow = FailingOutput(fragment: "identity sleep-time=60000 ! fakesink name=late-sink sync=true qos=true max-lateness=5000000")
@@ -251,7 +251,7 @@ final class CaptureSessionTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(50))
             warnings = log.lines(label: "gcapture.session").filter { $0.level == .warning && $0.message.contains(session.name) }
         }
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         let warning = try XCTUnwrap(warnings.first, "the sink's bus warning was not logged")
         XCTAssertTrue(warning.message.contains("dropped"), warning.message)
         XCTAssertTrue(log.lines(label: "gcapture.session").contains { $0.level == .debug && $0.message.hasPrefix("QoS:") },
@@ -290,9 +290,9 @@ final class CaptureSessionTests: XCTestCase {
         let delegateQueue = DispatchQueue(label: "slow")
         output.setSampleBufferDelegate(delegate, queue: delegateQueue)
         let session = try makeSession(outputs: [output])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         try await Task.sleep(for: .seconds(1))
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         delegateQueue.sync {} // let the callbacks already queued run
         let delivered = delegate.outputs.load(ordering: .relaxed)
         XCTAssertGreaterThanOrEqual(delivered, 6)
@@ -315,9 +315,9 @@ final class CaptureSessionTests: XCTestCase {
         let delegateQueue = DispatchQueue(label: "recorder")
         output.setSampleBufferDelegate(recorder, queue: delegateQueue)
         let session = try makeSession(outputs: [output])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         try await Task.sleep(for: .milliseconds(700))
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         delegateQueue.sync {}
         let times = recorder.times.withLock { $0 }
         XCTAssertEqual(output.droppedFrameCount, 0, "a backlog under a second must not drop")
@@ -332,7 +332,7 @@ final class CaptureSessionTests: XCTestCase {
             let camera = CaptureDevice.makeTestCamera(options: .init(pattern: .black, motion: 0, noiseLevel: noise))
             let session = try makeSession(camera: camera, preset: .low, outputs: [output])
             let frames = output.sampleBuffers()
-            try await session.start()
+            try await within(engineDeadline, "session.start()") { try await session.start() }
             let frame = try await firstElement(of: frames, within: 5, "a frame")
             let spread = frame.withPlanes { planes -> Double in
                 let luma = planes[0]
@@ -345,7 +345,7 @@ final class CaptureSessionTests: XCTestCase {
                 }
                 return (sumSquares / count - (sum / count) * (sum / count)).squareRoot()
             } ?? 0
-            await session.stop()
+            try await within(engineDeadline, "session.stop()") { await session.stop() }
             return spread
         }
         let clean = try await lumaSpread(noise: 0)

@@ -77,6 +77,9 @@ final class CommandSignalTests: XCTestCase {
         var seen = Data()
         let deadline = Date().addingTimeInterval(20)
         while !String(decoding: seen, as: UTF8.self).contains("\"event\":\"progress\""), Date() < deadline {
+            // availableData blocks until the child writes: wait for that no longer than the deadline.
+            var ready = pollfd(fd: recording.stdout.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(max(0, deadline.timeIntervalSinceNow) * 1000)) > 0 else { break }
             let chunk = recording.stdout.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             seen.append(chunk)

@@ -26,11 +26,11 @@ final class DelegateQueueTests: XCTestCase {
         let frames = Frames(queue: DispatchQueue(label: "frames"))
         output.setSampleBufferDelegate(frames, queue: frames.queue)
         let session = try makeSession(outputs: [output])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let deadline = Date().addingTimeInterval(10)
         while frames.count.withLock({ $0 }) < 5, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
         try await Task.sleep(for: .milliseconds(300))
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         frames.queue.sync {}
         XCTAssertEqual(frames.count.withLock { $0 }, 5, "frames after the delegate removed itself, or too few in 10 s")
     }
@@ -56,12 +56,12 @@ final class DelegateQueueTests: XCTestCase {
         let movie = CaptureMovieFileOutput()
         let recorder = Recorder(queue: movie.delegateQueue)
         let session = try makeSession(outputs: [movie])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let url = try temporaryFolder().appendingPathComponent("stopped-from-its-delegate.mp4")
         movie.startRecording(to: url, recordingDelegate: recorder)
         let deadline = Date().addingTimeInterval(15)
         while recorder.finished.withLock({ $0 }) == nil, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         let finished = try XCTUnwrap(recorder.finished.withLock { $0 }, "the recording stopped from its delegate never finished")
         XCTAssertEqual(finished.url, url)
         XCTAssertFalse(finished.stillRecording)

@@ -64,8 +64,8 @@ final class FrameStallTests: XCTestCase {
         let session = try makeSession(input: input, outputs: [output])
         let events = EventLog(session)
         let frames = FrameLog(output)
-        try await session.start()
-        defer { session.stopRunning() }
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        defer { XCTAssertNoThrow(try withinBlocking(engineDeadline, "session.stopRunning()") { session.stopRunning() }) }
         let flowing = await frames.waitFor(10)
         XCTAssertTrue(flowing, "frames before the stall")
 
@@ -112,8 +112,8 @@ final class FrameStallTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(1000))
             TestCameraStalls.set(id, stalled: false)
         }
-        try await session.start()
-        defer { session.stopRunning() }
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        defer { XCTAssertNoThrow(try withinBlocking(engineDeadline, "session.stopRunning()") { session.stopRunning() }) }
         try await Task.sleep(for: .milliseconds(200))
         XCTAssertFalse(events.all.contains { $0.event.interruptionReason != nil || $0.event.endedReason != nil },
                        "a slow start is no stall: \(events.all.map(\.event))")
@@ -126,7 +126,7 @@ final class FrameStallTests: XCTestCase {
         defer { TestCameraStalls.set(id, stalled: false) }
         let session = try makeSession(camera: camera, outputs: [CaptureVideoDataOutput()])
         do {
-            try await session.start()
+            try await within(engineDeadline, "session.start()") { try await session.start() }
             XCTFail("started without a frame")
         } catch {
             XCTAssertTrue("\(error)".contains("no frame"), "\(error)")
@@ -145,10 +145,10 @@ extension V4L2DeviceTests {
         let session = try makeSession(input: input, outputs: [output])
         let events = EventLog(session)
         let frames = FrameLog(output)
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         defer {
             _ = try? runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=0"])
-            session.stopRunning()
+            XCTAssertNoThrow(try withinBlocking(engineDeadline, "session.stopRunning()") { session.stopRunning() })
         }
         let flowing = await frames.waitFor(10, timeout: 10)
         XCTAssertTrue(flowing, "frames before the stall")

@@ -49,6 +49,7 @@ final class InterruptionDeviceTests: XCTestCase {
             if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
                 throw TestEnvironment.MissingPart(description: "inside the v4l2 VM but there is no /dev/video0: vivid did not load")
             }
+            // A skip even under CI: .ci/run runs this class inside the v4l2 VM, where a missing camera fails (above).
             throw XCTSkip("no V4L2 camera here; run inside ../shared/testbed/v4l2-vm (.ci/run does)")
         }
     }
@@ -63,6 +64,7 @@ final class InterruptionDeviceTests: XCTestCase {
     private func requireFreshProcess() throws {
         let open = V4L2DeviceTests.openCameraNodes()
         if !open.isEmpty {
+            // A skip even under CI: .ci/run runs each of these tests in a VM process of its own.
             throw XCTSkip("this process still holds \(open) from an earlier test; run this test in a process of its own")
         }
     }
@@ -116,7 +118,7 @@ final class InterruptionDeviceTests: XCTestCase {
         let observer = NotificationCenter.default.addObserver(forName: CaptureSession.wasInterruptedNotification, object: session,
                                                               queue: nil) { _ in notified.withLock { $0 = $0 ?? monotonicMilliseconds() } }
         defer { NotificationCenter.default.removeObserver(observer) }
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let url = folder.appendingPathComponent("disconnect.mp4")
         let waiter = await startRecording(movie, to: url)
         let recordingStarted = monotonicMilliseconds()
@@ -146,9 +148,8 @@ final class InterruptionDeviceTests: XCTestCase {
         try await Task.sleep(for: .milliseconds(1500))
         let recordingStopped = monotonicMilliseconds()
         movie.stopRecording()
-        let finished = await waiter.waitForFinish()
-        XCTAssertNil(finished?.error, "\(String(describing: finished?.error))")
-        await session.stop()
+        try await assertFinishedWithoutError(waiter)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
 
         // The outputs never stopped: black frames in the gap, the camera's picture on both sides.
         let seen = brightness.all
@@ -186,7 +187,7 @@ final class InterruptionDeviceTests: XCTestCase {
         let brightness = FrameLog(frames)
         let session = try makeSession(camera: camera, preset: Self.preset, outputs: [frames])
         let log = SessionEventLog(session)
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         XCTAssertTrue(session.isRunning)
         XCTAssertTrue(session.isInterrupted)
         XCTAssertEqual(session.interruptionReasons, [.videoDeviceInUseByAnotherClient])
@@ -210,7 +211,7 @@ final class InterruptionDeviceTests: XCTestCase {
         try await Task.sleep(for: .milliseconds(1000))
         let pictures = brightness.all.filter(FrameLog.isPicture)
         XCTAssertGreaterThan(pictures.count, 10, "frames from the camera after it was released")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         // Side by side, on the same device: how long plain GStreamer takes to start it and get a frame.
         let launched = monotonicMilliseconds()
         let plain = try runTool("/usr/bin/gst-launch-1.0", ["-q", "v4l2src", "device=/dev/video0", "num-buffers=1", "!",
@@ -230,11 +231,13 @@ final class InterruptionDeviceTests: XCTestCase {
     func testACameraUnloadedAndLoadedAgainIsFoundByItsStableID() async throws {
         let environment = ProcessInfo.processInfo.environment
         guard environment["V4L2VM"] == "1" else {
+            // A skip even under CI: .ci/run runs this test inside the v4l2 VM, alone, with GCAPTURE_HOTPLUG_TEST=1.
             throw XCTSkip("reloads the vivid kernel module: only inside ../shared/testbed/v4l2-vm")
         }
         // As V4L2DeviceTests' hotplug test: a process that streamed before may still hold the device through
         // v4l2src's orphaned buffer pool, and then the module cannot be unloaded. .ci/run runs it alone.
         if !V4L2DeviceTests.openCameraNodes().isEmpty, environment["GCAPTURE_HOTPLUG_TEST"] != "1" {
+            // Only the whole class's run in the VM gets here; .ci/run runs this test before, alone.
             throw XCTSkip("this process has streamed from the camera already; run this test on its own")
         }
         let camera = try vivid()
@@ -242,7 +245,7 @@ final class InterruptionDeviceTests: XCTestCase {
         let brightness = FrameLog(frames)
         let session = try makeSession(camera: camera, preset: Self.preset, outputs: [frames])
         let log = SessionEventLog(session)
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         try await Task.sleep(for: .milliseconds(1000))
         // The module unloads only once every handle is closed, and the session, having let go, takes the
         // camera back at its next retry. So the test keeps vivid disconnected with a handle of its own until
@@ -275,7 +278,7 @@ final class InterruptionDeviceTests: XCTestCase {
             print("BENCH modprobe returned → first camera frame: \(String(format: "%.0f", first.at - loaded)) ms (udev's add, then the immediate retry)")
         }
         XCTAssertEqual(CaptureDevice.device(withUniqueID: camera.uniqueID)?.uniqueID, camera.uniqueID)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// The issue's reproduction: `gcapture frames --json` with the camera disconnected at 3 s reports the

@@ -95,7 +95,7 @@ final class InterruptionTests: XCTestCase {
             }
         }
         defer { observers.forEach(NotificationCenter.default.removeObserver) }
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let url = try temporaryFolder().appendingPathComponent("gap.mp4")
         let waiter = await startRecording(movie, to: url)
         try await Task.sleep(for: .milliseconds(700))
@@ -110,9 +110,8 @@ final class InterruptionTests: XCTestCase {
         XCTAssertEqual(posted.withLock { $0 }, ["GCaptureSessionWasInterrupted 101", "GCaptureSessionInterruptionEnded 101"])
         try await Task.sleep(for: .milliseconds(700))
         movie.stopRecording()
-        let finished = await waiter.waitForFinish()
-        XCTAssertNil(finished?.error)
-        await session.stop()
+        try await assertFinishedWithoutError(waiter)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
 
         let seen = brightness.all
         let start = log.interruptions[0].at, end = log.endings[0].at
@@ -140,7 +139,7 @@ final class InterruptionTests: XCTestCase {
         let microphone = try XCTUnwrap(CaptureDevice.device(withUniqueID: PulseAudioServer.microphoneID))
         let session = try makeSession(microphone: microphone, preset: .vga640x480, outputs: [movie, frames])
         let log = SessionEventLog(session)
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let url = folder.appendingPathComponent("server-gone.mp4")
         let waiter = await startRecording(movie, to: url)
         try await Task.sleep(for: .milliseconds(1500))
@@ -161,9 +160,8 @@ final class InterruptionTests: XCTestCase {
         XCTAssertFalse(session.isInterrupted)
         try await Task.sleep(for: .milliseconds(1500))
         movie.stopRecording()
-        let finished = await waiter.waitForFinish()
-        XCTAssertNil(finished?.error, "\(String(describing: finished?.error))")
-        await session.stop()
+        try await assertFinishedWithoutError(waiter)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertTrue(log.runtimeErrors.isEmpty, "\(log.runtimeErrors)")
 
         let audio = try streamDuration(url, "a"), video = try streamDuration(url, "v")

@@ -13,7 +13,7 @@ final class LiveViewTests: XCTestCase {
         let session = try makeSession(camera: CaptureDevice.makeTestCamera(uniqueID: "test-live", options: TestCameraOptions()),
                                       outputs: [liveView.output])
         liveView.follow(session)
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         let parts = Locked<[(at: Double, noSignal: Bool)]>([])
         let noSignal = liveView.noSignalPart
         let key = liveView.addViewer { part in parts.withLock { $0.append((monotonicMilliseconds(), part == noSignal)) } }
@@ -39,7 +39,7 @@ final class LiveViewTests: XCTestCase {
         }
         XCTAssertEqual(liveView.encodedFrameCount, parts.withLock { $0.filter { !$0.noSignal }.count },
                        "every encoded frame reached the viewer, and no filler frame was shown as the camera")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
 
         let picture = FileManager.default.temporaryDirectory.appendingPathComponent("no-signal-\(UUID()).jpg")
         defer { try? FileManager.default.removeItem(at: picture) }

@@ -44,12 +44,12 @@ final class MovieOutputTests: XCTestCase {
         let error = try await record(movie, to: url, seconds: 5) {
             for _ in 0..<3 {
                 try await Task.sleep(for: .milliseconds(800))
-                _ = try await photos.capturePhoto()
+                _ = try await photos.capturePhoto(within: engineDeadline)
                 shots += 1
             }
         }
         let during = Array(log.all.dropFirst(before))
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertNil(error)
         let probed = try probe(url)
         XCTAssertEqual(probed.codecs.sorted(), ["aac", "h264"])
@@ -87,7 +87,7 @@ final class MovieOutputTests: XCTestCase {
             movie.resumeRecording()
         }
         let during = Array(log.all.dropFirst(before))
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertNil(error)
         let probed = try probe(paused)
         XCTAssertEqual(probed.duration, 2, accuracy: 0.25)
@@ -129,7 +129,7 @@ final class MovieOutputTests: XCTestCase {
         movie.fileType = .matroska
         let turned = folder.appendingPathComponent("turned.mkv")
         let error = try await record(movie, to: turned, seconds: 0.6)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertNil(error)
         let probed = try probe(turned)
         XCTAssertEqual(probed.videoSize?.width, 480)
@@ -183,7 +183,7 @@ final class MovieOutputTests: XCTestCase {
         XCTAssertEqual(movie.lastStatistics.frames > 0, true)
         movie.videoEncoder = "nosuch264enc"
         let refused = try await record(movie, to: folder.appendingPathComponent("refused.mp4"), seconds: 0, expectStart: false)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertNil(error)
         XCTAssertEqual(refused, .missingPlugin("nosuch264enc"))
         let probed = try probe(url)
@@ -207,8 +207,8 @@ final class MovieOutputTests: XCTestCase {
             let secondError = try await self.record(second, to: secondURL, seconds: 1)
             XCTAssertNil(secondError)
         }
-        await firstSession.stop()
-        await secondSession.stop()
+        try await within(engineDeadline, "firstSession.stop()") { await firstSession.stop() }
+        try await within(engineDeadline, "secondSession.stop()") { await secondSession.stop() }
         XCTAssertNil(error)
         XCTAssertEqual(interruptedWhileLive, [], "a live recording is not an interrupted one")
         XCTAssertEqual(try probe(firstURL).duration, 3, accuracy: 0.25)
@@ -224,7 +224,7 @@ final class MovieOutputTests: XCTestCase {
         let session = try await session(microphone: .testMicrophone, preset: .hd1280x720, outputs: [movie])
         let url = folder.appendingPathComponent("limited.mp4")
         let finished = await recordUntilItEnds(movie, to: url, timeout: 20)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(finished?.error, .maximumFileSizeReached)
         XCTAssertTrue(finished?.error?.recordingFinishedSuccessfully ?? false)
         let size = try fileSize(url)
@@ -245,7 +245,7 @@ final class MovieOutputTests: XCTestCase {
         let after = await log.collect(for: 0.3)
         XCTAssertTrue(session.isRunning)
         XCTAssertGreaterThan(after.count, 5)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// As AVFoundation's: a file at the URL is never replaced, the recording fails with a typed error and the
@@ -272,10 +272,8 @@ final class MovieOutputTests: XCTestCase {
         }
         try await Task.sleep(for: .milliseconds(700))
         movie.stopRecording()
-        let finished = await waiter.waitForFinish()
-        await session.stop()
-        XCTAssertNotNil(finished)
-        XCTAssertNil(finished?.error ?? nil)
+        try await assertFinishedWithoutError(waiter)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertGreaterThan(try probe(url).duration, 0.5)
     }
 }

@@ -57,8 +57,8 @@ final class OrientationMatrixTests: XCTestCase {
 
             let name = "\(turn.angle)\(turn.mirrored ? "m" : "")"
             let pixels = folder.appendingPathComponent("photo-\(name).jpg"), tagged = folder.appendingPathComponent("tagged-\(name).jpg")
-            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: pixels))
-            _ = try await photos.capturePhoto(with: CapturePhotoSettings(orientationHandling: .exifOrientationOnly, fileURL: tagged))
+            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: pixels), within: engineDeadline)
+            _ = try await photos.capturePhoto(with: CapturePhotoSettings(orientationHandling: .exifOrientationOnly, fileURL: tagged), within: engineDeadline)
             XCTAssertEqual(try exif(pixels)["Orientation"] as? Int ?? 1, 1, "a photo with turned pixels asks no viewer to turn it")
             shown.append(("photo pixels", try viewed(pixels)))
             shown.append(("photo EXIF \(try exif(tagged)["Orientation"] as? Int ?? 1)", try viewed(tagged)))
@@ -74,7 +74,7 @@ final class OrientationMatrixTests: XCTestCase {
                 if let failure = Self.check(picture, shows: turn, candidates: candidates) { failures.append("\(output): \(failure)") }
             }
         }
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(failures, [], failures.joined(separator: "\n"))
     }
 
@@ -103,7 +103,7 @@ final class OrientationMatrixTests: XCTestCase {
             let expected = candidates[turn]!
             let shot = folder.appendingPathComponent("preview-\(turn.angle)\(turn.mirrored ? "m" : "").ppm")
             try screenshot(display, width: expected.width, height: expected.height, to: shot)
-            await session.stop()
+            try await within(engineDeadline, "session.stop()") { await session.stop() }
             if let failure = Self.check(try Picture(ppm: shot), shows: turn, candidates: candidates) {
                 failures.append("preview: \(failure)")
             }
@@ -179,9 +179,7 @@ final class OrientationMatrixTests: XCTestCase {
         let waiter = await startRecording(movie, to: url)
         try await Task.sleep(for: .milliseconds(400))
         movie.stopRecording()
-        let finished = await waiter.waitForFinish()
-        XCTAssertNotNil(finished, "the recording to \(url.lastPathComponent) never finished")
-        XCTAssertNil(finished?.error, "\(url.lastPathComponent): \(String(describing: finished?.error))")
+        try await assertFinishedWithoutError(waiter, "the recording to \(url.lastPathComponent)")
     }
 
     // MARK: Comparing pictures

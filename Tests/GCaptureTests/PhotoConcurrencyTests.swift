@@ -11,7 +11,7 @@ final class PhotoConcurrencyTests: XCTestCase {
     private func startedSession(_ photos: CapturePhotoOutput, frameRate: Int) async throws -> CaptureSession {
         let session = try makeSession(camera: .makeTestCamera(options: .init(maxFrameRate: frameRate)), preset: .vga640x480,
                                       outputs: [photos])
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         return session
     }
 
@@ -23,17 +23,17 @@ final class PhotoConcurrencyTests: XCTestCase {
         photos.isZeroShutterLagEnabled = false
         let session = try await startedSession(photos, frameRate: 1)
         // Returns just after a frame arrived: the next one is about a second away.
-        _ = try await photos.capturePhoto()
+        _ = try await photos.capturePhoto(within: engineDeadline)
         let pressed = ContinuousClock.now
         let waiting = 4 * ProcessInfo.processInfo.activeProcessorCount + 2
-        let captures = (0..<waiting).map { _ in Task { try await photos.capturePhoto() } }
+        let captures = (0..<waiting).map { _ in Task { try await photos.capturePhoto(within: engineDeadline) } }
         let ran = await Task { ContinuousClock.now }.value
         let photosTaken = try await withThrowingTaskGroup(of: CapturePhoto.self) { group in
             for capture in captures { group.addTask { try await capture.value } }
             return try await group.reduce(into: []) { $0.append($1) }
         }
         let frameArrived = ContinuousClock.now
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(photosTaken.count, waiting)
         XCTAssertGreaterThan(frameArrived - pressed, .milliseconds(400), "the next frame came too soon to tell")
         XCTAssertLessThan(ran - pressed, .milliseconds(250),
@@ -77,7 +77,7 @@ final class PhotoConcurrencyTests: XCTestCase {
         }
         for blocker in blockers { await blocker.value }
         let finished = await events.waitForFinishedCaptures(1)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertTrue(finished)
         let resolved = try XCTUnwrap(events.photos.first?.resolvedSettings)
         XCTAssertEqual(resolved.photoQualityPrioritization, .balanced)
@@ -105,7 +105,7 @@ final class PhotoConcurrencyTests: XCTestCase {
             photos.capturePhoto(with: settings, delegate: events)
         }
         let finished = await events.waitForFinishedCaptures(requested.count)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertTrue(finished, "\(events.log)")
         let log = events.log
         XCTAssertEqual(log.filter { $0.event == .willBegin }.map(\.id), requested, "\(log)")
@@ -144,7 +144,7 @@ final class PhotoConcurrencyTests: XCTestCase {
             return XCTFail("\(events.log.count) callbacks, then nothing: deadlocked")
         }
         try await Task.sleep(for: .milliseconds(100))
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         photos.delegateQueue.sync {}
         XCTAssertFalse(button.states.isEmpty)
         XCTAssertEqual(button.offQueue, 0, "readiness told off the output's delegate queue")

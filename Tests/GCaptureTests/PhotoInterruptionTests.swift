@@ -45,7 +45,7 @@ final class PhotoInterruptionTests: XCTestCase {
 
         try await driver.endInterruption(.videoDeviceUnplugged)
         let after = try await outcome(of: photos, to: folder.appendingPathComponent("after.jpg"))
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertNil(after.error)
         XCTAssertGreaterThan(after.brightest ?? 0, 60, "the photo after recovery is black: a filler frame")
         XCTAssertGreaterThan(driver.fillerBuffers.withLock { $0 }, 5)
@@ -66,7 +66,7 @@ final class PhotoInterruptionTests: XCTestCase {
         let interrupted = Date()
         let result = try brightness(of: url, after: try await capture.value)
         let waited = Date().timeIntervalSince(interrupted)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(result.error, .sessionWasInterrupted(.videoDeviceStalled),
                        "brightest cell of the photo: \(result.brightest.map(String.init) ?? "-")")
         XCTAssertLessThan(waited, 0.5, "the capture failed \(waited) s after the interruption")
@@ -95,7 +95,7 @@ final class PhotoInterruptionTests: XCTestCase {
             try await driver.endInterruption(.videoDeviceUnplugged)
             try await Task.sleep(for: .milliseconds(200))
         }
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         print("photos in flight at the interruption: \(outcomes)")
     }
 }
@@ -103,7 +103,7 @@ final class PhotoInterruptionTests: XCTestCase {
 /// The photo's error, or nil when it was taken (and written to `url`); a capture that hangs fails the test.
 private func takePhoto(_ photos: CapturePhotoOutput, to url: URL) async throws -> CaptureError? {
     do {
-        _ = try await within(5, "the photo") { try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: url)) }
+        _ = try await within(5, "the photo") { try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: url), within: engineDeadline) }
         return nil
     } catch let error as CaptureError {
         return error

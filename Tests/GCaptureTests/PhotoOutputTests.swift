@@ -11,7 +11,7 @@ final class PhotoOutputTests: XCTestCase {
     private func startedSession(_ photos: CapturePhotoOutput, camera: CaptureDevice = .makeTestCamera(options: .init(maxFrameRate: 30)),
                                 preset: CaptureSession.Preset = .vga640x480, extra: [CaptureOutput] = []) async throws -> CaptureSession {
         let session = try makeSession(camera: camera, preset: preset, outputs: [photos] + extra)
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         // Let the zero-shutter-lag ring fill.
         try await Task.sleep(for: .milliseconds(300))
         return session
@@ -25,12 +25,12 @@ final class PhotoOutputTests: XCTestCase {
             // Requests at every phase of the frame clock, each more than a frame after the previous one
             // (closer presses are a frame each, the next one: see testEachCaptureIsItsOwnFrame).
             try await Task.sleep(for: .milliseconds(Int(frameInterval) + 1 + attempt * 7))
-            lags.append(try await photos.capturePhoto().shutterLagMilliseconds)
+            lags.append(try await photos.capturePhoto(within: engineDeadline).shutterLagMilliseconds)
         }
         photos.isZeroShutterLagEnabled = false
         var nextFrameLags: [Double] = []
-        for _ in 0..<5 { nextFrameLags.append(try await photos.capturePhoto().shutterLagMilliseconds) }
-        await session.stop()
+        for _ in 0..<5 { nextFrameLags.append(try await photos.capturePhoto(within: engineDeadline).shutterLagMilliseconds) }
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertTrue(lags.allSatisfy { $0 <= 0 && $0 > -frameInterval - 1 }, "lags \(lags)")
         XCTAssertTrue(nextFrameLags.allSatisfy { $0 > 0 && $0 <= frameInterval + 5 }, "without ZSL: \(nextFrameLags)")
     }
@@ -52,7 +52,7 @@ final class PhotoOutputTests: XCTestCase {
             let url = folder.appendingPathComponent(name)
             let settings = CapturePhotoSettings(fileURL: url)
             let pressed = monotonicMilliseconds()
-            let photo = try await photos.capturePhoto(with: settings)
+            let photo = try await photos.capturePhoto(with: settings, within: engineDeadline)
             return (millisecondsFrom(pressed, to: try captureTimeStamp(url, width: 640)), photo.shutterLagMilliseconds)
         }
         var lags: [(measured: Double, reported: Double)] = []
@@ -63,7 +63,7 @@ final class PhotoOutputTests: XCTestCase {
         photos.isZeroShutterLagEnabled = false
         var nextFrameLags: [Double] = []
         for attempt in 0..<4 { nextFrameLags.append(try await press("next-\(attempt).jpg").measured) }
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         let measured = lags.map(\.measured)
         print("press → exposure from the pixels (ms): zero shutter lag \(measured.map { Int($0.rounded()) }), engine says "
               + "\(lags.map { Int($0.reported.rounded()) }); next frame \(nextFrameLags.map { Int($0.rounded()) })")
@@ -93,7 +93,7 @@ final class PhotoOutputTests: XCTestCase {
             let url = folder.appendingPathComponent("burst-\(index).jpg")
             captures.append(Task {
                 let pressed = monotonicMilliseconds()
-                _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: url))
+                _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: url), within: engineDeadline)
                 return (pressed, url)
             })
             try await Task.sleep(for: .milliseconds(Int(frameInterval) + 2))
@@ -105,7 +105,7 @@ final class PhotoOutputTests: XCTestCase {
             exposures.append(exposed)
             lags.append(millisecondsFrom(pressed, to: exposed))
         }
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         print("burst, press → exposure from the pixels (ms): \(lags.map { Int($0.rounded()) })")
         XCTAssertTrue(lags.allSatisfy { $0 <= 0 && $0 > -2 * frameInterval }, "\(lags)")
         XCTAssertEqual(Set(exposures).count, exposures.count, "two photos of the burst are one frame: \(exposures)")
@@ -119,9 +119,9 @@ final class PhotoOutputTests: XCTestCase {
             let photos = CapturePhotoOutput()
             let session = try makeSession(camera: .makeTestCamera(options: .init(maxFrameRate: 30)), preset: .vga640x480,
                                           outputs: [photos])
-            try await session.start()
-            lags.append(try await photos.capturePhoto().shutterLagMilliseconds)
-            await session.stop()
+            try await within(engineDeadline, "session.start()") { try await session.start() }
+            lags.append(try await photos.capturePhoto(within: engineDeadline).shutterLagMilliseconds)
+            try await within(engineDeadline, "session.stop()") { await session.stop() }
         }
         XCTAssertTrue(lags.allSatisfy { $0 < frameInterval / 2 && $0 > -frameInterval - 1 }, "lags \(lags)")
     }
@@ -153,14 +153,14 @@ final class PhotoOutputTests: XCTestCase {
         // photo is its own frame), none waiting for the previous one.
         var captures: [Task<CapturePhoto, Error>] = []
         for _ in 0..<20 {
-            captures.append(Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality)) })
+            captures.append(Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality), within: engineDeadline) })
             try await Task.sleep(for: .milliseconds(Int(frameInterval) + 2))
         }
         var results: [CapturePhoto] = []
         for capture in captures { results.append(try await within(10, "a photo of the burst") { try await capture.value }) }
         samples.running.store(false, ordering: .relaxed)
         let during = Array(log.all.dropFirst(start))
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(results.count, 20)
         let requests = results.map(\.requestTimestamp)
         XCTAssertEqual(requests, requests.sorted(), "photos came back out of order")
@@ -186,7 +186,7 @@ final class PhotoOutputTests: XCTestCase {
         for prioritization in [CapturePhotoOutput.QualityPrioritization.speed, .balanced, .quality] {
             var backToBack: [CapturePhoto] = []
             for _ in 0..<5 {
-                backToBack.append(try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: prioritization)))
+                backToBack.append(try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: prioritization), within: engineDeadline))
             }
             let times = backToBack.map(\.timestamp)
             XCTAssertEqual(Set(times).count, times.count, "\(prioritization) back to back: \(times)")
@@ -197,7 +197,7 @@ final class PhotoOutputTests: XCTestCase {
             XCTAssertTrue(backToBack.allSatisfy { $0.resolvedSettings.frameCount == prioritization.frameCount })
         }
         let atOnce = try await withThrowingTaskGroup(of: CapturePhoto.self) { group in
-            for _ in 0..<6 { group.addTask { try await photos.capturePhoto() } }
+            for _ in 0..<6 { group.addTask { try await photos.capturePhoto(within: engineDeadline) } }
             return try await group.reduce(into: []) { $0.append($1) }
         }.sorted { $0.requestTimestamp < $1.requestTimestamp }
         let atOnceTimes = atOnce.map(\.timestamp)
@@ -205,9 +205,9 @@ final class PhotoOutputTests: XCTestCase {
         XCTAssertEqual(atOnceTimes, atOnceTimes.sorted(), "a later press took an earlier one's frame")
         // Far enough apart, a press still gets the frame exposed at it.
         try await Task.sleep(for: .milliseconds(100))
-        let apart = try await photos.capturePhoto()
+        let apart = try await photos.capturePhoto(within: engineDeadline)
         XCTAssertLessThanOrEqual(apart.shutterLagMilliseconds, 0)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     func testTheRingHoldsItsDepthOfFrames() async throws {
@@ -215,7 +215,7 @@ final class PhotoOutputTests: XCTestCase {
         photos.zeroShutterLagRingDepth = 5
         let session = try await startedSession(photos, preset: .hd1280x720)
         XCTAssertEqual(photos.zeroShutterLagMemoryBytes, 5 * 1280 * 720 * 3 / 2)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// Frames of a pool that grows on demand (videotestsrc's behind the session's tee) are held, not copied,
@@ -271,7 +271,7 @@ final class PhotoOutputTests: XCTestCase {
             XCTAssertEqual(states.states.last, .notReadyMomentarily, "on the delegate queue: told before startTracking returns")
         }
         XCTAssertEqual(coordinator.captureReadiness, .notReadyMomentarily)
-        _ = try await photos.capturePhoto(with: settings)
+        _ = try await photos.capturePhoto(with: settings, within: engineDeadline)
         photos.delegateQueue.sync {}
         XCTAssertEqual(states.states, [.ready, .notReadyMomentarily, .ready])
 
@@ -279,21 +279,21 @@ final class PhotoOutputTests: XCTestCase {
         photos.isZeroShutterLagEnabled = false
         let next = CapturePhotoSettings()
         coordinator.startTrackingCaptureRequest(using: next)
-        _ = try await photos.capturePhoto(with: next)
+        _ = try await photos.capturePhoto(with: next, within: engineDeadline)
         photos.delegateQueue.sync {}
         XCTAssertEqual(Array(states.states.dropFirst(3)), [.notReadyMomentarily, .notReadyWaitingForCapture, .notReadyMomentarily, .ready])
 
         // One capture at a time: the second press waits for processing.
         photos.isZeroShutterLagEnabled = true
         photos.isResponsiveCaptureEnabled = false
-        let first = Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality)) }
-        let second = Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality)) }
+        let first = Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality), within: engineDeadline) }
+        let second = Task { try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality), within: engineDeadline) }
         _ = try await within(10, "two photos one at a time") { try await (first.value, second.value) }
         photos.delegateQueue.sync {}
         XCTAssertTrue(states.states.dropFirst(7).contains(.notReadyWaitingForProcessing), "\(states.states)")
         XCTAssertEqual(states.states.last, .ready)
 
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         photos.delegateQueue.sync {}
         XCTAssertEqual(states.states.last, .sessionNotRunning)
     }
@@ -312,11 +312,11 @@ final class PhotoOutputTests: XCTestCase {
                 let url = folder.appendingPathComponent("\(name)-\(index).jpg")
                 // A frame apart: closer presses would wait for a new frame each, and time that wait.
                 try await Task.sleep(for: .milliseconds(Int(frameInterval) + 1))
-                let photo = try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: prioritization, fileURL: url))
+                let photo = try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: prioritization, fileURL: url), within: engineDeadline)
                 latencies.append(photo.latencyMilliseconds)
                 urls.append(url)
             }
-            await session.stop()
+            try await within(engineDeadline, "session.stop()") { await session.stop() }
             return (urls, latencies)
         }
         let (clean, _) = try await shoot(noise: 0, .quality, "clean")
@@ -346,19 +346,19 @@ final class PhotoOutputTests: XCTestCase {
         // A still picture, so every photo shows the same bars and only the turn differs.
         let session = try await startedSession(photos, camera: .makeTestCamera(options: .init(motion: 0, maxFrameRate: 30)))
         let sensor = folder.appendingPathComponent("sensor.jpg")
-        _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: sensor))
+        _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: sensor), within: engineDeadline)
         photos.connection.videoRotationAngle = 90
         let upright = folder.appendingPathComponent("upright.jpg")
-        let photo = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: upright))
+        let photo = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: upright), within: engineDeadline)
         let tagged = folder.appendingPathComponent("tagged.jpg")
-        _ = try await photos.capturePhoto(with: CapturePhotoSettings(orientationHandling: .exifOrientationOnly, fileURL: tagged))
+        _ = try await photos.capturePhoto(with: CapturePhotoSettings(orientationHandling: .exifOrientationOnly, fileURL: tagged), within: engineDeadline)
         var turned: [Int: URL] = [90: upright]
         for angle in [180, 270] {
             photos.connection.videoRotationAngle = Double(angle)
             turned[angle] = folder.appendingPathComponent("turned-\(angle).jpg")
-            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: turned[angle]))
+            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: turned[angle]), within: engineDeadline)
         }
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         // The pixels are the sensor's picture turned clockwise by the angle: 90 and 270 have the same size,
         // so only the picture itself tells them apart.
         for (angle, url) in turned.sorted(by: { $0.key < $1.key }) {
@@ -387,12 +387,12 @@ final class PhotoOutputTests: XCTestCase {
         let front = CaptureDevice.makeTestCamera(uniqueID: "test-front", options: .init(motion: 0, position: .front))
         let session = try await startedSession(photos, camera: front)
         let plain = folder.appendingPathComponent("plain.jpg")
-        _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: plain))
+        _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: plain), within: engineDeadline)
         photos.connection.automaticallyAdjustsVideoMirroring = false
         photos.connection.isVideoMirrored = true
         let mirrored = folder.appendingPathComponent("mirrored.jpg")
-        _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: mirrored))
-        await session.stop()
+        _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: mirrored), within: engineDeadline)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         // SMPTE bars run from white on the left to blue on the right.
         let plainProfile = try lumaProfile(plain), mirroredProfile = try lumaProfile(mirrored)
         XCTAssertGreaterThan(Int(plainProfile.first!), Int(plainProfile.last!) + 60, "\(plainProfile)")
@@ -408,12 +408,12 @@ final class PhotoOutputTests: XCTestCase {
         photos.deferredProcessingDelay = 2
         let session = try await startedSession(photos, camera: .makeTestCamera(options: .init(noiseLevel: 10, maxFrameRate: 30)))
         let url = folder.appendingPathComponent("deferred.jpg")
-        let proxy = try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality, fileURL: url))
+        let proxy = try await photos.capturePhoto(with: CapturePhotoSettings(photoQualityPrioritization: .quality, fileURL: url), within: engineDeadline)
         XCTAssertTrue(proxy.isProxy)
         XCTAssertEqual(try exif(url)["ImageDescription"] as? String, "gcapture deferred proxy")
         XCTAssertEqual(CapturePhotoOutput.deferredPhotos(in: folder).map(\.isFinished), [false])
-        let finals = await photos.finishDeferredPhotosWhenIdle(in: folder)
-        await session.stop()
+        let finals = try await within(engineDeadline, "the deferred photos") { await photos.finishDeferredPhotosWhenIdle(in: folder) }
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         let final = try XCTUnwrap(try finals.first?.get())
         XCTAssertFalse(final.isProxy)
         XCTAssertEqual(final.resolvedSettings.frameCount, 4)
@@ -427,25 +427,25 @@ final class PhotoOutputTests: XCTestCase {
         let folder = try temporaryFolder()
         let photos = CapturePhotoOutput()
         do {
-            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: folder.appendingPathComponent("early.jpg")))
+            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: folder.appendingPathComponent("early.jpg")), within: engineDeadline)
             XCTFail("captured without a session")
-        } catch {
+        } catch let error as CaptureError {
             XCTAssertEqual(error, .sessionNotRunning)
         }
         let session = try await startedSession(photos)
         let missing = URL(fileURLWithPath: "/nonexistent-gcapture/photo.jpg")
         do {
-            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: missing))
+            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: missing), within: engineDeadline)
             XCTFail("wrote into a folder that does not exist")
         } catch {
             XCTAssertTrue("\(error)".contains("/nonexistent-gcapture does not exist"), "\(error)")
         }
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertFalse(FileManager.default.fileExists(atPath: "/nonexistent-gcapture"), "the missing folder was made")
         do {
-            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: folder.appendingPathComponent("late.jpg")))
+            _ = try await photos.capturePhoto(with: CapturePhotoSettings(fileURL: folder.appendingPathComponent("late.jpg")), within: engineDeadline)
             XCTFail("captured after the session stopped")
-        } catch {
+        } catch let error as CaptureError {
             XCTAssertEqual(error, .sessionNotRunning)
         }
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [], "a failed capture left a file")

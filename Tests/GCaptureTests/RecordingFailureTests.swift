@@ -20,7 +20,7 @@ final class RecordingFailureTests: XCTestCase {
         let missing = try XCTUnwrap(CaptureDevice.device(withUniqueID: "pulse:gcapture_nosuch"))
         do {
             let session = try await startSession(microphone: missing, outputs: [CaptureMovieFileOutput()])
-            await session.stop()
+            try await within(engineDeadline, "session.stop()") { await session.stop() }
             XCTFail("a session with a microphone that does not exist started")
         } catch let error as CaptureError {
             let text = "\(error)"
@@ -35,7 +35,7 @@ final class RecordingFailureTests: XCTestCase {
         }
         XCTAssertTrue(session.isRunning)
         XCTAssertFalse(session.inputs.contains { $0.mediaType == .audio })
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// No audio server at all: a stale socket nobody listens on. The error names the microphone and the
@@ -63,7 +63,7 @@ final class RecordingFailureTests: XCTestCase {
         let microphone = try XCTUnwrap(CaptureDevice.device(withUniqueID: "pulse:default"))
         do {
             let session = try await startSession(microphone: microphone, outputs: [CaptureMovieFileOutput()])
-            await session.stop()
+            try await within(engineDeadline, "session.stop()") { await session.stop() }
             XCTFail("a session whose audio server is missing started")
         } catch let error as CaptureError {
             let text = "\(error)"
@@ -92,10 +92,8 @@ final class RecordingFailureTests: XCTestCase {
             return .ok
         }
         try await Task.sleep(for: .milliseconds(500))
-        await session.stop()
-        let finished = await waiter.waitForFinish(timeout: 20)
-        XCTAssertNotNil(finished)
-        XCTAssertNil(finished?.error ?? nil, "the movie was recovered: \(String(describing: finished?.error))")
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        try await assertFinishedWithoutError(waiter, timeout: 20, "the recovered movie")
         XCTAssertFalse(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: url).path), "the sidecar went into the movie")
         let probed = try probe(url)
         XCTAssertEqual(probed.duration, 1.7, accuracy: 0.25, "every frame up to the stop, not only those before the muxer stuck")
@@ -121,9 +119,8 @@ final class RecordingFailureTests: XCTestCase {
         }
         try await Task.sleep(for: .milliseconds(2500))
         movie.stopRecording()
-        let finished = await waiter.waitForFinish()
-        await session.stop()
-        XCTAssertNil(finished?.error ?? nil)
+        try await assertFinishedWithoutError(waiter)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         let stats = movie.lastStatistics
         let probed = try probe(url)
         let frames = try XCTUnwrap(probed.videoFrames)
@@ -145,8 +142,8 @@ final class RecordingFailureTests: XCTestCase {
         try session.add(CaptureDeviceInput(device: .makeTestCamera(options: .init(maxFrameRate: 5))))
         try session.add(movie)
         session.sessionPreset = .vga640x480
-        try session.commitAndWait()
-        try await session.start()
+        try withinBlocking(engineDeadline, "session.commitAndWait()") { try session.commitAndWait() }
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         for defragments in [false, true] {
             movie.defragmentsMovieOnStop = defragments
             let url = folder.appendingPathComponent("slow-\(defragments).mp4")
@@ -162,7 +159,7 @@ final class RecordingFailureTests: XCTestCase {
             XCTAssertGreaterThan(probed.duration, 1)
             XCTAssertTrue(try ffmpegDecodes(url))
         }
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 
     /// Fragments of 100 ms with audio: mp4mux cuts each track's fragment when its time is used up and the
@@ -178,7 +175,7 @@ final class RecordingFailureTests: XCTestCase {
         let session = try await startSession(microphone: .testMicrophone, outputs: [movie])
         let url = folder.appendingPathComponent("short-fragments.mp4")
         let finished = await recordUntilItEnds(movie, to: url)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(finished?.error, .maximumFileSizeReached)
         let size = try fileSize(url)
         XCTAssertGreaterThan(try topLevelBoxes(url).filter { $0 == "moof" }.count, 20, "a fragment each 100 ms")
@@ -209,7 +206,7 @@ final class RecordingFailureTests: XCTestCase {
         movie.maxRecordedDuration = 0.7
         let timed = folder.appendingPathComponent("timed.mp4")
         let timedFinish = await recordUntilItEnds(movie, to: timed, timeout: 20)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(timedFinish?.error, .maximumDurationReached)
         let probed = try probe(timed)
         XCTAssertEqual(probed.duration, 0.7, accuracy: 1.0 / 30)
@@ -246,6 +243,6 @@ extension RecordingFailureTests {
             XCTAssertEqual(probed.duration, 1.5, accuracy: 0.3, "defragmented: \(defragments)")
             XCTAssertTrue(try ffmpegDecodes(url), "defragmented: \(defragments)")
         }
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
     }
 }

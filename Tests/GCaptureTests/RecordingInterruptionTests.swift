@@ -85,7 +85,7 @@ final class RecordingInterruptionTests: XCTestCase {
         try await pause(1.5)
         movie.stopRecording()
         try await log.wait(for: 2, "the recording's end")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
 
         XCTAssertEqual(log.events, [.started(url), .finished(url, nil)])
         XCTAssertGreaterThan(driver.fillerBuffers.withLock { $0 }, 20, "the filler delivered frames")
@@ -140,7 +140,7 @@ final class RecordingInterruptionTests: XCTestCase {
         try await pause(1.5)
         movie.stopRecording()
         try await log.wait(for: 4, "the next file's end")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
 
         XCTAssertEqual(log.events, [.started(first), .finished(first, .sessionWasInterrupted(.videoDeviceInUseByAnotherClient)),
                                     .started(second), .finished(second, nil)])
@@ -165,7 +165,7 @@ final class RecordingInterruptionTests: XCTestCase {
         try await pause(1)
         movie.stopRecording()
         try await log.wait(for: 4, "the next file's end")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(log.events, [.started(first), .finished(first, .sessionWasInterrupted(.videoDeviceUnplugged)),
                                     .started(second), .finished(second, nil)])
         for url in [first, second] {
@@ -207,7 +207,7 @@ final class RecordingInterruptionTests: XCTestCase {
         try await pause(1)
         movie.stopRecording()
         try await log.wait(for: 6, "the third file's end")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         for url in [first, second, third] {
             XCTAssertEqual(try probe(url).duration, 1, accuracy: 0.3, url.lastPathComponent)
         }
@@ -259,7 +259,7 @@ final class RecordingInterruptionTests: XCTestCase {
         XCTAssertFalse(movie.isRecording)
         try await driver.endInterruption(.videoDeviceStalled)
         try await pause(0.8)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(log.events, [.started(url), .finished(url, .sessionWasInterrupted(.videoDeviceStalled))])
         XCTAssertEqual(try probe(url).duration, 1, accuracy: 0.3)
         XCTAssertEqual(try frameLumas(url).filter { $0 < 24 }.count, 0, "filler frames in the file")
@@ -280,7 +280,7 @@ final class RecordingInterruptionTests: XCTestCase {
         try await log.wait(for: 1, "the answer to the start")
         try await driver.endInterruption(.videoDeviceUnplugged)
         try await pause(0.5)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(log.events, [.finished(url, .noFramesRecorded)])
         XCTAssertFalse(movie.isRecording)
         XCTAssertFalse(FileManager.default.fileExists(atPath: url.path))
@@ -309,7 +309,7 @@ final class RecordingInterruptionTests: XCTestCase {
         movie.stopRecording()
         let recorded = Date().timeIntervalSince(started)
         try await log.wait(for: 2, "the recording's end")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(log.events, [.started(url), .finished(url, nil)])
         XCTAssertEqual(try probe(url).duration, recorded, accuracy: 0.4)
         let (video, audio) = try trackDurations(url)
@@ -350,7 +350,7 @@ final class RecordingInterruptionTests: XCTestCase {
         movie.stopRecording()
         let recorded = Date().timeIntervalSince(started)
         try await log.wait(for: 2, "the recording's end")
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertEqual(log.events, [.started(url), .finished(url, nil)])
         let (video, audio) = try trackDurations(url)
         print("across an audio server restart: \(recorded) s recorded, video \(video) s, audio \(audio) s")

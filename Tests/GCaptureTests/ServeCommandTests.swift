@@ -5,9 +5,9 @@ import XCTest
 /// gallery, the live view, the events, and everything it must refuse without disturbing the capture.
 final class ServeCommandTests: XCTestCase {
     /// A running `gcapture serve` on a free port of 127.0.0.1, with the test camera, saving into `folder`.
-    func startServe(_ extra: [String] = [], folder: URL, listen: String = "127.0.0.1:0") throws -> (LaunchedCommand, Int) {
+    func startServe(_ extra: [String] = [], folder: URL, listen: String = "127.0.0.1:0", liveSize: String = "640x360") throws -> (LaunchedCommand, Int) {
         let serve = try launch("gcapture", ["serve", "--listen", listen, "--camera", "test", "--microphone", "none",
-                                            "--output", folder.path, "--json", "--live-size", "640x360"] + extra)
+                                            "--output", folder.path, "--json", "--live-size", liveSize] + extra)
         guard serve.waitForEvent("listening", timeout: 30), let port = serve.events("listening").first?["port"] as? Int else {
             throw CheckFailed(description: "gcapture serve did not start listening: \(serve.errorOutput)")
         }
@@ -119,12 +119,77 @@ final class ServeCommandTests: XCTestCase {
         }
         let most = parts.map(\.count).max() ?? 0
         XCTAssertLessThan(after - before, most + most / 2, "\(after - before) frames encoded for 4 viewers of \(most): one encode per frame, not per viewer")
+        // From the outside: the viewers got the same frames, byte for byte (the test camera's snow makes every
+        // frame's JPEG different, so equal bytes are the same frame). The encoder is deterministic, so this alone
+        // cannot tell one encode from four: testFourViewersCostTheServerTheCPUOfAboutOne measures that.
+        let middle = Array(parts[0].dropFirst(3).dropLast(3))
+        XCTAssertGreaterThan(Set(middle).count, middle.count * 9 / 10, "the frames differ, so equal bytes mean the same frame")
+        for (index, viewerParts) in parts.enumerated().dropFirst() {
+            let received = Set(viewerParts)
+            let missing = middle.filter { !received.contains($0) }.count
+            XCTAssertEqual(missing, 0, "viewer \(index) lacks \(missing) of the \(middle.count) frames viewer 0 got mid-stream")
+        }
         let frame = FileManager.default.temporaryDirectory.appendingPathComponent("live-\(UUID()).jpg")
         defer { try? FileManager.default.removeItem(at: frame) }
         try XCTUnwrap(parts.first?.last).write(to: frame)
         let size = try XCTUnwrap(try probe(frame, countFrames: false).videoSize)
         XCTAssertEqual(size.width, 640)
         XCTAssertEqual(size.height, 360)
+    }
+
+    /// One encode however many watch, measured from outside the server: the serve process's CPU time
+    /// (/proc/PID/stat utime+stime) per frame a viewer gets, with one viewer and with four, above what it
+    /// costs with none (nothing is encoded then). Encoding for each viewer would make four viewers' extra cost
+    /// per frame about four times one viewer's; one shared encode leaves it about the same (each viewer only
+    /// adds the sending of bytes already made). A large, fast live view makes the encoding the bulk of it.
+    func testFourViewersCostTheServerTheCPUOfAboutOne() throws {
+        let (serve, port) = try startServe(["--live-rate", "30"], folder: try temporaryFolder(), liveSize: "1280x720")
+        let pid = serve.process.processIdentifier
+        Thread.sleep(forTimeInterval: 1)
+        /// CPU seconds the serve process used while `work` ran, and for how long it ran.
+        func cpu(during work: () -> Void) throws -> (cpu: Double, seconds: Double) {
+            let (cpu0, start) = (try cpuSeconds(of: pid), Date())
+            work()
+            return (try cpuSeconds(of: pid) - cpu0, Date().timeIntervalSince(start))
+        }
+        /// The extra CPU seconds per frame `count` viewers cost, above `idle` CPU seconds a second, and the frames.
+        func perFrame(viewers count: Int, above idle: Double) throws -> (cost: Double, frames: Int) {
+            let viewers = try (0..<count).map { _ in try HTTPTestConnection(port: port) }
+            for viewer in viewers { viewer.send("GET /live.mjpg HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n") }
+            _ = HTTPTestConnection.readAll(viewers, for: 1)
+            var bodies: [Data] = []
+            let used = try cpu { bodies = HTTPTestConnection.readAll(viewers, for: 4) }
+            // Whole JPEGs the viewers got in the window (Content-Length lines; the chunked framing cut anywhere).
+            let marker = Data("Content-Type: image/jpeg".utf8)
+            let frames = bodies.map { body in
+                var count = 0, index = body.startIndex
+                while let found = body[index...].range(of: marker) { count += 1; index = found.upperBound }
+                return count
+            }
+            XCTAssertTrue(frames.allSatisfy { $0 >= 30 }, "every viewer gets frames (30 a second asked): \(frames) in \(used.seconds) s")
+            return ((used.cpu - idle * used.seconds) / Double(max(frames.max() ?? 1, 1)), frames.max() ?? 0)
+        }
+        let idle = try cpu { Thread.sleep(forTimeInterval: 4) }
+        let idleRate = idle.cpu / idle.seconds
+        let one = try perFrame(viewers: 1, above: idleRate)
+        let four = try perFrame(viewers: 4, above: idleRate)
+        print("serve CPU: \(String(format: "%.0f", idleRate * 1000)) ms/s with no viewer; above that, "
+              + "\(String(format: "%.2f", one.cost * 1000)) ms a frame with one viewer (\(one.frames) frames), "
+              + "\(String(format: "%.2f", four.cost * 1000)) ms a frame with four (\(four.frames) frames)")
+        XCTAssertGreaterThan(one.cost, 0, "one viewer costs something (the encode): the measurement sees it")
+        XCTAssertLessThan(four.cost, one.cost * 2, "four viewers cost \(four.cost / one.cost)x one viewer's CPU a frame: encoded per viewer?")
+    }
+
+    /// utime + stime of a process, seconds, from /proc/PID/stat (fields 14 and 15, after the name's closing parenthesis).
+    private func cpuSeconds(of pid: Int32) throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        guard let close = stat.lastIndex(of: ")") else { throw CheckFailed(description: "/proc/\(pid)/stat: \(stat)") }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // fields[0] is the state (field 3): utime is field 14, stime 15.
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else {
+            throw CheckFailed(description: "/proc/\(pid)/stat: \(stat)")
+        }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     func testEventsReachThePageAsTheyHappen() throws {

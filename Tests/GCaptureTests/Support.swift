@@ -43,12 +43,18 @@ final class FrameLog: Sendable {
     var all: [Entry] { entries.withLock { $0 } }
     var count: Int { entries.withLock { $0.count } }
 
-    /// Waits until `count` frames have arrived in total.
-    @discardableResult
+    /// Waits until `count` frames have arrived in total; tells whether they did (a result to check, not drop).
     func waitFor(_ count: Int, timeout: TimeInterval = 5) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while self.count < count, Date() < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         return self.count >= count
+    }
+
+    /// waitFor that fails the test (throws) when the frames have not arrived within `timeout`.
+    func require(_ count: Int, timeout: TimeInterval = 5, _ what: String) async throws {
+        guard await waitFor(count, timeout: timeout) else {
+            throw DeadlineExceeded(description: "\(what): \(self.count) of \(count) frames within \(timeout) s")
+        }
     }
 
     /// Frames that arrive within `seconds` from now.
@@ -79,7 +85,7 @@ extension XCTestCase {
         if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
         for output in outputs { try session.add(output) }
         session.sessionPreset = preset
-        try session.commitAndWait()
+        try withinBlocking(engineDeadline, "session.commitAndWait()") { try session.commitAndWait() }
         return session
     }
 
@@ -87,7 +93,7 @@ extension XCTestCase {
     func startSession(camera: CaptureDevice = .testCamera, microphone: CaptureDevice? = nil,
                       preset: CaptureSession.Preset = .vga640x480, outputs: [CaptureOutput]) async throws -> CaptureSession {
         let session = try makeSession(camera: camera, microphone: microphone, preset: preset, outputs: outputs)
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         return session
     }
 
@@ -167,6 +173,30 @@ struct CheckFailed: Error, CustomStringConvertible {
 struct DeadlineExceeded: Error, CustomStringConvertible {
     let description: String
 }
+
+/// How long an engine call that waits on the outside world (a session's start or stop, a commit, a photo, a
+/// pipeline's drain) may take before its test fails: far above what any takes (well under a second here, a
+/// few seconds in the emulated v4l2 VM, ~5x slower), far below the suite's 900 s limit, so that one hang
+/// fails its own test and the rest of the suite still runs.
+let engineDeadline: Double = ProcessInfo.processInfo.environment["V4L2VM"] == "1" ? 120 : 30
+
+/// within() for a call that blocks its thread (commitAndWait, startRunning, stopRunning): it runs on a thread
+/// of its own, and the caller gets its result or, after `seconds`, a DeadlineExceeded (the blocked thread is
+/// left behind rather than waited for).
+func withinBlocking<T>(_ seconds: Double, _ what: String, _ operation: @escaping @Sendable () throws -> T) throws -> T {
+    let outcome = BlockingOutcome<T>(), done = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        outcome.result = Result { try operation() }
+        done.signal()
+    }
+    guard done.wait(timeout: .now() + seconds) == .success, let result = outcome.result else {
+        throw DeadlineExceeded(description: "\(what) did not happen within \(seconds) s")
+    }
+    return try result.get()
+}
+
+/// What a blocking call gave, handed from its thread to the waiter (the semaphore orders the two).
+private final class BlockingOutcome<T>: @unchecked Sendable { var result: Result<T, any Error>? }
 
 /// Runs `operation` and returns its result, or throws when it has not finished within `seconds` (and cancels
 /// it). An operation that ignores cancellation is left behind rather than waited for, so a hung engine call
@@ -474,6 +504,19 @@ extension XCTestCase {
     }
 }
 
+extension XCTestCase {
+    /// Waits for the recording to finish and checks that it did, without an error: a recording that never
+    /// finishes fails here (`finished?.error` alone would pass on nil). Returns the file it finished.
+    @discardableResult
+    func assertFinishedWithoutError(_ waiter: RecordingWaiter, timeout: TimeInterval = 15, _ what: String = "the recording",
+                                    file: StaticString = #filePath, line: UInt = #line) async throws -> URL {
+        let answer = await waiter.waitForFinish(timeout: timeout)
+        let finished = try XCTUnwrap(answer, "\(what) did not finish within \(timeout) s", file: file, line: line)
+        XCTAssertNil(finished.error, "\(what) finished with an error: \(finished.error.map { "\($0)" } ?? "")", file: file, line: line)
+        return finished.url
+    }
+}
+
 /// Collects what a movie output tells its delegate, for tests to wait on.
 final class RecordingWaiter: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
     private let lock = NSLock()
@@ -531,4 +574,12 @@ func mp4Boxes(in data: Data, _ range: Range<Int>) -> [(type: String, body: Range
         offset += size
     }
     return boxes
+}
+
+extension CapturePhotoOutput {
+    /// capturePhoto with a deadline: a capture that never answers fails its test instead of hanging the suite.
+    /// Its errors are capturePhoto's own.
+    func capturePhoto(with settings: CapturePhotoSettings = CapturePhotoSettings(), within seconds: Double) async throws -> CapturePhoto {
+        try await GCaptureTests.within(seconds, "capturePhoto") { try await self.capturePhoto(with: settings) }
+    }
 }

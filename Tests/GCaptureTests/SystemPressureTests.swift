@@ -146,8 +146,8 @@ final class SystemPressureTests: XCTestCase {
             }
         }
         defer { NotificationCenter.default.removeObserver(observer) }
-        try await session.start()
-        defer { session.stopRunning() }
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        defer { XCTAssertNoThrow(try withinBlocking(engineDeadline, "session.stopRunning()") { session.stopRunning() }) }
         let url = try temporaryFolder().appendingPathComponent("heat.mp4")
         let recording = await startRecording(movie, to: url)
         try await Task.sleep(for: .seconds(1))
@@ -205,8 +205,12 @@ final class SystemPressureTests: XCTestCase {
         XCTAssertEqual(session.pressureResponse, .none)
         XCTAssertGreaterThan(session.pressureWithheldFrameCount, 0)
         movie.stopRecording()
-        let finished = await recording.waitForFinish()
-        XCTAssertNil(finished?.error)
+        try await assertFinishedWithoutError(recording)
+        // The recording went through every level, the interruption included, and plays.
+        let probed = try probe(url)
+        XCTAssertEqual(probed.codecs, ["h264"])
+        XCTAssertGreaterThan(probed.videoFrames ?? 0, 0)
+        XCTAssertTrue(try ffmpegDecodes(url))
         // The stream began with the state at the time (nominal) and, like the notification, saw every step.
         let streamed = states.withLock { $0 }
         XCTAssertEqual(streamed.first, .nominal)
@@ -220,9 +224,9 @@ final class SystemPressureTests: XCTestCase {
     func testTheMonitorReadsOnlyWhileASessionRuns() async throws {
         let session = try makeSession(outputs: [CaptureVideoDataOutput()])
         XCTAssertFalse(SystemPressureMonitor.shared.isReading, "no session runs yet")
-        try await session.start()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
         XCTAssertTrue(SystemPressureMonitor.shared.isReading)
-        await session.stop()
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
         XCTAssertFalse(SystemPressureMonitor.shared.isReading, "the timer went with the last session")
     }
 

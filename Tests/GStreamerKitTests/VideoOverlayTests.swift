@@ -1,11 +1,20 @@
+import Foundation
 import GStreamerKit
 import XCTest
 
 /// The video overlay reached through the C shim: found inside a bin, absent where no sink has one.
 final class VideoOverlayTests: XCTestCase {
     func testOverlayIsFoundInsideABinAndOnlyWhereASinkHasOne() throws {
-        try XCTSkipUnless(GStreamer.hasElement("ximagesink") && GStreamer.hasElement("glimagesink"),
-                          "gstreamer1.0-x and gstreamer1.0-gl are not installed (bash scripts/install-deps.sh)")
+        guard GStreamer.hasElement("ximagesink") && GStreamer.hasElement("glimagesink") else {
+            let part = "gstreamer1.0-x and gstreamer1.0-gl are not installed (bash scripts/install-deps.sh)"
+            // As GCaptureTests' TestEnvironment.missing: under CI a missing part fails, a skip would hide that the
+            // overlay was never tested.
+            if ["true", "1"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? "") {
+                XCTFail(part + " (CI=true: a test whose real part is missing fails instead of skipping)")
+                return
+            }
+            throw XCTSkip(part)
+        }
         let shown = try Bin.parse("videoconvert ! ximagesink")
         XCTAssertTrue(shown.hasVideoOverlay)
         XCTAssertTrue(shown.setWindowHandle(0), "the bin's ximagesink was not told")

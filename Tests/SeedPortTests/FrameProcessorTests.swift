@@ -44,10 +44,10 @@ final class FrameProcessorTests: XCTestCase {
         try session.add(CaptureDeviceInput(device: white))
         try session.add(output)
         try session.commitAndWait()
-        try await session.start()
+        try await within(30, "session.start()") { try await session.start() }
         let deadline = Date().addingTimeInterval(10)
         while processor.lumaMeans.count < 3, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        await session.stop()
+        try await within(30, "session.stop()") { await session.stop() }
         XCTAssertGreaterThanOrEqual(processor.lumaMeans.count, 3)
         // White in limited-range video: luma 235.
         XCTAssertTrue(processor.lumaMeans.allSatisfy { abs($0 - 235) < 2 }, "\(processor.lumaMeans)")
@@ -64,3 +64,31 @@ final class FrameProcessorTests: XCTestCase {
         XCTAssertEqual("\(failure)", "Test Camera [test] failed: Device is busy")
     }
 }
+
+/// GCaptureTests' within(), for this target's tests (which cannot see that one's Support.swift): the operation's
+/// result, or a failure when it has not finished within `seconds`. Not a task group, which would wait for an
+/// operation that ignores cancellation: a hung engine call is left behind, and fails its test only.
+func within<T: Sendable>(_ seconds: Double, _ what: String,
+                         _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    let once = Once<T>()
+    return try await withCheckedThrowingContinuation { continuation in
+        once.continuation = continuation
+        let work = Task { do { once.resume(.success(try await operation())) } catch { once.resume(.failure(error)) } }
+        Task {
+            try? await Task.sleep(for: .seconds(seconds))
+            once.resume(.failure(DeadlineExceeded(description: "\(what) did not finish within \(seconds) s")))
+            work.cancel()
+        }
+    }
+}
+
+private final class Once<T: Sendable>: @unchecked Sendable {
+    let lock = NSLock()
+    var continuation: CheckedContinuation<T, any Error>?
+    func resume(_ result: Result<T, any Error>) {
+        lock.withLock { () -> CheckedContinuation<T, any Error>? in defer { continuation = nil }; return continuation }?
+            .resume(with: result)
+    }
+}
+
+private struct DeadlineExceeded: Error, CustomStringConvertible { let description: String }

@@ -94,7 +94,8 @@ final class SeedPortTests: XCTestCase {
         // The seed's proxy callback, with its non-optional proxy, is called.
         try await waitUntil("the proxy is in the library") { camera.library.proxies.count == 1 }
         XCTAssertEqual(try exif(camera.library.proxies[0])["FileType"] as? String, "JPEG")
-        let finished = await camera.photoOutput.finishDeferredPhotosWhenIdle(in: folder)
+        let photoOutput = camera.photoOutput
+        let finished = try await within(30, "the deferred photos") { await photoOutput.finishDeferredPhotosWhenIdle(in: folder) }
         camera.stopSession()
         try await waitUntil("the session stops") { !camera.session.isRunning }
         XCTAssertTrue(finished.allSatisfy { (try? $0.get()) != nil }, "\(finished)")
