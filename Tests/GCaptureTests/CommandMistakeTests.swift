@@ -1,0 +1,23 @@
+import Foundation
+import GStreamerKit
+import XCTest
+
+/// Mistakes on the command line (issue 24's rough edges): each is refused before anything starts, in words
+/// that name the user's mistake rather than GStreamer's internals, with exit status 64 where the mistake
+/// is the command line's.
+final class CommandMistakeTests: XCTestCase {
+    /// The usage error's sentence alone: not the top-level usage of `gcapture`, which says nothing about it.
+    private func assertUsageError(_ result: (status: Int32, stdout: String, stderr: String), says words: [String],
+                                  file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(result.status, 64, result.stderr, file: file, line: line)
+        for word in words { XCTAssertTrue(result.stderr.contains(word), "'\(word)' missing from: \(result.stderr)", file: file, line: line) }
+        XCTAssertFalse(result.stderr.contains("<subcommand>"), "the top-level usage instead of the command's: \(result.stderr)",
+                       file: file, line: line)
+    }
+
+    func testAMovieNamedNeitherMP4NorMKVIsAUsageErrorInOneSentence() throws {
+        let folder = try temporaryFolder()
+        let result = try runGCapture(["record", "--output", folder.appendingPathComponent("x.avi").path, "--duration", "1"], timeout: 20)
+        assertUsageError(result, says: ["x.avi", "a movie's name ends in .mp4"])
+    }
+}
