@@ -20,4 +20,16 @@ final class CommandMistakeTests: XCTestCase {
         let result = try runGCapture(["record", "--output", folder.appendingPathComponent("x.avi").path, "--duration", "1"], timeout: 20)
         assertUsageError(result, says: ["x.avi", "a movie's name ends in .mp4"])
     }
+
+    func testNumbersInOptionsAreDecimalOnly() throws {
+        let folder = try temporaryFolder()
+        let movie = folder.appendingPathComponent("clip.mp4").path
+        for text in ["0x10", "0x1p3", "inf", "nan", "0o7"] {
+            let result = try runGCapture(["record", "--output", movie, "--microphone", "none", "--duration", text], timeout: 20)
+            XCTAssertEqual(result.status, 64, "--duration \(text): \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains("'\(text)'") && result.stderr.contains("from 0.1 to 86400 seconds"),
+                          "--duration \(text): \(result.stderr)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: movie), "--duration \(text) was taken as a number")
+        }
+    }
 }
