@@ -32,4 +32,13 @@ final class CommandMistakeTests: XCTestCase {
             XCTAssertFalse(FileManager.default.fileExists(atPath: movie), "--duration \(text) was taken as a number")
         }
     }
+
+    func testDeferredPhotosAtAQualityOtherThanQualityAreAUsageError() throws {
+        let photo = try temporaryFolder().appendingPathComponent("shot.jpg")
+        for quality in ["balanced", "speed"] {
+            let result = try runGCapture(["photo", "--deferred", "--quality", quality, "--output", photo.path], timeout: 30)
+            assertUsageError(result, says: ["--deferred", "--quality quality"])
+            XCTAssertFalse(FileManager.default.fileExists(atPath: photo.path), "a photo was taken with --deferred ignored")
+        }
+    }
 }
