@@ -137,10 +137,45 @@ enum Console {
     /// (under `stdbuf -oL` print wrote the line itself, failed silently, and the fflush after it had nothing
     /// left to fail on, so a closed stdout never stopped the command).
     static func write(_ text: String, terminator: String = "\n") {
+        // A progress line a terminal shows rewritten in place ends before anything else is said.
+        let endsProgress = progressState.withLock { state in
+            defer { state.lineOpen = false }
+            return state.lineOpen
+        }
+        writeNow((endsProgress ? "\n" : "") + text + terminator)
+    }
+
+    /// Whether stdout is a terminal, where a progress line is rewritten in place with `\r`.
+    static let isTerminal = isatty(STDOUT_FILENO) == 1
+
+    private struct Progress {
+        var lineOpen = false
+        var lastLine: ContinuousClock.Instant?
+    }
+    private static let progressState = Locked(Progress())
+
+    /// A progress line: rewritten in place on a terminal; into a pipe or a log, where `\r` rewrites pile
+    /// up on one line, a whole line at most once a second.
+    static func progress(_ text: String) {
+        guard isTerminal else {
+            let now = ContinuousClock.now
+            let due = progressState.withLock { state in
+                guard state.lastLine.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
+                state.lastLine = now
+                return true
+            }
+            if due { write(text) }
+            return
+        }
+        progressState.withLock { $0.lineOpen = true }
+        writeNow("\r" + text)
+    }
+
+    private static func writeNow(_ text: String) {
         // Anything print() left in stdio's buffer goes first, to keep the order. nil: every stream, since
         // Swift 6 does not let us name the C global `stdout`.
         fflush(nil)
-        var line = text + terminator
+        var line = text
         let closed = line.withUTF8 { bytes -> Bool in
             var offset = 0
             while offset < bytes.count {

@@ -133,7 +133,7 @@ struct StreamCommand: AsyncParsableCommand {
                 if case .reconnecting(_, _, let reason) = state { lastRefusal.withLock { $0 = reason } }
                 var object: [String: Any] = state.eventFields
                 object["event"] = "streamState"
-                events.emit(object, text: "\nstream: \(state)")
+                events.emit(object, text: "stream: \(state)")
             }
         }
         var failure: CaptureError?
@@ -169,7 +169,7 @@ struct StreamCommand: AsyncParsableCommand {
                                        "error": ending.map { "\($0)" } ?? NSNull()]
         if let movieURL { finished["recording"] = movieURL.path }
         if let signal = StopSignals.shared.receivedName { finished["stoppedBy"] = signal }
-        events.emit(finished, text: "\nstream finished: " + String(format: "%.1f s live, %.1f MB sent, %d frames, %d dropped, %d reconnects",
+        events.emit(finished, text: "stream finished: " + String(format: "%.1f s live, %.1f MB sent, %d frames, %d dropped, %d reconnects",
                                                                    stats.liveSeconds, Double(stats.bytesSent) / 1e6, stats.videoFramesSent,
                                                                    stats.droppedFrames, stats.reconnects)
                         + (movieURL.map { ", recorded \($0.path)" } ?? ""))
@@ -200,10 +200,9 @@ extension EventPrinter {
                   "reconnects": stats.reconnects], text: "")
         } else {
             let state = stream.state.name.padding(toLength: 12, withPad: " ", startingAt: 0)
-            Console.write(String(format: "\r%6.1f s  ", elapsed) + state
-                          + String(format: " %7.0f kbit/s  %d frames  %d dropped  %d reconnects", stats.bitRate / 1000,
-                                   stats.videoFramesSent, stats.droppedFrames, stats.reconnects),
-                          terminator: "")
+            Console.progress(String(format: "%6.1f s  ", elapsed) + state
+                             + String(format: " %7.0f kbit/s  %d frames  %d dropped  %d reconnects", stats.bitRate / 1000,
+                                      stats.videoFramesSent, stats.droppedFrames, stats.reconnects))
         }
     }
 }

@@ -1,0 +1,27 @@
+import Foundation
+@testable import GCapture
+import GCaptureDescription
+import XCTest
+
+/// What a running command says and leaves (issue 24's rough edges): progress in a log, the run's started
+/// line, signals a command gives no meaning to, the control protocol's odd lines, libjpeg's chatter, and
+/// what a reload reports.
+final class CommandRoughEdgeTests: XCTestCase {
+    /// Into a pipe or a log, progress is whole lines: a `\r` rewrite is for a terminal's eyes only.
+    func testProgressIntoAPipeIsWholeLines() throws {
+        let folder = try temporaryFolder()
+        let record = try runGCapture(["record", "--output", folder.appendingPathComponent("clip.mp4").path, "--duration", "2.5",
+                                      "--microphone", "none", "--preset", "vga640x480"], timeout: 40)
+        XCTAssertEqual(record.status, 0, record.stderr)
+        XCTAssertFalse(record.stdout.contains("\r"), "a terminal's rewrites in a pipe: \(record.stdout.debugDescription)")
+        XCTAssertTrue(record.stdout.split(separator: "\n").contains { $0.contains(" fps ") }, record.stdout)
+        XCTAssertFalse(record.stdout.contains("\n\n"), "blank lines: \(record.stdout.debugDescription)")
+
+        let stream = try runGCapture(["stream", folder.appendingPathComponent("live.m3u8").path, "--duration", "2.5",
+                                      "--microphone", "none", "--preset", "vga640x480"], timeout: 40)
+        XCTAssertEqual(stream.status, 0, stream.stderr)
+        XCTAssertFalse(stream.stdout.contains("\r"), "a terminal's rewrites in a pipe: \(stream.stdout.debugDescription)")
+        XCTAssertTrue(stream.stdout.split(separator: "\n").contains { $0.contains("kbit/s") }, stream.stdout)
+        XCTAssertFalse(stream.stdout.contains("\n\n"), "blank lines: \(stream.stdout.debugDescription)")
+    }
+}
