@@ -15,6 +15,11 @@ final class StopSignals: Sendable {
     /// failed write (see `outputClosed`) rather than killing the process in the middle of a write.
     static let terminating: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
 
+    /// Signals whose default action kills the process but that a command gives no meaning to unless it
+    /// says so (`gcapture run`: SIGUSR1 is the shutter): ignored, since killing `record` left its movie
+    /// unfinalized with a recovery sidecar, and a signal that means nothing must not cost a recording.
+    static let meaningless: [Int32] = [SIGUSR1, SIGUSR2]
+
     private struct State {
         var sources: [any DispatchSourceSignal] = []
         var received: Int32?
@@ -36,6 +41,7 @@ final class StopSignals: Sendable {
         state.withLock { state in
             guard state.sources.isEmpty else { return }
             signal(SIGPIPE, SIG_IGN)
+            for number in Self.meaningless where actions[number] == nil { signal(number, SIG_IGN) }
             let stopping = Self.terminating.filter { actions[$0] == nil }.map { number in
                 (number, { [weak self] in self?.received(number, forcing: true) } as @Sendable () -> Void)
             }
@@ -125,7 +131,8 @@ final class StopSignals: Sendable {
         Stopping: the first INT, TERM, HUP or QUIT signal (or the reader of stdout going away) stops the \
         command early but cleanly: a recording is finalized, photos already requested are written, the \
         report is printed, and the exit status is 0 when that went well. A second signal exits at once \
-        with status 128 + its number (130 for SIGINT), leaving a recording as its crash-safe fragments.
+        with status 128 + its number (130 for SIGINT), leaving a recording as its crash-safe fragments. \
+        SIGUSR1 and SIGUSR2 are ignored where the command gives them no meaning.
         """
 }
 

@@ -24,4 +24,21 @@ final class CommandRoughEdgeTests: XCTestCase {
         XCTAssertTrue(stream.stdout.split(separator: "\n").contains { $0.contains("kbit/s") }, stream.stdout)
         XCTAssertFalse(stream.stdout.contains("\n\n"), "blank lines: \(stream.stdout.debugDescription)")
     }
+
+    /// SIGUSR1 and SIGUSR2 mean nothing to `record`: they neither kill it (leaving a sidecar) nor end it.
+    func testRecordIgnoresTheUserSignalsAndFinishesItsMovie() throws {
+        let movie = try temporaryFolder().appendingPathComponent("clip.mp4")
+        let record = try launch("gcapture", ["record", "--output", movie.path, "--duration", "3", "--microphone", "none",
+                                             "--preset", "vga640x480", "--json"])
+        XCTAssertTrue(record.waitForEvent("recordingStarted"), record.errorOutput)
+        Thread.sleep(forTimeInterval: 0.5)
+        record.signal(SIGUSR1)
+        record.signal(SIGUSR2)
+        XCTAssertTrue(record.waitForExit(timeout: 30))
+        XCTAssertEqual(record.status, 0, record.errorOutput)
+        let finished = try XCTUnwrap(record.events("recordingFinished").first, record.output)
+        XCTAssertNil(finished["stoppedBy"], "a user signal stopped the recording")
+        XCTAssertEqual(try probe(movie).duration, 3, accuracy: 0.3, "the whole duration was recorded")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: movie).path), "a recovery sidecar was left")
+    }
 }
