@@ -76,7 +76,7 @@ struct StreamCommand: AsyncParsableCommand {
         stream.profile = profile
         stream.audioCodec = audioCodec
         // The URL first: a mistake in it is the user's to fix before any device is opened.
-        try stream.checkDestination(url)
+        try ValidationError.fromSettings { () throws(CaptureError) in _ = try stream.checkDestination(url) }
         let movieDestination = try record.map { try MovieDestination($0, option: "--record") }
         try movieDestination?.makeRoom(overwrite: overwrite, option: "--record")
         let movieURL = movieDestination?.url

@@ -41,4 +41,27 @@ final class CommandMistakeTests: XCTestCase {
             XCTAssertFalse(FileManager.default.fileExists(atPath: photo.path), "a photo was taken with --deferred ignored")
         }
     }
+
+    func testAPortOutsideTheRangeInAStreamURLIsAUsageError() throws {
+        for url in ["srt://127.0.0.1:99999", "rtmp://127.0.0.1:70000/live/key", "rtsp://127.0.0.1:0/cam"] {
+            let result = try runGCapture(["stream", url, "--camera", "test", "--microphone", "none", "--duration", "1"], timeout: 30)
+            assertUsageError(result, says: ["port", "1 to 65535"])
+        }
+    }
+
+    func testAnHLSPlaylistsFolderThatIsMissingOrAFileOrReadOnlyIsNamed() throws {
+        let folder = try temporaryFolder()
+        let missing = try runGCapture(["stream", folder.appendingPathComponent("nofolder/live.m3u8").path, "--microphone", "none"],
+                                      timeout: 30)
+        assertUsageError(missing, says: ["nofolder", "does not exist"])
+
+        let file = folder.appendingPathComponent("afile")
+        try Data("x".utf8).write(to: file)
+        let inFile = try runGCapture(["stream", file.appendingPathComponent("live.m3u8").path, "--microphone", "none"], timeout: 30)
+        assertUsageError(inFile, says: [file.path + " is a file, not a folder"])
+
+        let proc = try runGCapture(["stream", "/proc/live.m3u8", "--microphone", "none", "--duration", "2"], timeout: 30)
+        assertUsageError(proc, says: ["cannot write in /proc"])
+        XCTAssertFalse(proc.stderr.contains("CRITICAL"), proc.stderr)
+    }
 }
