@@ -64,4 +64,15 @@ final class CommandMistakeTests: XCTestCase {
         assertUsageError(proc, says: ["cannot write in /proc"])
         XCTAssertFalse(proc.stderr.contains("CRITICAL"), proc.stderr)
     }
+
+    func testPreviewRefusesAnElementThatIsNotAVideoSinkAndNamesAMissingOne() throws {
+        let converter = try runGCapture(["preview", "--camera", "test", "--sink", "videoconvert", "--duration", "1"], timeout: 30)
+        assertUsageError(converter, says: ["videoconvert is not a video sink"])
+
+        let missing = try runGCapture(["preview", "--camera", "test", "--sink", "nosuchsink", "--duration", "1"], timeout: 30)
+        assertUsageError(missing, says: ["there is no GStreamer element called nosuchsink"])
+        XCTAssertFalse(missing.stderr.contains("apt install"), "blames missing plugins: \(missing.stderr)")
+        let displaySinks = ["waylandsink", "xvimagesink", "ximagesink", "glimagesink", "kmssink"].filter(GStreamer.hasElement)
+        for sink in displaySinks { XCTAssertTrue(missing.stderr.contains(sink), "\(sink) not suggested: \(missing.stderr)") }
+    }
 }
