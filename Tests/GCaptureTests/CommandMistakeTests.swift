@@ -65,6 +65,24 @@ final class CommandMistakeTests: XCTestCase {
         XCTAssertFalse(proc.stderr.contains("CRITICAL"), proc.stderr)
     }
 
+    func testInspectNamesWhatIsWrongWithTheFileOrTheDotPath() throws {
+        let device = try runGCapture(["inspect", "/dev/zero"], timeout: 20)
+        XCTAssertEqual(device.status, 1)
+        XCTAssertTrue(device.stderr.contains("/dev/zero is not a regular file"), device.stderr)
+
+        let folder = try temporaryFolder()
+        let directory = try runGCapture(["inspect", folder.path], timeout: 20)
+        XCTAssertEqual(directory.status, 1)
+        XCTAssertTrue(directory.stderr.contains("\(folder.path) is a folder"), directory.stderr)
+        XCTAssertFalse(directory.stderr.contains("NSCocoaErrorDomain"), directory.stderr)
+
+        let recorder = DescriptionFileTests.pipelines.appendingPathComponent("recorder.yaml").path
+        let dot = try runGCapture(["inspect", recorder, "--dot", folder.path], timeout: 30)
+        XCTAssertEqual(dot.status, 1)
+        XCTAssertTrue(dot.stderr.contains("cannot write the graph into \(folder.path): it is a folder"), dot.stderr)
+        XCTAssertFalse(dot.stderr.contains("NSCocoaErrorDomain"), dot.stderr)
+    }
+
     func testPreviewRefusesAnElementThatIsNotAVideoSinkAndNamesAMissingOne() throws {
         let converter = try runGCapture(["preview", "--camera", "test", "--sink", "videoconvert", "--duration", "1"], timeout: 30)
         assertUsageError(converter, says: ["videoconvert is not a video sink"])
