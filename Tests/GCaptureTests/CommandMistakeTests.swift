@@ -83,6 +83,20 @@ final class CommandMistakeTests: XCTestCase {
         XCTAssertFalse(dot.stderr.contains("NSCocoaErrorDomain"), dot.stderr)
     }
 
+    func testServeNamesItsOwnOptionWhenTheFolderCannotBeMade() throws {
+        let result = try runGCapture(["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none",
+                                      "--output", "/proc/x"], timeout: 30)
+        XCTAssertNotEqual(result.status, 0)
+        XCTAssertTrue(result.stderr.contains("--output /proc/x"), result.stderr)
+        XCTAssertFalse(result.stderr.contains("--photo-folder"), result.stderr)
+    }
+
+    func testPhotoNamingOnTheCommandLineNamesTheOption() throws {
+        let result = try runGCapture(["run", "--camera", "test", "--microphone", "none", "--photo-naming", "../{counter}.jpg"], timeout: 20)
+        assertUsageError(result, says: ["--photo-naming ../{counter}.jpg"])
+        for yaml in ["outputs.photo", "`folder:`", "YAML"] { XCTAssertFalse(result.stderr.contains(yaml), "a YAML word on the CLI: \(result.stderr)") }
+    }
+
     func testPreviewRefusesAnElementThatIsNotAVideoSinkAndNamesAMissingOne() throws {
         let converter = try runGCapture(["preview", "--camera", "test", "--sink", "videoconvert", "--duration", "1"], timeout: 30)
         assertUsageError(converter, says: ["videoconvert is not a video sink"])
