@@ -41,4 +41,27 @@ final class CommandRoughEdgeTests: XCTestCase {
         XCTAssertEqual(try probe(movie).duration, 3, accuracy: 0.3, "the whole duration was recorded")
         XCTAssertFalse(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: movie).path), "a recovery sidecar was left")
     }
+
+    /// A set-up without a photo output does not say where photos go.
+    func testRunSaysOnlyWhereItsOutputsWrite() throws {
+        let folder = try temporaryFolder()
+        let file = folder.appendingPathComponent("recorder.yaml")
+        try FileManager.default.copyItem(at: DescriptionFileTests.pipelines.appendingPathComponent("recorder.yaml"), to: file)
+        for json in [true, false] {
+            let run = try launch("gcapture", ["run", file.path] + (json ? ["--json"] : []),
+                                 environment: ["GCAPTURE_TEST_DEVICES": "1"])
+            if json {
+                XCTAssertTrue(run.waitForEvent("started", timeout: 30), run.errorOutput)
+                let started = try XCTUnwrap(run.events("started").first)
+                XCTAssertNil(started["photoFolder"], "\(started)")
+                XCTAssertEqual(started["movieFolder"] as? String, folder.appendingPathComponent("recordings").path)
+            } else {
+                XCTAssertTrue(run.waitForLine(timeout: 30) { $0.hasPrefix("running with") }, run.errorOutput)
+                XCTAssertFalse(run.output.contains("photos go"), run.output)
+                XCTAssertTrue(run.output.contains("movies go to \(folder.appendingPathComponent("recordings").path)"), run.output)
+            }
+            run.signal(SIGTERM)
+            XCTAssertTrue(run.waitForExit(timeout: 20))
+        }
+    }
 }

@@ -77,13 +77,8 @@ actor CaptureController {
             }
         }
         try await capture.session.start()
-        var fields: ControlFields = ["camera": camera, "microphone": capture.microphone ?? "none",
-                                     "photoFolder": settings.photoFolder.path, "movieFolder": settings.movieFolder.path,
-                                     "rotation": settings.rotation, "photos": capture.photoOutput != nil,
-                                     "movies": capture.movieOutput != nil, "testDevice": !capture.notices.isEmpty]
-        if !capture.notices.isEmpty { fields["notice"] = capture.notices.joined(separator: "; ") }
-        output.event("started", fields, text: "running with \(camera)" + (capture.microphone.map { " and \($0)" } ?? "")
-                        + "; photos go to \(settings.photoFolder.path), movies to \(settings.movieFolder.path)")
+        let started = capture.startedEvent(camera: camera, settings: settings)
+        output.event("started", started.fields, text: started.text)
         try startStream()
     }
 
