@@ -64,4 +64,21 @@ final class CommandRoughEdgeTests: XCTestCase {
             XCTAssertTrue(run.waitForExit(timeout: 20))
         }
     }
+
+    /// A CRLF script's blank line is blank; an id no number type holds is named as such.
+    func testTheControlProtocolTakesACRLFBlankLineAndNamesAnUnusableId() throws {
+        let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", "none", "--json",
+                                          "--photo-folder", try temporaryFolder().path], writesStdin: true)
+        XCTAssertTrue(run.waitForEvent("started", timeout: 30), run.errorOutput)
+        run.send("\r")
+        run.send(#"{"id":1e999,"command":"help"}"#)
+        run.send(#"{"id":2,"command":"help"}"#)
+        XCTAssertNotNil(run.waitForReply(2), run.output)
+        let failures = run.events.filter { $0["ok"] as? Bool == false }
+        XCTAssertEqual(failures.count, 1, "the blank line was answered: \(run.output)")
+        let message = failures.first?["error"] as? String ?? ""
+        XCTAssertTrue(message.contains("\"id\"") && message.contains("not a usable number"), message)
+        run.send("quit")
+        XCTAssertTrue(run.waitForExit(timeout: 20))
+    }
 }
