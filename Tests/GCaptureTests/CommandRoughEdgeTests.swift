@@ -81,4 +81,27 @@ final class CommandRoughEdgeTests: XCTestCase {
         run.send("quit")
         XCTAssertTrue(run.waitForExit(timeout: 20))
     }
+
+    /// A truncated photo in the gallery: its thumbnail fails or succeeds, and libjpeg says nothing on stderr.
+    func testATruncatedPhotosThumbnailLeavesNoLibjpegTextOnStderr() throws {
+        let folder = try temporaryFolder()
+        let photo = try runGCapture(["photo", "--camera", "test", "--output", folder.appendingPathComponent("whole.jpg").path], timeout: 30)
+        XCTAssertEqual(photo.status, 0, photo.stderr)
+        let whole = try Data(contentsOf: folder.appendingPathComponent("whole.jpg"))
+        try whole.prefix(whole.count / 2).write(to: folder.appendingPathComponent("truncated.jpg"))
+        try FileManager.default.removeItem(at: folder.appendingPathComponent("whole.jpg"))
+
+        let serve = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none",
+                                            "--output", folder.path, "--json", "--live-size", "640x360"])
+        XCTAssertTrue(serve.waitForEvent("listening", timeout: 30), serve.errorOutput)
+        let port = try XCTUnwrap(serve.events("listening").first?["port"] as? Int)
+        let gallery = try http(port, "GET", "/api/gallery")
+        let items = try XCTUnwrap(gallery.json?["items"] as? [[String: Any]], gallery.text)
+        let thumbnail = try XCTUnwrap(items.first { $0["name"] as? String == "truncated.jpg" }?["thumbnail"] as? String, gallery.text)
+        let answer = try http(port, "GET", thumbnail)
+        XCTAssertTrue([200, 404, 415, 422, 500].contains(answer.status), "\(answer.status)")
+        serve.signal(SIGTERM)
+        XCTAssertTrue(serve.waitForExit(timeout: 20))
+        XCTAssertFalse(serve.errorOutput.contains("JPEG"), serve.errorOutput)
+    }
 }
