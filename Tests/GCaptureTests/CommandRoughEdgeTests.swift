@@ -104,4 +104,18 @@ final class CommandRoughEdgeTests: XCTestCase {
         XCTAssertTrue(serve.waitForExit(timeout: 20))
         XCTAssertFalse(serve.errorOutput.contains("JPEG"), serve.errorOutput)
     }
+
+    /// A reload that adds a movie output reports the movie output, not a microphone that did not change.
+    func testAReloadThatAddsAMovieOutputNamesIt() throws {
+        let root = try temporaryFolder()
+        let file = root.appendingPathComponent("booth.yaml")
+        let photoOnly = "version: 1\ncamera: test\nmicrophone: test-microphone\noutputs:\n  photo:\n    quality: balanced\n"
+        try photoOnly.write(to: file, atomically: true, encoding: .utf8)
+        let options = DescriptionOptions(root: root, usesTestDevices: true)
+        let booth = try DescribedSession(CaptureDescription.load(contentsOf: file, options: options))
+        try (photoOnly + "  movie:\n    audio: true\n").write(to: file, atomically: true, encoding: .utf8)
+        let report = try booth.reload(CaptureDescription.load(contentsOf: file, options: options))
+        XCTAssertEqual(report.needsRestart, ["outputs.movie"])
+        XCTAssertEqual(report.applied, [])
+    }
 }
