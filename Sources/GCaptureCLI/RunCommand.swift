@@ -136,7 +136,7 @@ struct RunCommand: AsyncParsableCommand {
             if !report.needsRestart.isEmpty {
                 FileHandle.standardError.write(Data("gcapture: \(file): \(report.needsRestart.joined(separator: ", ")) changed; that needs a new run and was left as it was\n".utf8))
             }
-            return Self.settings(of: described)
+            return ReloadedSetUp(settings: Self.settings(of: described), needsNewRun: report.needsRestart)
         }
         return (capture, reload)
     }

@@ -118,4 +118,25 @@ final class CommandRoughEdgeTests: XCTestCase {
         XCTAssertEqual(report.needsRestart, ["outputs.movie"])
         XCTAssertEqual(report.applied, [])
     }
+
+    /// `gcapture run FILE`'s SIGHUP: the reloaded event names the change left for a new run, and nothing
+    /// blames the microphone.
+    func testRunsReloadEventNamesTheOutputAddedAndNotTheMicrophone() throws {
+        let root = try temporaryFolder()
+        let file = root.appendingPathComponent("booth.yaml")
+        let photoOnly = "version: 1\ncamera: test\nmicrophone: test-microphone\noutputs:\n  photo:\n    quality: balanced\n"
+        try photoOnly.write(to: file, atomically: true, encoding: .utf8)
+        let run = try launch("gcapture", ["run", file.path, "--json"])
+        XCTAssertTrue(run.waitForEvent("started", timeout: 30), run.errorOutput)
+        try (photoOnly + "  movie:\n    audio: true\n").write(to: file, atomically: true, encoding: .utf8)
+        run.signal(SIGHUP)
+        XCTAssertTrue(run.waitForEvent("reloaded"), run.output + run.errorOutput)
+        let reloaded = try XCTUnwrap(run.events("reloaded").first)
+        XCTAssertEqual(reloaded["needsNewRun"] as? [String], ["outputs.movie"], "\(reloaded)")
+        XCTAssertFalse(run.output.contains("microphone\"]") || run.errorOutput.contains("microphone changed"),
+                       run.output + run.errorOutput)
+        run.signal(SIGTERM)
+        XCTAssertTrue(run.waitForExit(timeout: 20))
+        XCTAssertEqual(run.status, 0, run.errorOutput)
+    }
 }

@@ -75,3 +75,22 @@ extension ControlledCapture {
         return (fields, "running with \(camera)" + (microphone.map { " and \($0)" } ?? "") + destinations.map { "; " + $0 }.joined())
     }
 }
+
+/// What a reload read: the settings to apply live, and the changes left as they were because they need a
+/// new run (an output added, the microphone changed), which the reloaded event names: without them an
+/// added movie output was "nothing changed".
+struct ReloadedSetUp: Sendable {
+    var settings: ControlledCaptureSettings
+    var needsNewRun: [String] = []
+
+    func eventFields(changed: [String]) -> ControlFields {
+        var fields: ControlFields = ["changed": changed]
+        if !needsNewRun.isEmpty { fields["needsNewRun"] = needsNewRun }
+        return fields
+    }
+
+    func eventText(changed: [String]) -> String {
+        "reloaded: " + (changed.isEmpty ? "nothing changed" : "changed " + changed.joined(separator: ", "))
+            + (needsNewRun.isEmpty ? "" : "; \(needsNewRun.joined(separator: ", ")) changed, which needs a new run: left as it was")
+    }
+}
