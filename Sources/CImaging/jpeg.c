@@ -13,6 +13,7 @@
 #endif
 
 #include "CImaging.h"
+#include "jpeg_messages.h"
 
 /// libjpeg reports errors by calling error_exit, which must not return: it jumps back to the encode.
 typedef struct {
@@ -20,6 +21,10 @@ typedef struct {
     jmp_buf jump;
     char message[JMSG_LENGTH_MAX];
 } FailureHandler;
+
+static void say_nothing(j_common_ptr info) { (void)info; }
+
+void CImaging_jpeg_keep_quiet(struct jpeg_error_mgr *manager) { manager->output_message = say_nothing; }
 
 static void fail(j_common_ptr info) {
     FailureHandler *handler = (FailureHandler *)info->err;
@@ -248,6 +253,7 @@ int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8
     uint8_t *volatile scratch = NULL;
     info.err = jpeg_std_error(&failure.manager);
     failure.manager.error_exit = fail;
+    CImaging_jpeg_keep_quiet(&failure.manager);
     if (setjmp(failure.jump)) {
         snprintf(error, error_capacity, "libjpeg: %s", failure.message);
         jpeg_destroy_compress(&info);

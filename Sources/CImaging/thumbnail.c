@@ -9,6 +9,7 @@
 #include <jerror.h>
 
 #include "CImaging.h"
+#include "jpeg_messages.h"
 
 typedef struct {
     struct jpeg_error_mgr manager;
@@ -47,6 +48,7 @@ int CImaging_jpeg_thumbnail(const uint8_t *jpeg, size_t jpeg_length, int max_dim
     }
     decoder.err = jpeg_std_error(&decode_failure.manager);
     decode_failure.manager.error_exit = thumbnail_fail;
+    CImaging_jpeg_keep_quiet(&decode_failure.manager);
     if (setjmp(decode_failure.jump)) {
         copy_message((j_common_ptr)&decoder, error, error_capacity);
         jpeg_destroy_decompress(&decoder);
@@ -120,6 +122,7 @@ int CImaging_jpeg_thumbnail(const uint8_t *jpeg, size_t jpeg_length, int max_dim
 
     encoder.err = jpeg_std_error(&encode_failure.manager);
     encode_failure.manager.error_exit = thumbnail_fail;
+    CImaging_jpeg_keep_quiet(&encode_failure.manager);
     if (setjmp(encode_failure.jump)) {
         copy_message((j_common_ptr)&encoder, error, error_capacity);
         if (encoder_made) jpeg_destroy_compress(&encoder);

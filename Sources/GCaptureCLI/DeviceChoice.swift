@@ -69,3 +69,14 @@ struct CommandFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
+
+extension ValidationError {
+    /// The library's refusal of something the user typed (a stream URL, a sink's name) is a mistake on the
+    /// command line: exit status 64, in the library's words; anything else it throws stays what it is.
+    static func fromSettings<T>(_ body: () throws(CaptureError) -> T) throws -> T {
+        do { return try body() } catch {
+            if case .invalidSettings(let reason) = error { throw ValidationError(reason) }
+            throw error
+        }
+    }
+}

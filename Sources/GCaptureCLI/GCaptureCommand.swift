@@ -42,6 +42,11 @@ struct GCaptureCommand: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+        } catch let error as ValidationError {
+            // Thrown by a command's run (the parser wraps its own): the mistake alone, as the parser words one,
+            // without the top-level usage of `gcapture`, which says nothing about it.
+            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
+            Foundation.exit(ExitCode.validationFailure.rawValue)
         } catch {
             let text = HelpWrapping.wrapUsage(fullMessage(for: error), width: HelpWrapping.columns - 1)
             let code = exitCode(for: error)

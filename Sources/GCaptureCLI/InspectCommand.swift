@@ -75,9 +75,21 @@ struct InspectCommand: ParsableCommand {
         print(lines.joined(separator: "\n"))
         if let dot {
             guard let graph = described.dotDescription else { throw CommandFailure("the graph could not be built, so there is no dot picture") }
-            do { try graph.write(toFile: dot, atomically: true, encoding: .utf8) }
-            catch { throw CommandFailure("cannot write \(dot): \((error as NSError).localizedDescription)") }
+            try Self.write(graph, to: dot)
         }
+    }
+
+    /// With the system's reason when it fails (Foundation's was "NSCocoaErrorDomain error 512" for a folder).
+    private static func write(_ graph: String, to path: String) throws {
+        func failure(_ reason: String) -> CommandFailure { CommandFailure("cannot write the graph into \(path): \(reason)") }
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {
+            throw failure("it is a folder; give a file's name, such as \(URL(fileURLWithPath: path).appendingPathComponent("graph.dot").path)")
+        }
+        guard let file = fopen(path, "w") else { throw failure(String(cString: strerror(errno))) }
+        let written = fputs(graph, file) >= 0
+        let reason = String(cString: strerror(errno))
+        guard fclose(file) == 0, written else { throw failure(written ? String(cString: strerror(errno)) : reason) }
     }
 }
 

@@ -5,7 +5,8 @@ import GCapture
 /// (ArgumentParser puts it in front) and the range. Swift's own parsing takes "inf", "nan" and "1e30" as
 /// numbers, and a plain Int option takes 0 or -1 where neither means anything; both then reached
 /// conversions that crash or limits that never end. NaN and the infinities fall outside every range here,
-/// because a closed range with finite bounds contains neither.
+/// because a closed range with finite bounds contains neither. Only decimal digits are numbers here: Swift
+/// also reads "0x10" as 16 and "0x1p3" as 8, so `--duration 0x10` recorded for 16 s.
 struct NumberRange<Value: Comparable & LosslessStringConvertible & Sendable>: Sendable {
     let range: ClosedRange<Value>
     let unit: String
@@ -35,11 +36,18 @@ struct NumberRange<Value: Comparable & LosslessStringConvertible & Sendable>: Se
     }
 
     func parse(_ text: String) throws -> Value {
-        guard let value = Value(text), range.contains(value), choices?.contains(value) ?? true else {
-            let kind = choices != nil ? "" : Value.self is any BinaryInteger.Type ? "a whole number " : "a number "
+        guard Self.isDecimal(text), let value = Value(text), range.contains(value), choices?.contains(value) ?? true else {
+            let kind = choices != nil ? "" : Value.self is any BinaryInteger.Type ? "a whole number " : "a decimal number "
             throw OutOfRange(message: "must be \(kind)\(accepted)")
         }
         return value
+    }
+
+    /// A sign, digits and at most one decimal point: no hexadecimal, exponent, "inf" or "nan".
+    private static func isDecimal(_ text: String) -> Bool {
+        let unsigned = text.hasPrefix("-") || text.hasPrefix("+") ? text.dropFirst() : Substring(text)
+        let parts = unsigned.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        return parts.contains { !$0.isEmpty } && parts.allSatisfy { $0.allSatisfy { ("0"..."9").contains($0) } }
     }
 
     /// The transform an `@Option` takes (with `parsing: .unconditional`, so that "-1" reaches it as a

@@ -61,6 +61,8 @@ struct PreviewCommand: AsyncParsableCommand {
             preview.connection.automaticallyAdjustsVideoMirroring = false
             preview.connection.isVideoMirrored = mirror == .on
         }
+        // The sink named is the user's to fix (a converter, a misspelt name): a usage error, before the camera opens.
+        if let sink { try ValidationError.fromSettings { () throws(CaptureError) in try CapturePreviewOutput.checkSinkName(sink) } }
         session.beginConfiguration()
         try session.add(CaptureDeviceInput(device: choice.device))
         try session.add(preview)

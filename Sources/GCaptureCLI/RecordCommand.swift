@@ -151,7 +151,7 @@ struct RecordCommand: AsyncParsableCommand {
         if let signal { finishedEvent["stoppedBy"] = signal }
         let figures = "\(String(format: "%.2f", stats.duration)) s, \(stats.frames) frames, \(stats.droppedFrames) dropped"
         let why = (error.map { " (\($0))" } ?? "") + (signal.map { " (stopped by \($0))" } ?? "")
-        events.emit(finishedEvent, text: "\n" + (succeeded ? "finished" : "stopped") + " \(file.path): " + figures + why)
+        events.emit(finishedEvent, text: (succeeded ? "finished" : "stopped") + " \(file.path): " + figures + why)
     }
 }
 
@@ -216,8 +216,8 @@ extension EventPrinter {
             emit(["event": "progress", "elapsed": elapsed, "frames": stats.frames, "fps": fps,
                   "dropped": stats.droppedFrames, "bytes": size], text: "")
         } else {
-            Console.write(String(format: "\r%6.1f s  %5.1f fps  %d dropped  %.1f MB", elapsed, fps, stats.droppedFrames,
-                                 Double(size) / 1e6), terminator: "")
+            Console.progress(String(format: "%6.1f s  %5.1f fps  %d dropped  %.1f MB", elapsed, fps, stats.droppedFrames,
+                                    Double(size) / 1e6))
         }
     }
 }

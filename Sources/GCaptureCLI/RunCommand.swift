@@ -62,11 +62,11 @@ struct RunCommand: AsyncParsableCommand {
     var movieFolder = "."
 
     @Option(help: "Photo file names: {counter} is the next free number, {date} the local time.",
-            transform: { try Self.naming($0, option: "--photo-naming", extensions: ["jpg", "jpeg"]) })
+            transform: { try Self.naming($0, option: "--photo-naming", folderOption: "--photo-folder", extensions: ["jpg", "jpeg"]) })
     var photoNaming = ControlledCaptureSettings.defaultPhotoNaming
 
     @Option(help: "Movie file names (.mp4, or .mkv for Matroska), with {counter} and {date}.",
-            transform: { try Self.naming($0, option: "--movie-naming", extensions: ["mp4", "mkv"]) })
+            transform: { try Self.naming($0, option: "--movie-naming", folderOption: "--movie-folder", extensions: ["mp4", "mkv"]) })
     var movieNaming = ControlledCaptureSettings.defaultMovieNaming
 
     @Option(help: "Session preset (see `gcapture frames --help`).")
@@ -94,9 +94,9 @@ struct RunCommand: AsyncParsableCommand {
     @OptionGroup var web: WebOptions
 
     /// A naming pattern whose names end in one of `extensions`: the file's type is what its name says.
-    static func naming(_ text: String, option: String, extensions: [String]) throws -> FileNamePattern {
+    static func naming(_ text: String, option: String, folderOption: String, extensions: [String]) throws -> FileNamePattern {
         let pattern: FileNamePattern
-        do { pattern = try FileNamePattern(parsing: text) } catch { throw ValidationError("\(option) \(text): \(error)") }
+        do { pattern = try FileNamePattern(parsing: text, folderSetting: folderOption) } catch { throw ValidationError("\(option) \(text): \(error)") }
         guard extensions.contains(URL(fileURLWithPath: text).pathExtension.lowercased()) else {
             throw ValidationError("\(option) \(text): the names must end in " + extensions.map { "." + $0 }.joined(separator: " or "))
         }
@@ -142,7 +142,7 @@ struct RunCommand: AsyncParsableCommand {
             if !report.needsRestart.isEmpty {
                 FileHandle.standardError.write(Data("gcapture: \(file): \(report.needsRestart.joined(separator: ", ")) changed; that needs a new run and was left as it was\n".utf8))
             }
-            return Self.settings(of: described)
+            return ReloadedSetUp(settings: Self.settings(of: described), needsNewRun: report.needsRestart)
         }
         return (capture, reload)
     }

@@ -55,8 +55,10 @@ struct ServeCommand: AsyncParsableCommand {
         var setup = try RunCommand.parse([])
         setup.camera = camera
         setup.microphone = microphone
-        setup.photoFolder = output
-        setup.movieFolder = output
+        // Made here, so that an error names this command's option rather than run's --photo-folder.
+        let folder = try RunCommand.folder(output, option: "--output").path
+        setup.photoFolder = folder
+        setup.movieFolder = folder
         try await ControlledRun.run(json: json, web: ControlledRun.Web(options: web, listen: listen)) {
             (try setup.captureFromOptions(), CaptureController.reapplyCurrentSettings)
         }

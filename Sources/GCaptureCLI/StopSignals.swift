@@ -15,6 +15,11 @@ final class StopSignals: Sendable {
     /// failed write (see `outputClosed`) rather than killing the process in the middle of a write.
     static let terminating: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
 
+    /// Signals whose default action kills the process but that a command gives no meaning to unless it
+    /// says so (`gcapture run`: SIGUSR1 is the shutter): ignored, since killing `record` left its movie
+    /// unfinalized with a recovery sidecar, and a signal that means nothing must not cost a recording.
+    static let meaningless: [Int32] = [SIGUSR1, SIGUSR2]
+
     private struct State {
         var sources: [any DispatchSourceSignal] = []
         var received: Int32?
@@ -36,6 +41,7 @@ final class StopSignals: Sendable {
         state.withLock { state in
             guard state.sources.isEmpty else { return }
             signal(SIGPIPE, SIG_IGN)
+            for number in Self.meaningless where actions[number] == nil { signal(number, SIG_IGN) }
             let stopping = Self.terminating.filter { actions[$0] == nil }.map { number in
                 (number, { [weak self] in self?.received(number, forcing: true) } as @Sendable () -> Void)
             }
@@ -125,7 +131,8 @@ final class StopSignals: Sendable {
         Stopping: the first INT, TERM, HUP or QUIT signal (or the reader of stdout going away) stops the \
         command early but cleanly: a recording is finalized, photos already requested are written, the \
         report is printed, and the exit status is 0 when that went well. A second signal exits at once \
-        with status 128 + its number (130 for SIGINT), leaving a recording as its crash-safe fragments.
+        with status 128 + its number (130 for SIGINT), leaving a recording as its crash-safe fragments. \
+        SIGUSR1 and SIGUSR2 are ignored where the command gives them no meaning.
         """
 }
 
@@ -137,10 +144,45 @@ enum Console {
     /// (under `stdbuf -oL` print wrote the line itself, failed silently, and the fflush after it had nothing
     /// left to fail on, so a closed stdout never stopped the command).
     static func write(_ text: String, terminator: String = "\n") {
+        // A progress line a terminal shows rewritten in place ends before anything else is said.
+        let endsProgress = progressState.withLock { state in
+            defer { state.lineOpen = false }
+            return state.lineOpen
+        }
+        writeNow((endsProgress ? "\n" : "") + text + terminator)
+    }
+
+    /// Whether stdout is a terminal, where a progress line is rewritten in place with `\r`.
+    static let isTerminal = isatty(STDOUT_FILENO) == 1
+
+    private struct Progress {
+        var lineOpen = false
+        var lastLine: ContinuousClock.Instant?
+    }
+    private static let progressState = Locked(Progress())
+
+    /// A progress line: rewritten in place on a terminal; into a pipe or a log, where `\r` rewrites pile
+    /// up on one line, a whole line at most once a second.
+    static func progress(_ text: String) {
+        guard isTerminal else {
+            let now = ContinuousClock.now
+            let due = progressState.withLock { state in
+                guard state.lastLine.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
+                state.lastLine = now
+                return true
+            }
+            if due { write(text) }
+            return
+        }
+        progressState.withLock { $0.lineOpen = true }
+        writeNow("\r" + text)
+    }
+
+    private static func writeNow(_ text: String) {
         // Anything print() left in stdio's buffer goes first, to keep the order. nil: every stream, since
         // Swift 6 does not let us name the C global `stdout`.
         fflush(nil)
-        var line = text + terminator
+        var line = text
         let closed = line.withUTF8 { bytes -> Bool in
             var offset = 0
             while offset < bytes.count {

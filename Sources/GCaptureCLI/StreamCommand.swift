@@ -76,7 +76,7 @@ struct StreamCommand: AsyncParsableCommand {
         stream.profile = profile
         stream.audioCodec = audioCodec
         // The URL first: a mistake in it is the user's to fix before any device is opened.
-        try stream.checkDestination(url)
+        try ValidationError.fromSettings { () throws(CaptureError) in _ = try stream.checkDestination(url) }
         let movieDestination = try record.map { try MovieDestination($0, option: "--record") }
         try movieDestination?.makeRoom(overwrite: overwrite, option: "--record")
         let movieURL = movieDestination?.url
@@ -135,7 +135,7 @@ struct StreamCommand: AsyncParsableCommand {
                 if case .reconnecting(_, _, let reason) = state { lastRefusal.withLock { $0 = reason } }
                 var object: [String: Any] = state.eventFields
                 object["event"] = "streamState"
-                events.emit(object, text: "\nstream: \(state)")
+                events.emit(object, text: "stream: \(state)")
             }
         }
         var failure: CaptureError?
@@ -171,7 +171,7 @@ struct StreamCommand: AsyncParsableCommand {
                                        "error": ending.map { "\($0)" } ?? NSNull()]
         if let movieURL { finished["recording"] = movieURL.path }
         if let signal = StopSignals.shared.receivedName { finished["stoppedBy"] = signal }
-        events.emit(finished, text: "\nstream finished: " + String(format: "%.1f s live, %.1f MB sent, %d frames, %d dropped, %d reconnects",
+        events.emit(finished, text: "stream finished: " + String(format: "%.1f s live, %.1f MB sent, %d frames, %d dropped, %d reconnects",
                                                                    stats.liveSeconds, Double(stats.bytesSent) / 1e6, stats.videoFramesSent,
                                                                    stats.droppedFrames, stats.reconnects)
                         + (movieURL.map { ", recorded \($0.path)" } ?? ""))
@@ -202,10 +202,9 @@ extension EventPrinter {
                   "reconnects": stats.reconnects], text: "")
         } else {
             let state = stream.state.name.padding(toLength: 12, withPad: " ", startingAt: 0)
-            Console.write(String(format: "\r%6.1f s  ", elapsed) + state
-                          + String(format: " %7.0f kbit/s  %d frames  %d dropped  %d reconnects", stats.bitRate / 1000,
-                                   stats.videoFramesSent, stats.droppedFrames, stats.reconnects),
-                          terminator: "")
+            Console.progress(String(format: "%6.1f s  ", elapsed) + state
+                             + String(format: " %7.0f kbit/s  %d frames  %d dropped  %d reconnects", stats.bitRate / 1000,
+                                      stats.videoFramesSent, stats.droppedFrames, stats.reconnects))
         }
     }
 }

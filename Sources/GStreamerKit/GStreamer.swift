@@ -42,10 +42,16 @@ public enum GStreamer {
 
     /// Whether an element factory is installed (a plugin may be missing on a given machine).
     public static func hasElement(_ factoryName: String) -> Bool {
+        elementClassification(factoryName) != nil
+    }
+
+    /// An installed factory's classification ("Sink/Video", "Filter/Converter/Video"), or nil when no element
+    /// of that name is installed.
+    public static func elementClassification(_ factoryName: String) -> String? {
         initialize()
-        guard let factory = gst_element_factory_find(factoryName) else { return false }
-        gst_object_unref(UnsafeMutableRawPointer(factory))
-        return true
+        guard let factory = gst_element_factory_find(factoryName) else { return nil }
+        defer { gst_object_unref(UnsafeMutableRawPointer(factory)) }
+        return gst_element_factory_get_metadata(factory, "klass").map { String(cString: $0) } ?? ""
     }
 }
 

@@ -112,4 +112,30 @@ final class PhotoCommandTests: XCTestCase {
         XCTAssertNil(try exif(photo)["ImageDescription"], "the proxy is still there")
         XCTAssertEqual(try exif(photo)["ImageWidth"] as? Int, 640)
     }
+
+    /// Every photo's EXIF is valid as exiftool checks it: the tags a JPEG's EXIF requires (resolution,
+    /// colour space, pixel dimensions, components), values at even offsets; and it still says what it said.
+    func testEveryPhotoValidatesCleanWithExiftool() throws {
+        let folder = try temporaryFolder()
+        let kinds: [(name: String, arguments: [String])] = [
+            ("plain.jpg", []), ("turned.jpg", ["--rotation", "90"]), ("tagged.jpg", ["--rotation", "90", "--exif-orientation"]),
+            ("deferred.jpg", ["--quality", "quality", "--deferred"]),
+        ]
+        for (name, arguments) in kinds {
+            let photo = folder.appendingPathComponent(name)
+            let result = try runProduct("gcapture", ["photo", "--camera", "test", "--preset", "vga640x480", "--output", photo.path] + arguments)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            let validation = try runTool("/usr/bin/exiftool", ["-validate", "-warning", "-a", photo.path])
+            XCTAssertEqual(validation.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "Validate                        : OK",
+                           "\(name): \(validation.stdout)")
+            let tags = try exif(photo)
+            XCTAssertEqual(tags["Make"] as? String, "gcapture", name)
+            XCTAssertEqual(tags["Model"] as? String, "Test Camera", name)
+            XCTAssertNotNil(tags["DateTimeOriginal"], name)
+            let turned = arguments.contains("90") && !arguments.contains("--exif-orientation")
+            XCTAssertEqual(tags["ExifImageWidth"] as? Int, turned ? 480 : 640, name)
+            XCTAssertEqual(tags["ExifImageHeight"] as? Int, turned ? 640 : 480, name)
+            XCTAssertEqual(tags["Orientation"] as? Int, arguments.contains("--exif-orientation") ? 6 : 1, name)
+        }
+    }
 }

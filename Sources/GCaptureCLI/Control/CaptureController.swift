@@ -21,15 +21,15 @@ struct ControlFailure: Error, Sendable, CustomStringConvertible {
 /// encoding, a recording's finalization, a camera swap) awaits outside its lock, so that one slow command
 /// does not hold the others.
 actor CaptureController {
-    /// Re-reads the set-up's description and returns its settings; `apply` then changes only what differs.
-    /// Called on SIGHUP with the settings now in force. A throw keeps the set-up as it is (the error is
-    /// reported as a reloadFailed event).
+    /// Re-reads the set-up's description and returns its settings, and what changed that needs a new run;
+    /// `apply` then changes only what differs. Called on SIGHUP with the settings now in force. A throw
+    /// keeps the set-up as it is (the error is reported as a reloadFailed event).
     /// It blocks (it reads the file and reconfigures the session): it runs on `reloading`, never on this actor.
-    typealias ReloadHook = @Sendable (_ current: ControlledCaptureSettings) throws -> ControlledCaptureSettings
+    typealias ReloadHook = @Sendable (_ current: ControlledCaptureSettings) throws -> ReloadedSetUp
 
     /// The reload of a set-up made from command-line options, which have no file to re-read: the settings
     /// in force, applied again (so SIGHUP changes nothing and the session runs on).
-    static let reapplyCurrentSettings: ReloadHook = { $0 }
+    static let reapplyCurrentSettings: ReloadHook = { ReloadedSetUp(settings: $0) }
 
     nonisolated let capture: ControlledCapture
     nonisolated let output: ControlOutput
@@ -77,13 +77,8 @@ actor CaptureController {
             }
         }
         try await capture.session.start()
-        var fields: ControlFields = ["camera": camera, "microphone": capture.microphone ?? "none",
-                                     "photoFolder": settings.photoFolder.path, "movieFolder": settings.movieFolder.path,
-                                     "rotation": settings.rotation, "photos": capture.photoOutput != nil,
-                                     "movies": capture.movieOutput != nil, "testDevice": !capture.notices.isEmpty]
-        if !capture.notices.isEmpty { fields["notice"] = capture.notices.joined(separator: "; ") }
-        output.event("started", fields, text: "running with \(camera)" + (capture.microphone.map { " and \($0)" } ?? "")
-                        + "; photos go to \(settings.photoFolder.path), movies to \(settings.movieFolder.path)")
+        let started = capture.startedEvent(camera: camera, settings: settings)
+        output.event("started", started.fields, text: started.text)
         try startStream()
     }
 
@@ -444,9 +439,8 @@ actor CaptureController {
                 let onReload = onReload, current = settings
                 let new = try await Self.reloading.run { try onReload(current) }
                 guard !stopping else { return }
-                let changed = try apply(new)
-                output.event("reloaded", ["changed": changed],
-                             text: "reloaded: " + (changed.isEmpty ? "nothing changed" : "changed " + changed.joined(separator: ", ")))
+                let changed = try apply(new.settings)
+                output.event("reloaded", new.eventFields(changed: changed), text: new.eventText(changed: changed))
             } catch {
                 output.event("reloadFailed", ["error": "\(error)"], text: "reload failed, the set-up runs on unchanged: \(error)")
             }

@@ -78,7 +78,8 @@ final class ControlLoop: Sendable {
             case .tooLong:
                 output.fail(nil, "the line is longer than \(ControlProtocol.maxLineBytes) bytes")
             case .text(let text):
-                let trimmed = text.trimmingCharacters(in: .whitespaces)
+                // The \r of a CRLF line too: a script written on Windows has blank lines of only \r.
+                let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
                 // Blank lines and comments: a script of commands may be commented.
                 if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
                 switch ControlParser.parse(trimmed) {

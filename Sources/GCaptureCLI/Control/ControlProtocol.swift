@@ -82,6 +82,8 @@ enum ControlParser {
         case nil, .null?: id = nil
         case .integer(let number)?: id = .number(number)
         case .string(let text)?: id = .text(text)
+        case .number?:
+            return .failure(ControlLineError(id: nil, message: "\"id\" is not a usable number: give a whole number from \(Int.min) to \(Int.max), or a string"))
         case let other?:
             return .failure(ControlLineError(id: nil, message: "\"id\" must be an integer or a string, not \(other.kind)"))
         }
@@ -304,10 +306,16 @@ enum JSONValue: Decodable, Sendable, Equatable {
         if container.decodeNil() { self = .null }
         else if let value = try? container.decode(Bool.self) { self = .bool(value) }
         else if let value = try? container.decode(Int.self) { self = .integer(value) }
-        else if let value = try? container.decode(Double.self) { self = .number(value) }
+        else if let number = Self.number(container) { self = .number(number) }
         else if let value = try? container.decode(String.self) { self = .string(value) }
         else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
         else { self = .object(try container.decode([String: JSONValue].self)) }
+    }
+
+    /// A number, also one beyond a Double (1e999): JSONDecoder refuses those with an error of its own rather
+    /// than a type mismatch, and the whole line was then called "not a JSON object". Infinity says what it is.
+    private static func number(_ container: any SingleValueDecodingContainer) -> Double? {
+        do { return try container.decode(Double.self) } catch is DecodingError { return nil } catch { return .infinity }
     }
 
     /// "a number", "an object": for errors.

@@ -61,3 +61,42 @@ struct ControlledCaptureSettings: Sendable, Equatable {
         return changed
     }
 }
+
+extension ControlledCapture {
+    /// The `started` event: the devices, and the folders of the outputs there are only (a recorder has no
+    /// photos to put anywhere, and said where they went).
+    func startedEvent(camera: String, settings: ControlledCaptureSettings) -> (fields: ControlFields, text: String) {
+        var fields: ControlFields = ["camera": camera, "microphone": microphone ?? "none", "rotation": settings.rotation,
+                                     "photos": photoOutput != nil, "movies": movieOutput != nil, "testDevice": !notices.isEmpty]
+        if !notices.isEmpty { fields["notice"] = notices.joined(separator: "; ") }
+        var destinations: [String] = []
+        if photoOutput != nil {
+            fields["photoFolder"] = settings.photoFolder.path
+            destinations.append("photos go to \(settings.photoFolder.path)")
+        }
+        if movieOutput != nil {
+            fields["movieFolder"] = settings.movieFolder.path
+            destinations.append("movies go to \(settings.movieFolder.path)")
+        }
+        return (fields, "running with \(camera)" + (microphone.map { " and \($0)" } ?? "") + destinations.map { "; " + $0 }.joined())
+    }
+}
+
+/// What a reload read: the settings to apply live, and the changes left as they were because they need a
+/// new run (an output added, the microphone changed), which the reloaded event names: without them an
+/// added movie output was "nothing changed".
+struct ReloadedSetUp: Sendable {
+    var settings: ControlledCaptureSettings
+    var needsNewRun: [String] = []
+
+    func eventFields(changed: [String]) -> ControlFields {
+        var fields: ControlFields = ["changed": changed]
+        if !needsNewRun.isEmpty { fields["needsNewRun"] = needsNewRun }
+        return fields
+    }
+
+    func eventText(changed: [String]) -> String {
+        "reloaded: " + (changed.isEmpty ? "nothing changed" : "changed " + changed.joined(separator: ", "))
+            + (needsNewRun.isEmpty ? "" : "; \(needsNewRun.joined(separator: ", ")) changed, which needs a new run: left as it was")
+    }
+}

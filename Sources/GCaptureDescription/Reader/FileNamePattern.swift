@@ -23,10 +23,12 @@ public struct FileNamePattern: Sendable, Equatable, CustomStringConvertible {
         public let description: String
     }
 
-    public init(parsing text: String) throws(Problem) {
+    /// `folderSetting`: where the user names the folder instead, as their surface spells it (a
+    /// description's `folder:` key, a command's option).
+    public init(parsing text: String, folderSetting: String = "`folder:`") throws(Problem) {
         self.text = text
         if text.contains("/") || text.contains("\0") {
-            throw Problem(description: "a name cannot contain '/'; put the folder under `folder:`")
+            throw Problem(description: "a name cannot contain '/'; put the folder under \(folderSetting)")
         }
         var parts: [Part] = []
         var literal = ""

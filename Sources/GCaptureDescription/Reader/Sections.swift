@@ -167,7 +167,7 @@ extension Walker {
         if let node = fields["zero-shutter-lag"], let value = bool(node, "outputs.photo.zero-shutter-lag") { photo.zeroShutterLag = value }
         if let node = fields["deferred"], let value = bool(node, "outputs.photo.deferred") {
             photo.deferred = value
-            if value, photo.quality != "quality" {
+            if value, !photo.qualityPrioritization.defersDelivery {
                 error(at(node), "deferred photos are made only at `quality: quality` (the averaged frames are what is deferred); this output's quality is \(photo.quality)")
             }
         }

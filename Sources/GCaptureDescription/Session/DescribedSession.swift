@@ -242,7 +242,9 @@ public final class DescribedSession: @unchecked Sendable {
                 || (was.outputs.frames == nil) != (now.outputs.frames == nil)),
             // The stream's branch and connection are made when it starts.
             ("outputs.stream", was.outputs.stream != now.outputs.stream || old.streamLocation != new.streamLocation),
-            ("microphone", old.microphone != new.microphone || was.outputs.movie?.audio != now.outputs.movie?.audio),
+            // A movie output added or removed is outputs.movie's change, not the microphone's.
+            ("microphone", old.microphone != new.microphone
+                || was.outputs.movie != nil && now.outputs.movie != nil && was.outputs.movie?.audio != now.outputs.movie?.audio),
             // The web page's certificate is read when the run starts.
             ("web", was.web != now.web),
         ]

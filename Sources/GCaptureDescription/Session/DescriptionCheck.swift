@@ -58,6 +58,9 @@ extension CaptureDescription {
                 throw DescriptionError([DescriptionDiagnostic(file: name, position: .start, message:
                     "the file is \(size) bytes; under --safe a description may have at most \(SafeLimits.fileBytes)")])
             }
+            if let problem = notAFile(url.path) {
+                throw DescriptionError([DescriptionDiagnostic(file: name, position: .start, message: "\(name) \(problem)")])
+            }
             data = try Data(contentsOf: url)
         } catch let error as DescriptionError {
             throw error
@@ -68,6 +71,19 @@ extension CaptureDescription {
         var options = options
         if options.root == nil, !options.safe { options.root = url.deletingLastPathComponent() }
         return try check(DescriptionReader.read(data, file: name, safe: options.safe), options: options)
+    }
+
+    /// What a path that is there but is no description file is, in plain words: Foundation's own errors
+    /// said "permission" for /dev/zero and "NSCocoaErrorDomain error 256" for a folder. nil for a regular
+    /// file, and for a path that is not there (reading it says so).
+    private static func notAFile(_ path: String) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFDIR: return "is a folder: give the description file in it"
+        default: return "is not a regular file: a description is a YAML file"
+        }
     }
 
     /// Checks what the reader found against this machine; a value the reader already refused is not

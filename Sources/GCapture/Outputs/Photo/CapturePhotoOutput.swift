@@ -313,7 +313,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                                fileURL: fileURL, requestTime: requestTime, requestDate: Date(),
                                make: device.map { $0.manufacturer.isEmpty ? "gcapture" : $0.manufacturer } ?? "gcapture",
                                model: device?.localizedName ?? "unknown")
-            let isDeferred = deferred && prioritization == .quality && fileURL != nil
+            let isDeferred = deferred && prioritization.defersDelivery && fileURL != nil
             nextSelectionTurn += 1
             return (ring, job, file, isDeferred, started, nextSelectionTurn - 1)
         }

@@ -21,6 +21,10 @@ extension CapturePhotoOutput {
         /// Frames averaged for one photo.
         var frameCount: Int { self == .quality ? 4 : 1 }
 
+        /// Whether auto-deferred delivery applies: the averaging of several frames is what is deferred, so
+        /// at any other quality there is nothing to defer, and asking for it is a mistake to refuse.
+        public var defersDelivery: Bool { self == .quality }
+
         var lower: Self { Self(rawValue: rawValue - 1) ?? .speed }
     }
 

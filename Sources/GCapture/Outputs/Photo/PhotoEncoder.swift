@@ -83,7 +83,8 @@ final class PhotoEncoder: @unchecked Sendable {
         if direction != .identity || YUVJPEGEncoder.layout(of: info.format) == nil {
             (sample, info) = try prepare(frame, direction: direction)
         }
-        return try YUVJPEGEncoder.encode(sample, info: info, quality: quality, app1: tags.exifSegment(), blocks: jpegBlocks)
+        return try YUVJPEGEncoder.encode(sample, info: info, quality: quality, app1: tags.exifSegment(pixelWidth: info.width, pixelHeight: info.height),
+                                         blocks: jpegBlocks)
     }
 
     /// The frame turned and in a format libjpeg reads: the frame's own buffer goes in (a reference, no

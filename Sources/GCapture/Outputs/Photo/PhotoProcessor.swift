@@ -56,7 +56,7 @@ enum PhotoProcessor {
         tags.set("datetime", date: job.requestDate)
         let orientation = job.rotatePixels ? "rotate-0" : transform.imageOrientation
         return (tags, ["Make": job.make, "Model": job.model, "Software": software,
-                       "DateTimeOriginal": exifDate(job.requestDate), "Orientation": orientation])
+                       "DateTimeOriginal": TagList.exifDate(job.requestDate), "Orientation": orientation])
     }
 
     /// Encodes and, when the job names a file (`file`, its path), writes it atomically: never over a file
@@ -83,17 +83,6 @@ enum PhotoProcessor {
                             metadata: metadata, fileURL: job.fileURL, isProxy: isProxy, data: data)
     }
 
-    /// EXIF's local date format, "2026:11:22 03:55:37", whole seconds in the local time zone (as jifmux
-    /// writes it). strftime: a DateFormatter costs ~0.1 ms a call.
-    static func exifDate(_ date: Date) -> String {
-        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
-        var local = tm()
-        localtime_r(&seconds, &local)
-        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 32) { text in
-            let length = strftime(text.baseAddress!, text.count, "%Y:%m:%d %H:%M:%S", &local)
-            return String(decoding: UnsafeRawBufferPointer(start: text.baseAddress, count: length), as: UTF8.self)
-        }
-    }
 
     /// A photo file's path, its folder and its name, taken from the URL once (URL operations cost tens of
     /// microseconds each on Linux).

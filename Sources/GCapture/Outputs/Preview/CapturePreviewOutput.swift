@@ -111,6 +111,12 @@ public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
     /// One frame waits while the display draws the previous one: a preview shows the newest frame or none.
     override var queueDepth: Int { 1 }
 
+    /// Checks a sink the user named (`sinkName`) without opening any display: an installed element that
+    /// shows video, or a gst-launch fragment. Throws invalidSettings naming the mistake.
+    public static func checkSinkName(_ name: String) throws(CaptureError) {
+        _ = try PreviewSink.choose(named: name, environment: [:])
+    }
+
     /// Checks, before any session starts, that the preview can be shown here as it is set: finds the sink it
     /// would use (opening the display for a moment) and whether that sink can honour isFullscreen. Returns
     /// the sink; throws what starting a session with this output would.

@@ -41,7 +41,7 @@ struct PreviewSink: Sendable, Equatable {
             guard !trimmed.isEmpty else { throw .invalidSettings("the preview's sink name is empty") }
             let isFactory = trimmed.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }
             if isFactory {
-                guard GStreamer.hasElement(trimmed) else { throw .missingPlugin(trimmed) }
+                try checkVideoSink(trimmed)
                 return PreviewSink(description: trimmed, factory: trimmed, display: nil)
             }
             return PreviewSink(description: trimmed, factory: nil, display: nil)
@@ -71,6 +71,27 @@ struct PreviewSink: Sendable, Equatable {
             }
         }
         throw .noDisplay(tried: tried)
+    }
+
+    /// The sinks that show a picture on a screen, in the order they are tried.
+    static var displaySinks: [String] { ["waylandsink"] + xSinks + ["kmssink"] }
+
+    /// A sink named by the user is an installed element that shows video. A converter or a filter used to be
+    /// taken and left the branch unlinked; a misspelt name was blamed on missing plugins.
+    static func checkVideoSink(_ factory: String) throws(CaptureError) {
+        let installed = displaySinks.filter(GStreamer.hasElement)
+        let suggestion = installed.isEmpty ? "no display sink is installed (\(displaySinks.joined(separator: ", ")))"
+            : "the display sinks here: \(installed.joined(separator: ", "))"
+        guard let classification = GStreamer.elementClassification(factory) else {
+            // A sink we know of is a plugin to install; any other name is a mistake.
+            if displaySinks.contains(factory) { throw .missingPlugin(factory) }
+            throw .invalidSettings("there is no GStreamer element called \(factory); \(suggestion)")
+        }
+        // fakesink ("Sink") takes any media, so it is a preview's sink in a test or on a headless machine.
+        let kinds = classification.split(separator: "/")
+        guard kinds.contains("Sink"), kinds.contains("Video") || !kinds.contains("Audio") else {
+            throw .invalidSettings("\(factory) is not a video sink (it is a \(classification) element); \(suggestion)")
+        }
     }
 
     /// Whether a sink of this factory opens its display (the NULL to READY change connects to the X server

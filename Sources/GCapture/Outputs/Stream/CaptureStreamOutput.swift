@@ -227,16 +227,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
             guard GStreamer.hasElement("opusenc") else { throw .missingPackage(element: "opusenc", package: "gstreamer1.0-plugins-base") }
             guard GStreamer.hasElement("opusparse") else { throw .missingPackage(element: "opusparse", package: "gstreamer1.0-plugins-bad") }
         }
-        if destination.kind == .hls {
-            let folder = (destination.location as NSString).deletingLastPathComponent
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
-                throw .invalidSettings("the folder \(folder) of the HLS playlist does not exist")
-            }
-            guard FileManager.default.isWritableFile(atPath: folder) else {
-                throw .invalidSettings("cannot write in \(folder), the folder of the HLS playlist")
-            }
-        }
+        if destination.kind == .hls { try destination.checkPlaylistFolder() }
         _ = try H264Encoder.choose(videoEncoder)
         return destination
     }

@@ -71,7 +71,29 @@ public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
         if kind == .srt, url.port == nil {
             throw .invalidSettings("an SRT URL needs a port: srt://host:port")
         }
+        // Not left to the sink: srtsink took port 99999 and retried a connection that could never be made.
+        if let port = url.port, !(1...65535).contains(port) {
+            throw .invalidSettings("the port \(port) in \(Self.redacted(trimmed)) is not a port: ports go from 1 to 65535")
+        }
         self.location = trimmed
+    }
+
+    /// The HLS playlist's folder exists, is a folder and takes files. Writability is tried with a file, not
+    /// access(2): root may "write" in /proc, where hlssink2 then failed with a GStreamer-CRITICAL.
+    func checkPlaylistFolder() throws(CaptureError) {
+        let folder = (location as NSString).deletingLastPathComponent
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
+            throw .invalidSettings("the folder \(folder) of the HLS playlist does not exist")
+        }
+        guard isFolder.boolValue else { throw .invalidSettings("\(folder) is a file, not a folder: the HLS playlist cannot go in it") }
+        let probe = (folder as NSString).appendingPathComponent(".gcapture-write-check-\(getpid())")
+        let descriptor = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard descriptor >= 0 else {
+            throw .invalidSettings("cannot write in \(folder), the folder of the HLS playlist: \(String(cString: strerror(errno)))")
+        }
+        close(descriptor)
+        unlink(probe)
     }
 
     /// The elements and the Debian package each comes in, checked before anything is built.
