@@ -529,8 +529,10 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         }
         if pads.count > 1 {
             pads[1].addProbe(.buffer) { info in
-                guard let shift = timeline.admitAudio(info.bufferPTS, duration: info.bufferDuration) else { return .drop }
-                info.shiftBufferTimestamps(earlierBy: shift)
+                guard let admitted = timeline.admitAudio(info.bufferPTS, duration: info.bufferDuration) else { return .drop }
+                info.trimBufferStart(by: admitted.trim, frameBytes: SourceBuilder.audioFrameBytes)
+                info.extendBufferStartWithSilence(by: admitted.silence, frameBytes: SourceBuilder.audioFrameBytes)
+                info.shiftBufferTimestamps(earlierBy: admitted.shift)
                 return .ok
             }
         }
@@ -584,22 +586,28 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     // MARK: Finishing
 
     private func stop(with error: CaptureError?) {
-        let (context, proceed, unstarted) = locked { () -> (OutputContext?, Bool, Recording?) in
-            guard let current = recording, !current.stopping else { return (nil, false, nil) }
+        let (context, proceed, unstarted, timeline, withAudio) = locked { () -> (OutputContext?, Bool, Recording?, RecordingTimeline?, Bool) in
+            guard let current = recording, !current.stopping else { return (nil, false, nil, nil, false) }
             recording?.stopping = true
             recording?.monitor?.cancel()
             // Between files nothing is open (the delegate has heard the last file end): the recording just
             // ends. A file being cut at an interruption ends the recording once it is finalized.
             if current.waitingFor != nil { recording = nil }
             return (self.context, current.waitingFor == nil && !current.splitting,
-                    current.waitingFor != nil && current.filesStarted == 0 ? current : nil)
+                    current.waitingFor != nil && current.filesStarted == 0 ? current : nil, current.timeline, current.encoding.withAudio)
         }
         if let unstarted { endUnstarted(unstarted, error: error) }
         guard proceed else { return }
         guard let context else { return complete(error: error, drained: false) }
-        context.onSessionQueue { graph in
-            let drained = graph?.detachBranch(of: self, drain: true) ?? false
-            self.complete(error: error, drained: drained)
+        // No frame enters from now on; the audio, which lags the video, is let in up to the last frame's end
+        // before the drain (off the session's queue, which must not wait for it).
+        timeline?.end()
+        workQueue.async {
+            if withAudio { timeline?.waitForAudioToReachVideoEnd(timeout: .milliseconds(500)) }
+            context.onSessionQueue { graph in
+                let drained = graph?.detachBranch(of: self, drain: true) ?? false
+                self.complete(error: error, drained: drained)
+            }
         }
     }
 
