@@ -1,0 +1,76 @@
+import Foundation
+import GStreamerKit
+
+/// What a crash or power cut left behind, and how a finished file is made to outlast the next one.
+extension CaptureMovieFileOutput {
+    /// Removes the movie at `url` and what a crash of its recording left beside it (the sidecar that would
+    /// otherwise be recovered into `url` at the next start), so that a recording can be made to `url`.
+    /// Fails, removing nothing, while a recording (in this process or another) writes it.
+    public static func removeMovie(at url: URL) throws(CaptureError) {
+        let sidecar = MovieRecovery.sidecarURL(for: url)
+        if SidecarLock.isHeld(on: sidecar) {
+            throw .recordingFailed(reason: "\(url.path) is being recorded; it cannot be removed", underlying: nil)
+        }
+        for file in [url, sidecar] where FileManager.default.fileExists(atPath: file.path) {
+            do { try FileManager.default.removeItem(at: file) } catch {
+                throw .invalidSettings("cannot remove \(file.path): \((error as NSError).localizedDescription)")
+            }
+        }
+    }
+
+    /// Recovers every interrupted recording in `directory` (see MovieRecovery); blocks while remuxing.
+    @discardableResult
+    public static func recoverInterruptedRecordings(in directory: URL) -> [Result<URL, CaptureError>] {
+        MovieRecovery.interruptedRecordings(in: directory).map { movie in
+            Result { () throws(CaptureError) -> URL in
+                try MovieRecovery.recover(movie)
+                return movie
+            }
+        }
+    }
+
+    static func settleFiles(of url: URL, encoding: MovieEncoding, stats: RecordingTimeline.Statistics,
+                            error: CaptureError?, drained: Bool, defragment: Bool) -> CaptureError? {
+        let sidecar = MovieRecovery.sidecarURL(for: url)
+        if stats.frames == 0 {
+            // Without a frame there is no playable movie: leave nothing behind, and do not call it a
+            // success (a size limit smaller than the first frame stops the recording before it).
+            try? FileManager.default.removeItem(at: url)
+            try? FileManager.default.removeItem(at: sidecar)
+            if error == .maximumFileSizeReached {
+                return .invalidSettings("the maximum file size is smaller than the movie's header and first frame")
+            }
+            return error.flatMap { $0.recordingFinishedSuccessfully ? nil : $0 } ?? .noFramesRecorded
+        }
+        // mp4mux gives an audio track that never received a sample an empty sample description, which
+        // players (ffprobe, qtdemux) refuse: such a movie is rebuilt from the sidecar without that track.
+        let emptyAudioTrack = encoding.withAudio && stats.audioBuffers == 0 && encoding.container == .mp4
+        if drained, error == nil || error!.recordingFinishedSuccessfully, !emptyAudioTrack {
+            if defragment, encoding.container == .mp4 {
+                // The fragmented file is complete and stays if this fails: it plays and seeks too.
+                // Its own recording: the tracks are known, no discoverer needed.
+                try? MovieRemux.remux(url, as: .mp4, tracks: .init(video: true, audio: stats.audioBuffers > 0),
+                                      replacing: url, rotation: encoding.displayRotation)
+            }
+            try? FileManager.default.removeItem(at: sidecar)
+        } else if FileManager.default.fileExists(atPath: sidecar.path) {
+            // Not finalized cleanly (a write failed, the microphone vanished, the drain timed out): the
+            // sidecar holds every frame that was encoded, so the movie is rebuilt from it, without a track
+            // that never received data.
+            do throws(CaptureError) {
+                try MovieRecovery.recover(url, includeAudio: stats.audioBuffers > 0)
+            } catch let recoveryError {
+                // No room to rebuild it (a full disk): the fragmented movie, cut after its last complete
+                // fragment, is what plays. The sidecar stays for a later start only where the movie has nothing.
+                if MovieFiles.trimToLastCompleteBox(url) {
+                    try? FileManager.default.removeItem(at: sidecar)
+                } else if !MovieFiles.holdsFrames(sidecar) {
+                    try? FileManager.default.removeItem(at: url)
+                    try? FileManager.default.removeItem(at: sidecar)
+                }
+                return error ?? recoveryError
+            }
+        }
+        return error
+    }
+}
