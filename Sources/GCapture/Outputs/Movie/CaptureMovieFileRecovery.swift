@@ -46,13 +46,25 @@ extension CaptureMovieFileOutput {
         // players (ffprobe, qtdemux) refuse: such a movie is rebuilt from the sidecar without that track.
         let emptyAudioTrack = encoding.withAudio && stats.audioBuffers == 0 && encoding.container == .mp4
         if drained, error == nil || error!.recordingFinishedSuccessfully, !emptyAudioTrack {
+            var remuxed = false
             if defragment, encoding.container == .mp4 {
                 // The fragmented file is complete and stays if this fails: it plays and seeks too.
                 // Its own recording: the tracks are known, no discoverer needed.
-                try? MovieRemux.remux(url, as: .mp4, tracks: .init(video: true, audio: stats.audioBuffers > 0),
-                                      replacing: url, rotation: encoding.displayRotation)
+                do throws(CaptureError) {
+                    try MovieRemux.remux(url, as: .mp4, tracks: .init(video: true, audio: stats.audioBuffers > 0),
+                                         replacing: url, rotation: encoding.displayRotation)
+                    remuxed = true
+                } catch {
+                    Log.movie.warning("\(url.lastPathComponent) stays fragmented: \(error)")
+                }
             }
-            try? FileManager.default.removeItem(at: sidecar)
+            // The sidecar goes only once the movie is durable under its name (the remux made its copy so):
+            // a power cut right after "finished" must leave the movie or the means to rebuild it.
+            if let failure = remuxed ? nil : DurableFile.sync(url.path) {
+                Log.movie.warning("\(url.path) may not survive a power cut (\(failure)): its recovery sidecar is kept")
+            } else {
+                DurableFile.remove(sidecar.path)
+            }
         } else if FileManager.default.fileExists(atPath: sidecar.path) {
             // Not finalized cleanly (a write failed, the microphone vanished, the drain timed out): the
             // sidecar holds every frame that was encoded, so the movie is rebuilt from it, without a track
@@ -62,8 +74,8 @@ extension CaptureMovieFileOutput {
             } catch let recoveryError {
                 // No room to rebuild it (a full disk): the fragmented movie, cut after its last complete
                 // fragment, is what plays. The sidecar stays for a later start only where the movie has nothing.
-                if MovieFiles.trimToLastCompleteBox(url) {
-                    try? FileManager.default.removeItem(at: sidecar)
+                if MovieFiles.trimToLastCompleteBox(url), DurableFile.sync(url.path) == nil {
+                    DurableFile.remove(sidecar.path)
                 } else if !MovieFiles.holdsFrames(sidecar) {
                     try? FileManager.default.removeItem(at: url)
                     try? FileManager.default.removeItem(at: sidecar)

@@ -30,12 +30,13 @@ enum MovieRecovery {
     }
 
     /// Remuxes the sidecar into a plain MP4 that replaces the movie atomically, with the display matrix the
-    /// interrupted movie's header carries (the sidecar has none), then removes the sidecar.
+    /// interrupted movie's header carries (the sidecar has none), then removes the sidecar. The new movie is
+    /// durable before its sidecar goes (see DurableFile).
     static func recover(_ movie: URL, includeAudio: Bool = true) throws(CaptureError) {
         let sidecar = sidecarURL(for: movie)
         try MovieRemux.remux(sidecar, as: .matroska, replacing: movie, includeAudio: includeAudio,
                              rotation: MP4DisplayMatrix.rotation(ofMovieAt: movie))
-        try? FileManager.default.removeItem(at: sidecar)
+        DurableFile.remove(sidecar.path)
     }
 }
 

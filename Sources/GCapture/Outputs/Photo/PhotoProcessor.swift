@@ -114,11 +114,12 @@ enum PhotoProcessor {
     }
 
     /// Writes next to the target and renames over it: readers see the old file or the new one, never half.
-    /// No fsync on this path: it costs more than the encode, and a crash loses the photo either way.
+    /// Published durably (see DurableFile): a photo the app was told is saved survives a power cut just
+    /// after. The fsyncs cost milliseconds on the photo's processing thread, never on the caller's.
     static func writeAtomically(_ data: Data, to file: FilePath) throws(CaptureError) {
         let temporary = "\(file.folder)/.\(file.name).\(getpid())-\(counter.add(1, ordering: .relaxed).newValue).tmp"
         var failure = data.withUnsafeBytes { writeFile($0, to: temporary) }
-        if failure == nil, rename(temporary, file.path) != 0 { failure = String(cString: strerror(errno)) }
+        if failure == nil { failure = DurableFile.publish(temporary, as: file.path) }
         if let failure {
             unlink(temporary)
             throw .invalidSettings("cannot write \(file.path): \(failure)")
