@@ -64,7 +64,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Flag(help: MovieDestination.overwriteHelp)
     var overwrite = false
 
-    @Flag(help: "Print one JSON object per line: recordingStarted, progress, recordingFinished (one per file).")
+    @Flag(help: "Print one JSON object per line: recovered (a take an earlier crash interrupted), recordingStarted, progress, recordingFinished (one per file).")
     var json = false
 
     func run() async throws {
@@ -98,6 +98,8 @@ struct RecordCommand: AsyncParsableCommand {
         try await session.start()
 
         let events = EventPrinter(json: json)
+        let recoveries = RecoveryReporter(movie, json: json)
+        defer { withExtendedLifetime(recoveries) {} }
         let recorder = RecordingObserver()
         movie.startRecording(to: url, recordingDelegate: recorder)
         StopSignals.shared.onStop { _ in movie.stopRecording() }
@@ -137,6 +139,9 @@ struct RecordCommand: AsyncParsableCommand {
             if !ended, filesStarted > 0, movie.outputFileURL != nil { events.progress(movie) }
         }
         await session.stop()
+        if case .recoveredTakeExists(let path)? = last?.error {
+            throw ValidationError("\(path) is a take recovered from an interrupted recording; give another --output or --overwrite")
+        }
         if let error = last?.error, !error.recordingFinishedSuccessfully { throw error }
     }
 

@@ -304,8 +304,12 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         }
         guard reserved else { return fail(.recordingFailed(reason: "already recording", underlying: nil)) }
         workQueue.async {
-            // Work a crash left behind in this folder is finished first.
-            _ = Self.recoverInterruptedRecordings(in: url.deletingLastPathComponent())
+            // Work a crash left behind in this folder is finished first, and told (see didRecoverMovieNotification);
+            // it may take the very name asked for.
+            if self.recoverInterruptedRecordings(before: url) {
+                self.locked { self.recording = nil }
+                return fail(.recoveredTakeExists(path: url.path))
+            }
             context.onSessionQueue { graph in
                 // Asked for while the camera is interrupted, a recording that keeps filler out of its files
                 // begins when the camera is back.

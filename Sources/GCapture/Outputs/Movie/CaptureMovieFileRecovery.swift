@@ -3,6 +3,21 @@ import GStreamerKit
 
 /// What a crash or power cut left behind, and how a finished file is made to outlast the next one.
 extension CaptureMovieFileOutput {
+    /// Posted when a recording interrupted by a crash or power cut has been rebuilt from its sidecar (at the
+    /// next start of a recording in its folder, before that recording begins). `object` is the output that
+    /// recovered it (nil from `recoverInterruptedRecordings(in:)`); userInfo holds the movie's path under
+    /// `recoveredMoviePathKey` (String) and its duration in seconds under `recoveredMovieDurationKey` (Double).
+    public static let didRecoverMovieNotification = Notification.Name("GCaptureMovieFileOutputDidRecoverMovie")
+    /// Posted once for an interrupted recording whose sidecar cannot be rebuilt: userInfo holds the movie's
+    /// path under `recoveredMoviePathKey`, the `CaptureError` under `recoveryErrorKey`, and where the sidecar
+    /// was set aside (hidden, `.NAME.gcapture-recovery.failed.mkv`, never tried again) under
+    /// `failedSidecarPathKey` when it could be moved.
+    public static let didFailToRecoverMovieNotification = Notification.Name("GCaptureMovieFileOutputDidFailToRecoverMovie")
+    public static let recoveredMoviePathKey = "path"
+    public static let recoveredMovieDurationKey = "duration"
+    public static let recoveryErrorKey = "error"
+    public static let failedSidecarPathKey = "failedSidecarPath"
+
     /// Removes the movie at `url` and what a crash of its recording left beside it (the sidecar that would
     /// otherwise be recovered into `url` at the next start), so that a recording can be made to `url`.
     /// Fails, removing nothing, while a recording (in this process or another) writes it.
@@ -18,14 +33,40 @@ extension CaptureMovieFileOutput {
         }
     }
 
-    /// Recovers every interrupted recording in `directory` (see MovieRecovery); blocks while remuxing.
+    /// Recovers every interrupted recording in `directory` (see MovieRecovery); blocks while remuxing. Each
+    /// is announced (didRecoverMovieNotification, didFailToRecoverMovieNotification, `object` nil).
     @discardableResult
     public static func recoverInterruptedRecordings(in directory: URL) -> [Result<URL, CaptureError>] {
-        MovieRecovery.interruptedRecordings(in: directory).map { movie in
-            Result { () throws(CaptureError) -> URL in
-                try MovieRecovery.recover(movie)
-                return movie
+        MovieRecovery.recoverAll(in: directory).map { outcome in
+            announce(outcome, by: nil)
+            return switch outcome {
+            case .recovered(let movie, _): .success(movie)
+            case .failed(_, _, let error): .failure(error)
             }
+        }
+    }
+
+    /// Before a recording to `url` starts (on the queue that settles files): recovers and announces what a
+    /// crash left in its folder. Returns whether `url` itself is now a recovered take, which the new
+    /// recording must not replace.
+    func recoverInterruptedRecordings(before url: URL) -> Bool {
+        let outcomes = MovieRecovery.recoverAll(in: url.deletingLastPathComponent())
+        outcomes.forEach { Self.announce($0, by: self) }
+        let path = url.standardizedFileURL.path
+        return outcomes.contains { if case .recovered(let movie, _) = $0 { movie.standardizedFileURL.path == path } else { false } }
+    }
+
+    private static func announce(_ outcome: MovieRecovery.Outcome, by output: CaptureMovieFileOutput?) {
+        switch outcome {
+        case .recovered(let movie, let duration):
+            Log.movie.notice("recovered \(movie.path) (\(String(format: "%.2f", duration)) s) from an interrupted recording")
+            NotificationCenter.default.post(name: didRecoverMovieNotification, object: output,
+                                            userInfo: [recoveredMoviePathKey: movie.path, recoveredMovieDurationKey: duration])
+        case .failed(let movie, let aside, let error):
+            Log.movie.error("cannot recover \(movie.path) from its sidecar: \(error)")
+            var info: [String: any Sendable] = [recoveredMoviePathKey: movie.path, recoveryErrorKey: error]
+            if let aside { info[failedSidecarPathKey] = aside.path }
+            NotificationCenter.default.post(name: didFailToRecoverMovieNotification, object: output, userInfo: info)
         }
     }
 
