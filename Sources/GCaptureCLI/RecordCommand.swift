@@ -9,7 +9,8 @@ struct RecordCommand: AsyncParsableCommand {
         abstract: "Record a movie with audio: H.264 and AAC in MP4, crash-safe.",
         discussion: """
         The movie is written in fragments of one second, so a crash or power cut costs at most that and the \
-        file plays as it is; the next recording in the same folder recovers it to within milliseconds.
+        file plays as it is; the next recording in the same folder recovers it to within milliseconds and says so \
+        (a `recovered` line). A finished movie is synced to disk before it is reported finished.
 
         When the camera is interrupted (unplugged, taken by another program, stalled), the recording goes on \
         through the gap in the same file with black frames and silence (--on-interruption continue), or the \

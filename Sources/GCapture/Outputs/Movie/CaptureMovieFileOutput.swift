@@ -285,7 +285,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     /// Starts recording to `url`. Returns at once; the delegate hears when the recording really started, or
     /// why it could not. As in AVFoundation, a file already at `url` is never replaced: the recording fails
     /// with `CaptureError.fileAlreadyExists` (a recording a crash interrupted in that folder is recovered
-    /// first, and may be that very file); `removeMovie(at:)` clears the way when replacing is meant.
+    /// first and announced, and when it is that very file: `.recoveredTakeExists`); `removeMovie(at:)`
+    /// clears the way when replacing is meant.
     public override func startRecording(to url: URL, recordingDelegate delegate: any CaptureFileOutputRecordingDelegate) {
         let (context, busy) = locked { (self.context, recording != nil) }
         let fail: @Sendable (CaptureError) -> Void = { error in
