@@ -29,16 +29,4 @@ final class AudioTrackEndTests: XCTestCase {
             try assertTracksEndTogether(movie)
         }
     }
-
-    func testAudioEndsWithTheVideoWhenStopped() throws {
-        let folder = try temporaryFolder()
-        let movie = folder.appendingPathComponent("stopped.mp4")
-        let program = try launch("gcapture", ["record", "--camera", "test", "--microphone", "test-microphone", "--output", movie.path, "--json"])
-        XCTAssertTrue(program.waitForEvent("recordingStarted"), "the recording never started: \(program.errorOutput)")
-        Thread.sleep(forTimeInterval: 2.5)
-        program.signal(SIGINT)
-        XCTAssertTrue(program.waitForExit(timeout: 30), "SIGINT did not end it")
-        XCTAssertEqual(program.status, 0, program.errorOutput)
-        try assertTracksEndTogether(movie)
-    }
 }
