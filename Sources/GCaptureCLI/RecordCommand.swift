@@ -9,7 +9,8 @@ struct RecordCommand: AsyncParsableCommand {
         abstract: "Record a movie with audio: H.264 and AAC in MP4, crash-safe.",
         discussion: """
         The movie is written in fragments of one second, so a crash or power cut costs at most that and the \
-        file plays as it is; the next recording in the same folder recovers it to within milliseconds.
+        file plays as it is; the next recording in the same folder recovers it to within milliseconds and says so \
+        (a `recovered` line). A finished movie is synced to disk before it is reported finished.
 
         When the camera is interrupted (unplugged, taken by another program, stalled), the recording goes on \
         through the gap in the same file with black frames and silence (--on-interruption continue), or the \
@@ -64,7 +65,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Flag(help: MovieDestination.overwriteHelp)
     var overwrite = false
 
-    @Flag(help: "Print one JSON object per line: recordingStarted, progress, recordingFinished (one per file).")
+    @Flag(help: "Print one JSON object per line: recovered (a take an earlier crash interrupted), recordingStarted, progress, recordingFinished (one per file).")
     var json = false
 
     func run() async throws {
@@ -98,6 +99,8 @@ struct RecordCommand: AsyncParsableCommand {
         try await session.start()
 
         let events = EventPrinter(json: json)
+        let recoveries = RecoveryReporter(movie, json: json)
+        defer { withExtendedLifetime(recoveries) {} }
         let recorder = RecordingObserver()
         movie.startRecording(to: url, recordingDelegate: recorder)
         StopSignals.shared.onStop { _ in movie.stopRecording() }
@@ -137,6 +140,9 @@ struct RecordCommand: AsyncParsableCommand {
             if !ended, filesStarted > 0, movie.outputFileURL != nil { events.progress(movie) }
         }
         await session.stop()
+        if case .recoveredTakeExists(let path)? = last?.error {
+            throw ValidationError("\(path) is a take recovered from an interrupted recording; give another --output or --overwrite")
+        }
         if let error = last?.error, !error.recordingFinishedSuccessfully { throw error }
     }
 

@@ -118,6 +118,47 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             CGstShim_tsan_published(buffer)
         }
 
+        /// Cuts the first `amount` of time off the passing raw-audio buffer (making it writable first): its bytes
+        /// in proportion to its duration, whole frames of `frameBytes` each, and its start moved as much later.
+        /// How audio captured across a cut starts exactly at it.
+        public func trimBufferStart(by amount: ClockTime, frameBytes: Int) {
+            guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }
+            let size = Int(gst_buffer_get_size(buffer)), duration: ClockTime = buffer.pointee.duration
+            guard duration != ClockTime.none, duration > 0, amount > 0, amount < duration, frameBytes > 0 else { return }
+            let proportional = Double(size) * Double(amount) / Double(duration)
+            let bytes = Int(proportional) / frameBytes * frameBytes
+            guard bytes > 0, bytes < size else { return }
+            let cut = ClockTime(Double(duration) * Double(bytes) / Double(size))
+            gst_buffer_resize(buffer, gssize(bytes), gssize(size - bytes))
+            if buffer.pointee.pts != ClockTime.none { buffer.pointee.pts += cut }
+            if buffer.pointee.dts != ClockTime.none { buffer.pointee.dts += cut }
+            buffer.pointee.duration = duration - cut
+            CGstShim_tsan_published(buffer)
+        }
+
+        /// Puts `amount` of silence (zero bytes: signed PCM) before the passing raw-audio buffer's samples and
+        /// moves its start as much earlier (making it writable first), whole frames of `frameBytes`, at the
+        /// buffer's own rate. How audio that began after a cut is made to start exactly at it.
+        public func extendBufferStartWithSilence(by amount: ClockTime, frameBytes: Int) {
+            guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }
+            let size = Int(gst_buffer_get_size(buffer)), duration: ClockTime = buffer.pointee.duration
+            guard duration != ClockTime.none, duration > 0, size > 0, amount > 0, frameBytes > 0 else { return }
+            let proportional = Double(size) * Double(amount) / Double(duration)
+            let bytes = Int(proportional.rounded()) / frameBytes * frameBytes
+            guard bytes > 0, let silence = gst_allocator_alloc(nil, gsize(bytes), nil) else { return }
+            var map = GstMapInfo()
+            if gst_memory_map(silence, &map, GST_MAP_WRITE) != 0 {
+                memset(map.data, 0, bytes)
+                gst_memory_unmap(silence, &map)
+            }
+            gst_buffer_prepend_memory(buffer, silence)
+            let added = ClockTime(Double(duration) * Double(bytes) / Double(size))
+            if buffer.pointee.pts != ClockTime.none { buffer.pointee.pts -= min(added, buffer.pointee.pts) }
+            if buffer.pointee.dts != ClockTime.none { buffer.pointee.dts -= min(added, buffer.pointee.dts) }
+            buffer.pointee.duration = duration + added
+            CGstShim_tsan_published(buffer)
+        }
+
         /// The first `count` bytes of the passing buffer (fewer if it is shorter), copied without making the
         /// buffer writable: a cheap look before deciding to edit it.
         public func bufferPrefix(_ count: Int) -> [UInt8] {

@@ -36,6 +36,9 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
     /// is left as it was. See `CaptureMovieFileOutput.removeMovie(at:)`; a program replacing a photo removes
     /// the old one first.
     case fileAlreadyExists(path: String)
+    /// The URL asked for is taken by a take just recovered from a recording a crash or power cut interrupted
+    /// (see `CaptureMovieFileOutput.didRecoverMovieNotification`): kept, never replaced.
+    case recoveredTakeExists(path: String)
     /// The session's camera was interrupted (unplugged, held by another program, stalled...). A recording
     /// whose `interruptionBehavior` is `.finalizeAndResume` ends here, complete (its file plays to the
     /// interruption), and goes on in the next file when the interruption ends; a photo asked for, or still
@@ -80,6 +83,8 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
         case .sessionWasInterrupted(let reason): "the session was interrupted: \(reason)"
         case .noFramesRecorded: "the recording stopped before any frame reached the file"
         case .fileAlreadyExists(let path): "\(path) already exists; a photo or a recording never replaces a file"
+        case .recoveredTakeExists(let path):
+            "\(path) is a take recovered from an interrupted recording; a recording never replaces a file"
         case .tooManyPendingCaptures(let limit):
             "\(limit) photos are already waiting to be processed; wait for readiness before capturing more"
         case .deviceDiscoveryFailed(let classes, _):

@@ -17,6 +17,8 @@ struct SourceUnit {
 enum SourceBuilder {
     /// Audio leaves every source in one format, so encoders downstream never renegotiate.
     static let audioCaps = "audio/x-raw,format=S16LE,rate=48000,channels=2,layout=interleaved"
+    /// Bytes of one sample frame in `audioCaps` (two 16-bit channels).
+    static let audioFrameBytes = 4
 
     /// `stallTimeout`: how long the camera may deliver nothing before the watchdog reports it stalled
     /// (FrameStallWatchdog; default from the frame rate).

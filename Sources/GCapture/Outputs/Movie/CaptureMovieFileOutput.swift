@@ -285,7 +285,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     /// Starts recording to `url`. Returns at once; the delegate hears when the recording really started, or
     /// why it could not. As in AVFoundation, a file already at `url` is never replaced: the recording fails
     /// with `CaptureError.fileAlreadyExists` (a recording a crash interrupted in that folder is recovered
-    /// first, and may be that very file); `removeMovie(at:)` clears the way when replacing is meant.
+    /// first and announced, and when it is that very file: `.recoveredTakeExists`); `removeMovie(at:)`
+    /// clears the way when replacing is meant.
     public override func startRecording(to url: URL, recordingDelegate delegate: any CaptureFileOutputRecordingDelegate) {
         let (context, busy) = locked { (self.context, recording != nil) }
         let fail: @Sendable (CaptureError) -> Void = { error in
@@ -304,8 +305,12 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         }
         guard reserved else { return fail(.recordingFailed(reason: "already recording", underlying: nil)) }
         workQueue.async {
-            // Work a crash left behind in this folder is finished first.
-            _ = Self.recoverInterruptedRecordings(in: url.deletingLastPathComponent())
+            // Work a crash left behind in this folder is finished first, and told (see didRecoverMovieNotification);
+            // it may take the very name asked for.
+            if self.recoverInterruptedRecordings(before: url) {
+                self.locked { self.recording = nil }
+                return fail(.recoveredTakeExists(path: url.path))
+            }
             context.onSessionQueue { graph in
                 // Asked for while the camera is interrupted, a recording that keeps filler out of its files
                 // begins when the camera is back.
@@ -394,32 +399,6 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
                 delegate.fileOutput(self, didPauseRecordingTo: url, from: [self.connection])
             } else {
                 delegate.fileOutput(self, didResumeRecordingTo: url, from: [self.connection])
-            }
-        }
-    }
-
-    /// Removes the movie at `url` and what a crash of its recording left beside it (the sidecar that would
-    /// otherwise be recovered into `url` at the next start), so that a recording can be made to `url`.
-    /// Fails, removing nothing, while a recording (in this process or another) writes it.
-    public static func removeMovie(at url: URL) throws(CaptureError) {
-        let sidecar = MovieRecovery.sidecarURL(for: url)
-        if SidecarLock.isHeld(on: sidecar) {
-            throw .recordingFailed(reason: "\(url.path) is being recorded; it cannot be removed", underlying: nil)
-        }
-        for file in [url, sidecar] where FileManager.default.fileExists(atPath: file.path) {
-            do { try FileManager.default.removeItem(at: file) } catch {
-                throw .invalidSettings("cannot remove \(file.path): \((error as NSError).localizedDescription)")
-            }
-        }
-    }
-
-    /// Recovers every interrupted recording in `directory` (see MovieRecovery); blocks while remuxing.
-    @discardableResult
-    public static func recoverInterruptedRecordings(in directory: URL) -> [Result<URL, CaptureError>] {
-        MovieRecovery.interruptedRecordings(in: directory).map { movie in
-            Result { () throws(CaptureError) -> URL in
-                try MovieRecovery.recover(movie)
-                return movie
             }
         }
     }
@@ -529,8 +508,10 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         }
         if pads.count > 1 {
             pads[1].addProbe(.buffer) { info in
-                guard let shift = timeline.admitAudio(info.bufferPTS, duration: info.bufferDuration) else { return .drop }
-                info.shiftBufferTimestamps(earlierBy: shift)
+                guard let admitted = timeline.admitAudio(info.bufferPTS, duration: info.bufferDuration) else { return .drop }
+                info.trimBufferStart(by: admitted.trim, frameBytes: SourceBuilder.audioFrameBytes)
+                info.extendBufferStartWithSilence(by: admitted.silence, frameBytes: SourceBuilder.audioFrameBytes)
+                info.shiftBufferTimestamps(earlierBy: admitted.shift)
                 return .ok
             }
         }
@@ -584,24 +565,29 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     // MARK: Finishing
 
     private func stop(with error: CaptureError?) {
-        let (context, proceed, unstarted) = locked { () -> (OutputContext?, Bool, Recording?) in
-            guard let current = recording, !current.stopping else { return (nil, false, nil) }
+        let (context, proceed, unstarted, timeline, withAudio) = locked { () -> (OutputContext?, Bool, Recording?, RecordingTimeline?, Bool) in
+            guard let current = recording, !current.stopping else { return (nil, false, nil, nil, false) }
             recording?.stopping = true
             recording?.monitor?.cancel()
-            // The movie ends now, whatever the session's queue is busy with before it gets to the drain.
-            current.timeline?.end()
             // Between files nothing is open (the delegate has heard the last file end): the recording just
             // ends. A file being cut at an interruption ends the recording once it is finalized.
             if current.waitingFor != nil { recording = nil }
             return (self.context, current.waitingFor == nil && !current.splitting,
-                    current.waitingFor != nil && current.filesStarted == 0 ? current : nil)
+                    current.waitingFor != nil && current.filesStarted == 0 ? current : nil, current.timeline, current.encoding.withAudio)
         }
         if let unstarted { endUnstarted(unstarted, error: error) }
         guard proceed else { return }
         guard let context else { return complete(error: error, drained: false) }
-        context.onSessionQueue { graph in
-            let drained = graph?.detachBranch(of: self, drain: true) ?? false
-            self.complete(error: error, drained: drained)
+        // No frame enters from now on, whatever the session's queue is busy with before it gets to the drain;
+        // the audio, which lags the video, is let in up to the last frame's end before the drain (off the
+        // session's queue, which must not wait for it).
+        timeline?.end()
+        workQueue.async {
+            if withAudio { timeline?.waitForAudioToReachVideoEnd(timeout: .milliseconds(500)) }
+            context.onSessionQueue { graph in
+                let drained = graph?.detachBranch(of: self, drain: true) ?? false
+                self.complete(error: error, drained: drained)
+            }
         }
     }
 
@@ -646,50 +632,5 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             // The recording's encoders, muxers and the copy have all been freed by now.
             ProcessHeap.release()
         }
-    }
-
-    private static func settleFiles(of url: URL, encoding: MovieEncoding, stats: RecordingTimeline.Statistics,
-                                    error: CaptureError?, drained: Bool, defragment: Bool) -> CaptureError? {
-        let sidecar = MovieRecovery.sidecarURL(for: url)
-        if stats.frames == 0 {
-            // Without a frame there is no playable movie: leave nothing behind, and do not call it a
-            // success (a size limit smaller than the first frame stops the recording before it).
-            try? FileManager.default.removeItem(at: url)
-            try? FileManager.default.removeItem(at: sidecar)
-            if error == .maximumFileSizeReached {
-                return .invalidSettings("the maximum file size is smaller than the movie's header and first frame")
-            }
-            return error.flatMap { $0.recordingFinishedSuccessfully ? nil : $0 } ?? .noFramesRecorded
-        }
-        // mp4mux gives an audio track that never received a sample an empty sample description, which
-        // players (ffprobe, qtdemux) refuse: such a movie is rebuilt from the sidecar without that track.
-        let emptyAudioTrack = encoding.withAudio && stats.audioBuffers == 0 && encoding.container == .mp4
-        if drained, error == nil || error!.recordingFinishedSuccessfully, !emptyAudioTrack {
-            if defragment, encoding.container == .mp4 {
-                // The fragmented file is complete and stays if this fails: it plays and seeks too.
-                // Its own recording: the tracks are known, no discoverer needed.
-                try? MovieRemux.remux(url, as: .mp4, tracks: .init(video: true, audio: stats.audioBuffers > 0),
-                                      replacing: url, rotation: encoding.displayRotation)
-            }
-            try? FileManager.default.removeItem(at: sidecar)
-        } else if FileManager.default.fileExists(atPath: sidecar.path) {
-            // Not finalized cleanly (a write failed, the microphone vanished, the drain timed out): the
-            // sidecar holds every frame that was encoded, so the movie is rebuilt from it, without a track
-            // that never received data.
-            do throws(CaptureError) {
-                try MovieRecovery.recover(url, includeAudio: stats.audioBuffers > 0)
-            } catch let recoveryError {
-                // No room to rebuild it (a full disk): the fragmented movie, cut after its last complete
-                // fragment, is what plays. The sidecar stays for a later start only where the movie has nothing.
-                if MovieFiles.trimToLastCompleteBox(url) {
-                    try? FileManager.default.removeItem(at: sidecar)
-                } else if !MovieFiles.holdsFrames(sidecar) {
-                    try? FileManager.default.removeItem(at: url)
-                    try? FileManager.default.removeItem(at: sidecar)
-                }
-                return error ?? recoveryError
-            }
-        }
-        return error
     }
 }

@@ -30,12 +30,54 @@ enum MovieRecovery {
     }
 
     /// Remuxes the sidecar into a plain MP4 that replaces the movie atomically, with the display matrix the
-    /// interrupted movie's header carries (the sidecar has none), then removes the sidecar.
-    static func recover(_ movie: URL, includeAudio: Bool = true) throws(CaptureError) {
+    /// interrupted movie's header carries (the sidecar has none), then removes the sidecar. The new movie is
+    /// durable before its sidecar goes (see DurableFile). Returns the recovered movie's duration, seconds.
+    @discardableResult
+    static func recover(_ movie: URL, includeAudio: Bool = true) throws(CaptureError) -> Double {
         let sidecar = sidecarURL(for: movie)
         try MovieRemux.remux(sidecar, as: .matroska, replacing: movie, includeAudio: includeAudio,
                              rotation: MP4DisplayMatrix.rotation(ofMovieAt: movie))
-        try? FileManager.default.removeItem(at: sidecar)
+        DurableFile.remove(sidecar.path)
+        let duration = (try? MediaInfo.discover(movie, timeout: 10 * .second))?.duration
+        return duration.map { Double($0) / 1e9 } ?? 0
+    }
+
+    /// What became of an interrupted recording found at a start.
+    enum Outcome: Sendable {
+        case recovered(URL, duration: Double)
+        /// Its sidecar could not be remuxed and was set aside under `setAside` (nil: it could not be moved
+        /// either), so that it is reported once and never tried again.
+        case failed(URL, setAside: URL?, CaptureError)
+    }
+
+    static let failedSidecarSuffix = ".gcapture-recovery.failed.mkv"
+
+    /// Where a sidecar that cannot be recovered is kept for the user (a tool may still read some of it);
+    /// its name no longer looks like a sidecar's, so no later start retries it.
+    static func failedSidecarURL(for movie: URL) -> URL {
+        movie.deletingLastPathComponent().appendingPathComponent(".\(movie.lastPathComponent)\(failedSidecarSuffix)")
+    }
+
+    /// Recovers every interrupted recording in `directory`; blocks while remuxing. A sidecar without a
+    /// single frame (killed before the first one) is removed without a word: there was nothing to lose.
+    static func recoverAll(in directory: URL) -> [Outcome] {
+        interruptedRecordings(in: directory).compactMap { movie -> Outcome? in
+            do throws(CaptureError) {
+                return .recovered(movie, duration: try recover(movie))
+            } catch {
+                let sidecar = sidecarURL(for: movie)
+                guard MovieFiles.holdsFrames(sidecar) else {
+                    DurableFile.remove(sidecar.path)
+                    return nil
+                }
+                let aside = failedSidecarURL(for: movie)
+                if let failure = DurableFile.rename(sidecar.path, to: aside.path) {
+                    Log.movie.error("cannot set aside \(sidecar.path): \(failure)")
+                    return .failed(movie, setAside: nil, error)
+                }
+                return .failed(movie, setAside: aside, error)
+            }
+        }
     }
 }
 

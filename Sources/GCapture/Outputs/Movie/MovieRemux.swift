@@ -2,7 +2,7 @@ import Foundation
 import GStreamerKit
 
 /// Copies a movie's encoded streams (no re-encoding) into a plain MP4 — one index, no fragments — that
-/// atomically replaces a destination: how a crash's sidecar is recovered and how a cleanly stopped
+/// atomically and durably replaces a destination: how a crash's sidecar is recovered and how a cleanly stopped
 /// fragmented recording becomes the file every tool expects. Blocks while it copies.
 enum MovieRemux {
     enum Source: String {
@@ -31,8 +31,10 @@ enum MovieRemux {
         } catch {
             throw .recordingFailed(reason: "cannot rewrite \(source.lastPathComponent) as \(destination.path)", underlying: error as? GStreamerError)
         }
-        guard rename(temporary.path, destination.path) == 0 else {
-            throw .recordingFailed(reason: "cannot replace \(destination.path): \(String(cString: strerror(errno)))", underlying: nil)
+        // Durable before it replaces the destination, and the replacement durable before this returns: the
+        // caller removes the sidecar next, and a power cut must leave one of the two.
+        if let failure = DurableFile.publish(temporary.path, as: destination.path) {
+            throw .recordingFailed(reason: "cannot replace \(destination.path): \(failure)", underlying: nil)
         }
     }
 

@@ -36,6 +36,8 @@ final class RecordingTimeline: @unchecked Sendable {
     private var ended = false
     /// Where the last admitted frame ends, in the frames' own time.
     private var lastVideoEnd: UInt64?
+    /// The audio has been let in up to the end of the file's video (see waitForAudioToReachVideoEnd).
+    private var audioReachedEnd = false
     private let onLimit: @Sendable (CaptureError) -> Void
     private var start: UInt64?
     private var pausedTotal: UInt64 = 0
@@ -134,18 +136,62 @@ final class RecordingTimeline: @unchecked Sendable {
         }
     }
 
-    /// For the audio input's probe: audio enters only while video is being recorded, and none that would
-    /// play past the duration limit.
-    func admitAudio(_ pts: ClockTime?, duration: ClockTime?) -> ClockTime? {
+    /// For the audio input's probe: audio enters only while video is being recorded; nil keeps the buffer
+    /// out, else how much earlier its timestamps move and how much of its start to cut first.
+    ///
+    /// The tracks end together: a buffer that starts before the video's end (or the duration limit) enters
+    /// whole, so the audio ends within a buffer of the video rather than up to one (plus the encoder's last
+    /// partial frame) before it. And they start together, at the first frame: the file's first audio buffer
+    /// has its part before that frame cut (`trim`), or silence put before it up to that frame (`silence`).
+    /// The audio arrives some ~20-40 ms after the video of the same moment, and the first buffer after the
+    /// first frame used to start the audio track: the fragmented MP4 muxer drops such a gap before a track,
+    /// so the audio played that much early and ended that much (with the drain, ~0.1 s) before the video.
+    func admitAudio(_ pts: ClockTime?, duration: ClockTime?) -> AudioAdmission? {
         guard let pts else { return nil }
-        return lock.withLock { () -> ClockTime? in
-            guard let start, !pauseRequested, UInt64(pts) >= start + pausedTotal else { return nil }
-            if ended, UInt64(pts) >= lastVideoEnd ?? 0 { return nil }
-            let fileTime = UInt64(pts) - start - pausedTotal
+        return lock.withLock { () -> AudioAdmission? in
+            guard let start, !pauseRequested else { return nil }
+            var trim: UInt64 = 0
+            if UInt64(pts) < start + pausedTotal {
+                guard statistics.firstAudioTime == nil, UInt64(pts) + UInt64(duration ?? 0) > start + pausedTotal else { return nil }
+                trim = start + pausedTotal - UInt64(pts)
+            }
+            let fileTime = UInt64(pts) + trim - start - pausedTotal
+            if ended || closed, UInt64(pts) >= lastVideoEnd ?? 0 {
+                audioReachedEnd = true
+                return nil
+            }
             if full { return nil }
-            if let maxDuration = limits.maxDuration, fileTime + UInt64(duration ?? 0) > maxDuration { return nil }
-            if statistics.firstAudioTime == nil { statistics.firstAudioTime = fileTime }
-            return ClockTime(start + pausedTotal)
+            if let maxDuration = limits.maxDuration, fileTime >= maxDuration {
+                audioReachedEnd = true
+                return nil
+            }
+            if ended || closed, UInt64(pts) + UInt64(duration ?? 0) >= lastVideoEnd ?? 0 { audioReachedEnd = true }
+            // Silence up to the first frame, never more than the longest a fresh audio server keeps its first
+            // buffer (a later start is no lag to hide).
+            let silence = statistics.firstAudioTime == nil && fileTime < Self.longestAudioLag ? fileTime : 0
+            if statistics.firstAudioTime == nil { statistics.firstAudioTime = fileTime - silence }
+            return AudioAdmission(shift: ClockTime(start + pausedTotal), trim: ClockTime(trim), silence: ClockTime(silence))
+        }
+    }
+
+    struct AudioAdmission {
+        /// How much earlier the buffer's timestamps move.
+        var shift: ClockTime
+        /// How much of its start to cut first, or of silence to put before it.
+        var trim: ClockTime = 0
+        var silence: ClockTime = 0
+    }
+
+    static let longestAudioLag: UInt64 = 3_000_000_000
+
+    /// After `end()` (or a limit), before the branch is drained: waits until the audio has entered up to the
+    /// video's end, at most `timeout`. Audio lags the video by the microphone's latency (a buffer or more),
+    /// and a drain at once ended the AAC track ~0.1 s before the video. Returns at once when no audio can
+    /// come (paused, nothing recorded yet). Blocks: call it off the streaming and session threads.
+    func waitForAudioToReachVideoEnd(timeout: Duration) {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline, !lock.withLock({ audioReachedEnd || pauseRequested || start == nil }) {
+            Thread.sleep(forTimeInterval: 0.005)
         }
     }
 
