@@ -254,6 +254,9 @@ extension CaptureSession {
         guard let graph = runningGraph, let interruption = recovery.interruption(of: slot),
               let (attempt, current) = recovery.startAttempt(slot, scheduledAs: generation) else { return }
         guard let device = SourceRecovery.findAgain(interruption.device) else {
+            // Waiting for a first camera while the device monitor lists none: its announcement of one brings
+            // the next attempt (watchDevices), so nothing is polled meanwhile.
+            if interruption.device.isFirstAvailableCamera, CaptureDevice.firstCameraPresent() == nil { return }
             return scheduleRecovery(of: slot, attempt: attempt, generation: current)
         }
         do throws(CaptureError) {
