@@ -144,3 +144,35 @@ extension XCTestCase {
         }
     }
 }
+
+/// The engine's side, without a description: a session whose camera input is
+/// `CaptureDevice.firstAvailableCamera()` on a machine without a camera.
+final class FirstAvailableCameraTests: XCTestCase {
+    func testASessionWaitingForAFirstCameraIsInterruptedUntilACameraIsCommitted() async throws {
+        guard CaptureDevice.firstCameraPresent() == nil else { throw XCTSkip("this machine has a camera; the test needs none") }
+        let session = CaptureSession()
+        let log = SessionEventLog(session)
+        let frames = CaptureVideoDataOutput()
+        let waiting = try CaptureDeviceInput(device: .firstAvailableCamera())
+        session.beginConfiguration()
+        try session.add(waiting)
+        try session.add(frames)
+        session.sessionPreset = .low
+        try await session.commit()
+        try await session.start()
+        XCTAssertEqual(session.interruptionReasons, [.videoDeviceUnplugged])
+        let interrupted = await log.wait(timeout: 10) { !$0.interruptions.isEmpty }
+        XCTAssertTrue(interrupted, "no wasInterrupted: \(log.all.map { "\($0.event)" })")
+        XCTAssertEqual(log.interruptions.map(\.reason), [.videoDeviceUnplugged])
+
+        // The app names a camera itself: the wait is over.
+        session.beginConfiguration()
+        session.removeInput(waiting)
+        try session.add(CaptureDeviceInput(device: .testCamera))
+        try await session.commit()
+        XCTAssertFalse(session.isInterrupted)
+        let ended = await log.wait(timeout: 10) { !$0.endings.isEmpty }
+        XCTAssertTrue(ended, "no interruptionEnded: \(log.all.map { "\($0.event)" })")
+        await session.stop()
+    }
+}
