@@ -110,7 +110,9 @@ enum DescriptionCommandSupport {
             throw ExitCode(1)
         }
         for warning in checked.warnings { FileHandle.standardError.write(Data("\(warning)\n".utf8)) }
-        for notice in checked.notices { FileHandle.standardError.write(Data("gcapture: \(notice)\n".utf8)) }
+        for notice in checked.notices + [checked.waitingNotice].compactMap({ $0 }) {
+            FileHandle.standardError.write(Data("gcapture: \(notice)\n".utf8))
+        }
         do {
             return try DescribedSession(checked)
         } catch {

@@ -52,6 +52,8 @@ public final class CaptureDevice: @unchecked Sendable, Hashable, Identifiable, C
         /// An audio server source by name ("pulse:default", "pulse:alsa_input..."), usable without the
         /// device monitor (for a server that appeared after the monitor started).
         case pulse(source: String)
+        /// No device: `firstAvailableCamera(preferring:)`, which a session replaces by a real camera.
+        case firstAvailableCamera(preferring: Position)
     }
 
     init(uniqueID: String, localizedName: String, modelID: String, manufacturer: String, deviceType: DeviceType,

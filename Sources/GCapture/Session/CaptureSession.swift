@@ -20,16 +20,6 @@ public final class CaptureSession: @unchecked Sendable {
     public static let didStopRunningNotification = Notification.Name("GCaptureSessionDidStopRunning")
     public static let runtimeErrorUserInfoKey = "error"
 
-    /// A failure while running, or a change addInput, addOutput, commitConfiguration or sessionPreset could
-    /// not apply. Fatal ones stopped the session; others either cost one output, which was detached
-    /// (`output` says which), or a device or a change that was refused, the session running on unchanged.
-    public struct RuntimeError: Error, Sendable, CustomStringConvertible {
-        public let error: CaptureError
-        public let output: CaptureOutput?
-        public let isFatal: Bool
-        public var description: String { error.description }
-    }
-
     struct Configuration {
         var inputs: [CaptureInput] = []
         var outputs: [CaptureOutput] = []
@@ -297,11 +287,13 @@ public final class CaptureSession: @unchecked Sendable {
             }
             if let advice = device.authorizationAdvice { throw .accessDenied(device: device.description, advice: advice) }
         }
-        if let device = configuration.videoDevice {
+        if let configured = configuration.videoDevice {
+            // The first available camera is one present now; with none, its source waits for one.
+            let device = configured.isFirstAvailableCamera ? SourceRecovery.findAgain(configured) ?? configured : configured
             let selection = try FormatSelector.select(configuration.preset, from: device.formats, deviceName: device.description)
             resolved.video = (device, selection)
             resolved.videoStallTimeout = configuration.inputs.lazy.compactMap { $0 as? CaptureDeviceInput }
-                .first { $0.device == device }?.frameStallTimeout
+                .first { $0.device == configured }?.frameStallTimeout
         }
         resolved.audio = configuration.audioDevice
         return resolved
@@ -358,7 +350,7 @@ public final class CaptureSession: @unchecked Sendable {
             let device = newVideo?.device
             for output in graph.members { output.videoDeviceDidChange(device) }
         }
-        if videoChanged { endInterruptionIfReplaced(.video, in: graph) }
+        if videoChanged { endInterruptionIfReplaced(.video, in: graph); awaitFirstAvailableCamera(in: graph) }
         if audioChanged { endInterruptionIfReplaced(.audio, in: graph) }
         state.withLock { $0.committed = configuration }
     }
@@ -402,7 +394,11 @@ public final class CaptureSession: @unchecked Sendable {
         let resolved: Resolved
         do throws(CaptureError) {
             resolved = try resolve(configuration)
-            if let prepared { graph = prepared } else { graph = try buildGraph(configuration, resolved) }
+            // A graph prepared for a first available camera that has since come or gone is built again.
+            if let prepared, prepared.videoSource?.device == resolved.video?.device { graph = prepared } else {
+                prepared?.discard()
+                graph = try buildGraph(configuration, resolved)
+            }
         } catch {
             prepared?.discard()
             throw error
@@ -429,6 +425,7 @@ public final class CaptureSession: @unchecked Sendable {
             beginInterrupted(.video, reason: .videoDeviceInUseByAnotherClient, device: heldElsewhere,
                              selection: video.selection, graph: graph)
         }
+        awaitFirstAvailableCamera(in: graph)
     }
 
     /// The running graph, if any (read on the session queue for changes).

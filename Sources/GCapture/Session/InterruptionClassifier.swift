@@ -22,8 +22,9 @@ enum InterruptionClassifier {
             return cameraReason(error)
         case .pulse, .provided:
             return microphoneReason(error)
-        case .testCamera, .testMicrophone:
-            // Test sources are generated in-process: nothing outside can take them away.
+        case .testCamera, .testMicrophone, .firstAvailableCamera:
+            // Test sources are generated in-process: nothing outside can take them away. The first available
+            // camera's source is black frames while it waits (SourceBuilder.videoSource).
             return nil
         }
     }

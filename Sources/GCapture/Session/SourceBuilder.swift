@@ -40,6 +40,10 @@ enum SourceBuilder {
                 + (selection.format.isCompressed ? " ! jpegdec ! videoconvert" : "")
         case .testMicrophone, .pulse:
             throw .cannotAddInput("\(device) is a microphone, not a camera")
+        case .firstAvailableCamera:
+            // No camera yet (the session resolves it to one present): black frames while the session waits,
+            // as for an unplugged camera, until a camera appears (SourceRecovery).
+            return try filler(for: device, selection: selection, name: name)
         }
         let bin = try makeBin(description, name: name, device: device)
         if case .v4l2 = device.backend, !selection.format.isCompressed {

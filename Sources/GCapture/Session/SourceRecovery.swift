@@ -10,9 +10,10 @@ final class SourceRecovery: Sendable {
 
     struct Interruption: Sendable {
         let reason: Reason
-        /// The device to find again, by its stable uniqueID (it may come back under another /dev/videoN).
-        let device: CaptureDevice
-        let selection: FormatSelection?
+        /// The device to find again, by its stable uniqueID (it may come back under another /dev/videoN), or
+        /// the first available camera (any camera will do).
+        var device: CaptureDevice
+        var selection: FormatSelection?
         let since: ContinuousClock.Instant
         var attempts = 0
         /// Bumped by every attempt: a retry scheduled before it is stale and does nothing.
@@ -73,13 +74,28 @@ final class SourceRecovery: Sendable {
         }
     }
 
+    /// Waits for another device from now on, the interruption's reason and time kept; false when the slot
+    /// is not interrupted.
+    func retarget(_ slot: SessionGraph.Slot, to device: CaptureDevice, selection: FormatSelection?) -> Bool {
+        state.withLock { state in
+            guard state.active[slot] != nil else { return false }
+            state.active[slot]?.device = device
+            state.active[slot]?.selection = selection
+            return true
+        }
+    }
+
     func end(_ slot: SessionGraph.Slot) -> Interruption? {
         state.withLock { $0.active.removeValue(forKey: slot) }
     }
 
-    /// The slots interrupted for this device.
+    /// The slots interrupted for this device (a camera's too when any camera will do).
     func slots(waitingFor device: CaptureDevice) -> [SessionGraph.Slot] {
-        state.withLock { state in state.active.filter { $0.value.device.uniqueID == device.uniqueID }.map(\.key) }
+        let anyCamera = device.mediaType == .video && !device.deviceType.isTest
+        return state.withLock { state in
+            state.active.filter { $0.value.device.uniqueID == device.uniqueID || (anyCamera && $0.value.device.isFirstAvailableCamera) }
+                .map(\.key)
+        }
     }
 
     func watchDevices(_ task: Task<Void, Never>) {
@@ -105,6 +121,8 @@ final class SourceRecovery: Sendable {
         switch device.backend {
         case .testCamera, .testMicrophone:
             return device
+        case .firstAvailableCamera(let position):
+            return CaptureDevice.firstCameraPresent(preferring: position).flatMap(findAgain)
         case .pulse:
             return CaptureDevice.device(withUniqueID: device.uniqueID) ?? device
         case .provided:
@@ -174,14 +192,15 @@ extension CaptureSession {
     /// place in front of the tee; retries start. Does nothing when the slot is interrupted already.
     func interrupt(_ slot: SessionGraph.Slot, reason: InterruptionReason) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let graph = runningGraph, let source = graph.source(for: slot), !source.isFiller,
-              recovery.begin(slot, reason: reason, device: source.device, selection: source.selection) else { return }
+        guard let graph = runningGraph, let source = graph.source(for: slot), !source.isFiller else { return }
+        let awaited = awaitedDevice(after: source.device)
+        guard recovery.begin(slot, reason: reason, device: awaited, selection: source.selection) else { return }
         Log.session.notice("\(name): interrupted, \(reason) (\(source.device))")
         for output in graph.members { output.sessionWasInterrupted(reason) }
         post(.wasInterrupted(reason))
         let swapStarted = ContinuousClock.now
         do {
-            try graph.setSource(SourceBuilder.filler(for: source.device, selection: source.selection, name: graph.makeSourceName(slot)), for: slot)
+            try graph.setSource(SourceBuilder.filler(for: awaited, selection: source.selection, name: graph.makeSourceName(slot)), for: slot)
             Log.session.debug("\(name): filler in place after \(ContinuousClock.now - swapStarted)")
         } catch {
             // Nothing can keep the timeline going: the session cannot wait this out.
@@ -192,6 +211,22 @@ extension CaptureSession {
         // The first retry's delay counts from the interruption, not from the filler's first frame (which can
         // take a while on a loaded machine): the device may be back by then.
         scheduleRecovery(of: slot, attempt: 0, generation: 0, waited: ContinuousClock.now - swapStarted)
+    }
+
+    /// What an interruption of `device` waits for: the device, or any camera when the camera input is the
+    /// first available camera (which stands for whichever camera it took).
+    private func awaitedDevice(after device: CaptureDevice) -> CaptureDevice {
+        guard device.mediaType == .video else { return device }
+        return inputs.lazy.compactMap { ($0 as? CaptureDeviceInput)?.device }.first(where: \.isFirstAvailableCamera) ?? device
+    }
+
+    /// The camera input is the first available camera and there is none (its source is black frames, at
+    /// start or after a commit): the session is interrupted until a camera appears. An interruption for
+    /// another camera goes on, now ended by any camera.
+    func awaitFirstAvailableCamera(in graph: SessionGraph) {
+        guard let source = graph.videoSource, source.device.isFirstAvailableCamera, let selection = source.selection,
+              !recovery.retarget(.video, to: source.device, selection: selection) else { return }
+        beginInterrupted(.video, reason: .videoDeviceUnplugged, device: source.device, selection: selection, graph: graph)
     }
 
     /// Starts the interruption with the filler already in place (a camera held elsewhere at start).
@@ -219,6 +254,9 @@ extension CaptureSession {
         guard let graph = runningGraph, let interruption = recovery.interruption(of: slot),
               let (attempt, current) = recovery.startAttempt(slot, scheduledAs: generation) else { return }
         guard let device = SourceRecovery.findAgain(interruption.device) else {
+            // Waiting for a first camera while the device monitor lists none: its announcement of one brings
+            // the next attempt (watchDevices), so nothing is polled meanwhile.
+            if interruption.device.isFirstAvailableCamera, CaptureDevice.firstCameraPresent() == nil { return }
             return scheduleRecovery(of: slot, attempt: attempt, generation: current)
         }
         do throws(CaptureError) {
@@ -250,6 +288,10 @@ extension CaptureSession {
             return scheduleRecovery(of: slot, attempt: attempt, generation: current)
         }
         guard let ended = recovery.end(slot) else { return }
+        if ended.device.isFirstAvailableCamera {
+            // The first available camera became a real one: what follows the camera (mirroring) hears of it.
+            for output in graph.members { output.videoDeviceDidChange(device) }
+        }
         let gap = ContinuousClock.now - ended.since
         Log.session.notice("\(name): interruption ended, \(device) back after \(gap) (attempt \(attempt))")
         for output in graph.members { output.sessionInterruptionEnded(ended.reason) }

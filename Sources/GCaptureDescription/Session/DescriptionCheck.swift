@@ -10,8 +10,9 @@ public struct DescriptionOptions: Sendable {
     /// The folder output folders are relative to: required under `safe`; otherwise the description
     /// file's own folder when nil.
     public var root: URL?
-    /// `id: auto` and `microphone: default` take the built-in test devices where the machine has none
-    /// (said in `CheckedDescription.notices`), as the gcapture CLI does; the library alone does not.
+    /// `microphone: default` takes the built-in test microphone where the machine has none (said in
+    /// `CheckedDescription.notices`), as the gcapture CLI does; the library alone does not. A camera is
+    /// never stood in for: `id: auto` with no camera waits for one (`CheckedDescription.waitingNotice`).
     public var fallsBackToTestDevices: Bool
     /// Every camera becomes the built-in test camera and every microphone the test microphone, the rest
     /// of the description as written: a dry run of a description written for another machine (and CI).
@@ -43,6 +44,14 @@ public struct CheckedDescription: Sendable {
     public let warnings: [DescriptionDiagnostic]
     /// Test devices standing in for missing real ones (only with `fallsBackToTestDevices`).
     public let notices: [String]
+
+    /// When `camera: auto` finds no camera (`camera` is `CaptureDevice.firstAvailableCamera`): what the
+    /// session will do about it. A notice, not an error: a kiosk may start before its camera is plugged in.
+    public var waitingNotice: String? {
+        guard camera.isFirstAvailableCamera else { return nil }
+        return "no camera present now: the session starts interrupted (\(CaptureSession.InterruptionReason.videoDeviceUnplugged)) "
+            + "and takes the first camera that appears"
+    }
 }
 
 extension CaptureDescription {
@@ -184,18 +193,10 @@ struct MachineCheck {
             }
         case .auto:
             let wanted = CaptureDevice.Position(rawValue: camera.position) ?? .unspecified
-            // The position is a preference: a kiosk's only camera is used wherever it faces.
-            let found = [CaptureDevice.default(for: .video, position: wanted), CaptureDevice.default(for: .video)]
-                .compactMap { $0 }.first { !$0.deviceType.isTest }
-            if let found {
-                device = found
-            } else if options.fallsBackToTestDevices {
-                notices.append("no camera found: using the built-in test camera `test`")
-                device = .testCamera
-            } else {
-                error(position, "no camera found for `auto`; connect one, or name one by id (see `gcapture devices`), or `test`")
-                return nil
-            }
+            // The position is a preference: a kiosk's only camera is used wherever it faces. With none, the
+            // session waits for the first camera to appear (interrupted meanwhile): a test pattern standing
+            // in would be shown for good, by a kiosk started before its camera.
+            device = CaptureDevice.firstCameraPresent(preferring: wanted) ?? .firstAvailableCamera(preferring: wanted)
         case .id(let id):
             guard let found = CaptureDevice.device(withUniqueID: id) else {
                 let cameras = CaptureDevice.allDevices.filter { $0.mediaType == .video }.map(\.uniqueID)
@@ -404,56 +405,5 @@ struct MachineCheck {
             return nil
         }
         return url
-    }
-}
-
-/// Which Debian package provides a GStreamer element, for the ones people commonly name.
-enum ElementPackages {
-    static let table: [String: String] = {
-        var table: [String: String] = [:]
-        let packages: [(String, [String])] = [
-            ("gstreamer1.0-plugins-base", ["videoconvert", "videoscale", "videorate", "videotestsrc", "audiotestsrc",
-                                          "audioconvert", "audioresample", "appsink", "appsrc", "theoraenc", "vorbisenc",
-                                          "oggmux", "tee", "queue", "capsfilter", "compositor", "videoflip"]),
-            ("gstreamer1.0-plugins-good", ["v4l2src", "jpegenc", "jpegdec", "pngenc", "videocrop", "videobox",
-                                          "videobalance", "mp4mux", "qtmux", "matroskamux", "pulsesrc", "autovideosink",
-                                          "agingtv", "edgetv", "dicetv", "warptv", "quarktv", "vertigotv", "shagadelictv",
-                                          "revtv", "streaktv", "radioactv", "rippletv", "optv", "gdkpixbufoverlay",
-                                          "alpha", "deinterlace", "flvmux", "level", "spectrum", "cairooverlay",
-                                          "multifilesink", "splitmuxsink", "rtpjpegpay", "udpsink", "souphttpsrc",
-                                          "vp8enc", "vp9enc", "gamma", "videomixer"]),
-            ("gstreamer1.0-plugins-bad", ["openh264enc", "nvh264enc", "vah264enc", "qsvh264enc", "srtsink", "rtmp2sink",
-                                         "webrtcbin", "kmssink", "waylandsink", "zbar", "rsvgoverlay", "coloreffects",
-                                         "gaussianblur", "x265enc", "faceblur", "watchdog", "intervideosrc", "intervideosink",
-                                         "hlssink2", "fdkaacenc", "chromahold", "bulge", "fisheye", "kaleidoscope",
-                                         "mirror", "pinch", "sphere", "square", "stretch", "tunnel", "twirl", "waterripple"]),
-            ("gstreamer1.0-plugins-ugly", ["x264enc", "mpeg2dec", "a52dec"]),
-            ("gstreamer1.0-libav", ["avenc_mjpeg", "avenc_mpeg4", "avdec_h264", "avenc_aac"]),
-            ("gstreamer1.0-x", ["textoverlay", "clockoverlay", "timeoverlay", "ximagesink", "xvimagesink", "pango"]),
-            ("gstreamer1.0-gl", ["glimagesink", "gleffects", "glupload", "gldownload", "glcolorconvert", "glshader"]),
-            ("gstreamer1.0-gtk3", ["gtksink", "gtkglsink"]),
-            ("gstreamer1.0-pipewire", ["pipewiresrc", "pipewiresink"]),
-            ("gstreamer1.0-libcamera", ["libcamerasrc"]),
-            ("gstreamer1.0-opencv", ["facedetect", "faceblur", "edgedetect", "cvsmooth", "motioncells", "handdetect"]),
-            ("gstreamer1.0-vaapi", ["vaapih264enc", "vaapipostproc", "vaapisink"]),
-            ("frei0r-plugins", ["frei0r-filter-cartoon", "frei0r-filter-sepia"]),
-        ]
-        for (package, elements) in packages { for element in elements where table[element] == nil { table[element] = package } }
-        return table
-    }()
-
-    static func missing(_ element: String) -> String {
-        if let package = table[element] {
-            return "the GStreamer element '\(element)' is not installed on this machine; Debian's package \(package) provides it (apt install \(package))"
-        }
-        return "there is no GStreamer element '\(element)' on this machine (misspelt, or from a plugin package that is not installed; `gst-inspect-1.0 | grep -i \(element)` lists near names)"
-    }
-
-    /// The element a parse error says is missing: GStreamer writes `no element "NAME"`.
-    static func missingElement(in message: String) -> String? {
-        guard let range = message.range(of: "no element \"") else { return nil }
-        let rest = message[range.upperBound...]
-        guard let end = rest.firstIndex(of: "\"") else { return nil }
-        return String(rest[..<end])
     }
 }
