@@ -174,8 +174,9 @@ extension CaptureSession {
     /// place in front of the tee; retries start. Does nothing when the slot is interrupted already.
     func interrupt(_ slot: SessionGraph.Slot, reason: InterruptionReason) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let graph = runningGraph, let source = graph.source(for: slot), !source.isFiller,
-              recovery.begin(slot, reason: reason, device: source.device, selection: source.selection) else { return }
+        guard let graph = runningGraph, let source = graph.source(for: slot), !source.isFiller else { return }
+        endStallSupersededByFailure(of: slot, in: graph)
+        guard recovery.begin(slot, reason: reason, device: source.device, selection: source.selection) else { return }
         Log.session.notice("\(name): interrupted, \(reason) (\(source.device))")
         for output in graph.members { output.sessionWasInterrupted(reason) }
         post(.wasInterrupted(reason))
@@ -192,6 +193,18 @@ extension CaptureSession {
         // The first retry's delay counts from the interruption, not from the filler's first frame (which can
         // take a while on a loaded machine): the device may be back by then.
         scheduleRecovery(of: slot, attempt: 0, generation: 0, waited: ContinuousClock.now - swapStarted)
+    }
+
+    /// A stalled camera is left in place, waiting for the frame that ends its interruption. When it then fails
+    /// outright (unplugged while silent, as a loaded machine's first seconds often leave it), that frame never
+    /// comes: the stall ends here so that the failure is handled as any other (filler, device closed, retries)
+    /// instead of being refused as "interrupted already", which left a dead camera and a recording that
+    /// stopped growing without a word.
+    private func endStallSupersededByFailure(of slot: SessionGraph.Slot, in graph: SessionGraph) {
+        guard recovery.interruption(of: slot)?.reason == .videoDeviceStalled, let stall = recovery.end(slot) else { return }
+        Log.session.notice("\(name): the stalled \(stall.device) failed; its stall interruption ends for the failure's")
+        for output in graph.members { output.sessionInterruptionEnded(stall.reason) }
+        post(.interruptionEnded(stall.reason))
     }
 
     /// Starts the interruption with the filler already in place (a camera held elsewhere at start).
