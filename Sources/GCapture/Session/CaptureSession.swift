@@ -300,8 +300,7 @@ public final class CaptureSession: @unchecked Sendable {
         if let device = configuration.videoDevice {
             let selection = try FormatSelector.select(configuration.preset, from: device.formats, deviceName: device.description)
             resolved.video = (device, selection)
-            resolved.videoStallTimeout = configuration.inputs.lazy.compactMap { $0 as? CaptureDeviceInput }
-                .first { $0.device == device }?.frameStallTimeout
+            resolved.videoStallTimeout = CaptureDeviceInput.frameStallTimeout(of: device, among: configuration.inputs)
         }
         resolved.audio = configuration.audioDevice
         return resolved

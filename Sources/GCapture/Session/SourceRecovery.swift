@@ -243,7 +243,9 @@ extension CaptureSession {
                 } else {
                     selection = try FormatSelector.select(sessionPreset, from: device.formats, deviceName: device.description)
                 }
-                unit = try SourceBuilder.videoSource(for: device, selection: selection, name: graph.makeSourceName(.video))
+                // The app's frame-stall timeout holds for the camera it gets back too.
+                unit = try SourceBuilder.videoSource(for: device, selection: selection, name: graph.makeSourceName(.video),
+                                                     stallTimeout: CaptureDeviceInput.frameStallTimeout(of: device, among: inputs))
             } else {
                 unit = try SourceBuilder.audioSource(for: device, name: graph.makeSourceName(.audio))
             }
