@@ -169,6 +169,110 @@ final class InterruptionDeviceTests: XCTestCase {
         XCTAssertTrue(lumas.contains { $0 < 5 }, "no black frames in the file's gap: \(lumas)")
     }
 
+    /// Issue 24: a camera unplugged while its stall interruption was on (a loaded machine's first seconds leave
+    /// the camera silent for longer than the stall interval) was refused as "interrupted already": the dead
+    /// camera stayed in place, no filler, no retry, nothing said, and the recording stopped growing. vivid
+    /// dropping every buffer is the stall here, made on purpose; its disconnect comes during it.
+    func testACameraUnpluggedWhileStalledIsInterruptedAndComesBackInTheSameRecording() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        let frames = CaptureVideoDataOutput()
+        let brightness = FrameLog(frames)
+        try requireFreshProcess()
+        addTeardownBlock { try? self.setVividDroppedBuffers(0) }
+        let session = try makeSession(camera: try vivid(), preset: Self.preset, outputs: [movie, frames])
+        let log = SessionEventLog(session)
+        try await session.start()
+        let url = folder.appendingPathComponent("stalled-then-unplugged.mp4")
+        let waiter = await startRecording(movie, to: url)
+        let recordingStarted = monotonicMilliseconds()
+        try await Task.sleep(for: .milliseconds(1500))
+
+        try setVividDroppedBuffers(100)
+        let stalled = await log.wait(timeout: 10) { $0.interruptions.contains { $0.reason == .videoDeviceStalled } }
+        XCTAssertTrue(stalled, "vivid dropping every buffer did not read as a stall: \(log.all.map { "\($0.event)" })")
+        _ = try disconnectVivid()
+        let unplugged = await log.wait(timeout: 5) { $0.interruptions.contains { $0.reason == .videoDeviceUnplugged } }
+        XCTAssertTrue(unplugged, "unplugged during the stall, yet no interruption within 5 s: \(log.all.map { "\($0.event)" })")
+        // vivid is back once the session has let go of it (the filler in its place); it delivers once it keeps
+        // its buffers again.
+        let deadline = Date().addingTimeInterval(15)
+        while (try? setVividDroppedBuffers(0)) == nil, Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
+        let ended = await log.wait(timeout: 20) { $0.endings.contains { $0.reason == .videoDeviceUnplugged } }
+        XCTAssertTrue(ended, "the camera did not come back: \(log.all.map { "\($0.event)" })")
+        XCTAssertFalse(session.isInterrupted)
+        try await Task.sleep(for: .milliseconds(1500))
+        let recordingStopped = monotonicMilliseconds()
+        movie.stopRecording()
+        let finished = await waiter.waitForFinish()
+        XCTAssertNil(finished?.error, "\(String(describing: finished?.error))")
+        await session.stop()
+
+        XCTAssertEqual(log.interruptions.map(\.reason), [.videoDeviceStalled, .videoDeviceUnplugged])
+        XCTAssertEqual(log.endings.map(\.reason), [.videoDeviceStalled, .videoDeviceUnplugged])
+        XCTAssertTrue(log.runtimeErrors.isEmpty, "\(log.runtimeErrors)")
+        let end = try XCTUnwrap(log.endings.last?.at)
+        XCTAssertGreaterThan(brightness.all.filter { $0.at > end && FrameLog.isPicture($0) }.count, 10, "too few camera frames after it came back")
+        // The file kept growing through the gap and after it (the VM is slow to start and stop: 1 s of slack).
+        XCTAssertEqual(try probe(url).duration, (recordingStopped - recordingStarted) / 1000, accuracy: 1.0, "one file through the gap")
+    }
+
+    /// Issue 24 as it was seen: disconnects at many moments after the camera (re)started, on a loaded machine
+    /// (busy loops beside the session), each in the same recording: every one is reported, ends when vivid is
+    /// back, and the file keeps growing after it. The camera restarts at each recovery, so each moment is
+    /// counted from the previous interruption's end. A stall interval of 60 ms (two frame intervals) makes the stalls a loaded
+    /// machine gives a 1 s interval in its first seconds happen here all along, so that disconnects meet them.
+    func testDisconnectsAtManyMomentsAfterTheCameraStartsAreEachReportedUnderLoad() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        try requireFreshProcess()
+        for _ in 0..<2 {
+            let load = Process()
+            load.executableURL = URL(fileURLWithPath: "/bin/sh")
+            load.arguments = ["-c", "while :; do :; done"]
+            try load.run()
+            addTeardownBlock { kill(load.processIdentifier, SIGKILL) }
+        }
+        let input = try CaptureDeviceInput(device: try vivid())
+        input.frameStallTimeout = .milliseconds(60)
+        let session = try makeSession(input: input, preset: Self.preset, outputs: [movie])
+        let log = SessionEventLog(session)
+        try await session.start()
+        let url = folder.appendingPathComponent("many-disconnects.mp4")
+        let waiter = await startRecording(movie, to: url)
+        let recordingStarted = monotonicMilliseconds()
+        var missed: [String] = []
+        for moment in [0.5, 1, 2, 3, 4, 6] {
+            let unpluggedBefore = log.interruptions.filter { $0.reason == .videoDeviceUnplugged }.count
+            let endedBefore = log.endings.filter { $0.reason == .videoDeviceUnplugged }.count
+            try await Task.sleep(for: .milliseconds(Int(moment * 1000)))
+            _ = try disconnectVivid()
+            let reported = await log.wait(timeout: 5) { $0.interruptions.filter { $0.reason == .videoDeviceUnplugged }.count > unpluggedBefore }
+            let ended = await log.wait(timeout: 15) { $0.endings.filter { $0.reason == .videoDeviceUnplugged }.count > endedBefore }
+            print("BENCH disconnect \(moment) s after the camera started: \(reported ? "interrupted" : "NOT interrupted"), "
+                  + "\(ended ? "ended" : "NOT ended"); stalls so far: \(log.interruptions.filter { $0.reason == .videoDeviceStalled }.count)")
+            if !reported || !ended { missed.append("\(moment) s: \(reported ? "" : "not interrupted ")\(ended ? "" : "not ended")") }
+            // A stall interruption (the load) may still be on: the next moment counts from the camera delivering.
+            _ = await log.wait(timeout: 10) { _ in !session.isInterrupted }
+        }
+        try await Task.sleep(for: .milliseconds(1500))
+        let recordingStopped = monotonicMilliseconds()
+        movie.stopRecording()
+        let finished = await waiter.waitForFinish()
+        await session.stop()
+        XCTAssertEqual(missed, [], "\(log.all.map { "\($0.event)" })")
+        XCTAssertNil(finished?.error, "\(String(describing: finished?.error))")
+        XCTAssertTrue(log.runtimeErrors.isEmpty, "\(log.runtimeErrors)")
+        XCTAssertEqual(try probe(url).duration, (recordingStopped - recordingStarted) / 1000, accuracy: 1.5, "one file, growing to the end")
+    }
+
+    /// vivid's `percentage_of_dropped_buffers`: at 100 it delivers nothing and says nothing, a wedged camera.
+    /// Throws while vivid is disconnected (every open answers ENODEV).
+    private func setVividDroppedBuffers(_ percentage: Int) throws {
+        let result = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=\(percentage)"])
+        guard result.status == 0 else { throw CheckFailed(description: "percentage_of_dropped_buffers: \(result.stderr)") }
+    }
+
     /// A camera another process streams from when the session starts: the session starts anyway, interrupted
     /// (AVFoundation's videoDeviceInUseByAnotherClient), and gets the camera when the other one lets go.
     func testACameraHeldByAnotherProcessStartsInterruptedAndRecoversWhenReleased() async throws {

@@ -292,8 +292,7 @@ public final class CaptureSession: @unchecked Sendable {
             let device = configured.isFirstAvailableCamera ? SourceRecovery.findAgain(configured) ?? configured : configured
             let selection = try FormatSelector.select(configuration.preset, from: device.formats, deviceName: device.description)
             resolved.video = (device, selection)
-            resolved.videoStallTimeout = configuration.inputs.lazy.compactMap { $0 as? CaptureDeviceInput }
-                .first { $0.device == configured }?.frameStallTimeout
+            resolved.videoStallTimeout = CaptureDeviceInput.frameStallTimeout(of: configured, among: configuration.inputs)
         }
         resolved.audio = configuration.audioDevice
         return resolved

@@ -53,6 +53,12 @@ enum FrameStallWatchdog {
 }
 
 extension CaptureDeviceInput {
+    /// The frame-stall timeout the app set on the input of `device` among `inputs` (nil: from the frame rate).
+    /// By stable id: a camera found again after an interruption is another CaptureDevice value.
+    static func frameStallTimeout(of device: CaptureDevice, among inputs: [CaptureInput]) -> Duration? {
+        inputs.lazy.compactMap { $0 as? CaptureDeviceInput }.first { $0.device.uniqueID == device.uniqueID }?.frameStallTimeout
+    }
+
     /// The interval for a source delivering at `frameRate`.
     func effectiveFrameStallTimeout(frameRate: Fraction) -> Duration {
         frameStallTimeout ?? FrameStallWatchdog.defaultTimeout(frameRate: frameRate)

@@ -193,6 +193,7 @@ extension CaptureSession {
     func interrupt(_ slot: SessionGraph.Slot, reason: InterruptionReason) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let graph = runningGraph, let source = graph.source(for: slot), !source.isFiller else { return }
+        endStallSupersededByFailure(of: slot, in: graph)
         let awaited = awaitedDevice(after: source.device)
         guard recovery.begin(slot, reason: reason, device: awaited, selection: source.selection) else { return }
         Log.session.notice("\(name): interrupted, \(reason) (\(source.device))")
@@ -227,6 +228,18 @@ extension CaptureSession {
         guard let source = graph.videoSource, source.device.isFirstAvailableCamera, let selection = source.selection,
               !recovery.retarget(.video, to: source.device, selection: selection) else { return }
         beginInterrupted(.video, reason: .videoDeviceUnplugged, device: source.device, selection: selection, graph: graph)
+    }
+
+    /// A stalled camera is left in place, waiting for the frame that ends its interruption. When it then fails
+    /// outright (unplugged while silent, as a loaded machine's first seconds often leave it), that frame never
+    /// comes: the stall ends here so that the failure is handled as any other (filler, device closed, retries)
+    /// instead of being refused as "interrupted already", which left a dead camera and a recording that
+    /// stopped growing without a word.
+    private func endStallSupersededByFailure(of slot: SessionGraph.Slot, in graph: SessionGraph) {
+        guard recovery.interruption(of: slot)?.reason == .videoDeviceStalled, let stall = recovery.end(slot) else { return }
+        Log.session.notice("\(name): the stalled \(stall.device) failed; its stall interruption ends for the failure's")
+        for output in graph.members { output.sessionInterruptionEnded(stall.reason) }
+        post(.interruptionEnded(stall.reason))
     }
 
     /// Starts the interruption with the filler already in place (a camera held elsewhere at start).
@@ -268,7 +281,9 @@ extension CaptureSession {
                 } else {
                     selection = try FormatSelector.select(sessionPreset, from: device.formats, deviceName: device.description)
                 }
-                unit = try SourceBuilder.videoSource(for: device, selection: selection, name: graph.makeSourceName(.video))
+                // The app's frame-stall timeout holds for the camera it gets back too.
+                unit = try SourceBuilder.videoSource(for: device, selection: selection, name: graph.makeSourceName(.video),
+                                                     stallTimeout: CaptureDeviceInput.frameStallTimeout(of: device, among: inputs))
             } else {
                 unit = try SourceBuilder.audioSource(for: device, name: graph.makeSourceName(.audio))
             }
