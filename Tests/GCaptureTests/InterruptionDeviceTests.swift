@@ -164,7 +164,7 @@ final class InterruptionDeviceTests: XCTestCase {
         // The file spans the whole recording, gap included (the VM is slow to start and stop: 1 s of slack).
         let recorded = (recordingStopped - recordingStarted) / 1000
         XCTAssertEqual(probed.duration, recorded, accuracy: 1.0, "one file through the gap")
-        let lumas = try frameLumas(url)
+        let lumas = try meanLumas(url)
         XCTAssertGreaterThan(lumas.last ?? 0, 30, "the end of the file is not the camera's picture: \(lumas)")
         XCTAssertTrue(lumas.contains { $0 < 5 }, "no black frames in the file's gap: \(lumas)")
     }
@@ -408,18 +408,5 @@ final class InterruptionDeviceTests: XCTestCase {
         XCTAssertGreaterThan(finished["frames"] as? Int ?? 0, 100, "\(finished)")
         let order = command.events.compactMap { $0["event"] as? String }
         XCTAssertEqual(order, ["started", "interrupted", "interruptionEnded", "finished"])
-    }
-
-    /// Each frame's mean luma, as ffmpeg decodes the file (0-255 full range: black is 0, not 16).
-    private func frameLumas(_ url: URL) throws -> [Double] {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("lumas-\(UUID().uuidString).raw")
-        defer { try? FileManager.default.removeItem(at: output) }
-        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", url.path,
-                                                      "-vf", "scale=8:8,format=gray", "-f", "rawvideo", output.path])
-        XCTAssertEqual(result.status, 0, result.stderr)
-        let bytes = [UInt8](try Data(contentsOf: output))
-        return stride(from: 0, to: bytes.count - 63, by: 64).map { start in
-            Double(bytes[start..<start + 64].reduce(0) { $0 + Int($1) }) / 64
-        }
     }
 }
