@@ -1,4 +1,5 @@
 import CGst
+import CGstShim
 
 /// An appsrc element: where Swift hands buffers to GStreamer.
 public final class AppSource: @unchecked Sendable {
@@ -18,7 +19,7 @@ public final class AppSource: @unchecked Sendable {
     public func push(copying bytes: UnsafeRawBufferPointer, presentationTime: ClockTime? = nil) -> Bool {
         guard let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil) else { return false }
         if let base = bytes.baseAddress { gst_buffer_fill(buffer, 0, base, gsize(bytes.count)) }
-        buffer.pointee.pts = presentationTime ?? ClockTime.none
+        stamp(buffer, presentationTime)
         // gst_app_src_push_buffer takes the buffer's reference.
         return gst_app_src_push_buffer(appSource, buffer) == GST_FLOW_OK
     }
@@ -27,9 +28,17 @@ public final class AppSource: @unchecked Sendable {
     @discardableResult
     public func push(sharing sample: Sample, presentationTime: ClockTime? = nil) -> Bool {
         guard let buffer = gst_sample_get_buffer(sample.pointer), let header = gst_buffer_copy(buffer) else { return false }
-        header.pointee.pts = presentationTime ?? ClockTime.none
+        stamp(header, presentationTime)
         return gst_app_src_push_buffer(appSource, header) == GST_FLOW_OK
     }
 
     public func endOfStream() { gst_app_src_end_of_stream(appSource) }
+
+    /// Writes a new buffer's timestamp. Its memory may have held another buffer, and appsrc's streaming thread
+    /// reads it next: both hand-offs go through GLib, which TSan cannot see.
+    private func stamp(_ buffer: UnsafeMutablePointer<GstBuffer>, _ presentationTime: ClockTime?) {
+        CGstShim_tsan_received(buffer)
+        buffer.pointee.pts = presentationTime ?? ClockTime.none
+        CGstShim_tsan_published(buffer)
+    }
 }

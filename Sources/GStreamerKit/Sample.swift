@@ -101,6 +101,8 @@ public final class Sample: @unchecked Sendable {
     convenience init?(filling buffer: UnsafeMutablePointer<GstBuffer>, caps: Caps, presentationTime: ClockTime?,
                       fill: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
         defer { gst_buffer_unref(buffer) }
+        // A new (or pooled) buffer: whoever used it, or its memory, last let go before it was handed out.
+        CGstShim_tsan_received(buffer)
         var map = GstMapInfo()
         guard gst_buffer_map(buffer, &map, GST_MAP_WRITE) != 0 else { return nil }
         do {
