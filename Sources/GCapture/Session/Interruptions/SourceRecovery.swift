@@ -193,12 +193,10 @@ extension CaptureSession {
     func interrupt(_ slot: SessionGraph.Slot, reason: InterruptionReason) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let graph = runningGraph, let source = graph.source(for: slot), !source.isFiller else { return }
-        endStallSupersededByFailure(of: slot, in: graph)
+        endInterruptionSupersededByFailure(of: slot, in: graph)
         let awaited = awaitedDevice(after: source.device)
-        guard recovery.begin(slot, reason: reason, device: awaited, selection: source.selection) else { return }
+        guard announceInterruption(of: slot, reason: reason, device: awaited, selection: source.selection, in: graph) else { return }
         Log.session.notice("\(name): interrupted, \(reason) (\(source.device))")
-        for output in graph.members { output.sessionWasInterrupted(reason) }
-        post(.wasInterrupted(reason))
         let swapStarted = ContinuousClock.now
         do {
             try graph.setSource(SourceBuilder.filler(for: awaited, selection: source.selection, name: graph.makeSourceName(slot)), for: slot)
@@ -230,25 +228,22 @@ extension CaptureSession {
         beginInterrupted(.video, reason: .videoDeviceUnplugged, device: source.device, selection: selection, graph: graph)
     }
 
-    /// A stalled camera is left in place, waiting for the frame that ends its interruption. When it then fails
-    /// outright (unplugged while silent, as a loaded machine's first seconds often leave it), that frame never
-    /// comes: the stall ends here so that the failure is handled as any other (filler, device closed, retries)
-    /// instead of being refused as "interrupted already", which left a dead camera and a recording that
-    /// stopped growing without a word.
-    private func endStallSupersededByFailure(of slot: SessionGraph.Slot, in graph: SessionGraph) {
-        guard recovery.interruption(of: slot)?.reason == .videoDeviceStalled, let stall = recovery.end(slot) else { return }
-        Log.session.notice("\(name): the stalled \(stall.device) failed; its stall interruption ends for the failure's")
-        for output in graph.members { output.sessionInterruptionEnded(stall.reason) }
-        post(.interruptionEnded(stall.reason))
+    /// A stalled camera (or one held through system pressure) is left in place, waiting for the frame (or the
+    /// cooler machine) that ends its interruption. When it then fails outright (unplugged while silent, as a
+    /// loaded machine's first seconds often leave it), that frame never comes: the interruption ends here so
+    /// that the failure is handled as any other (filler, device closed, retries) instead of being refused as
+    /// "interrupted already", which left a dead camera and a recording that stopped growing without a word.
+    private func endInterruptionSupersededByFailure(of slot: SessionGraph.Slot, in graph: SessionGraph) {
+        guard let held = recovery.interruption(of: slot), held.reason.keepsTheDeviceInPlace else { return }
+        Log.session.notice("\(name): \(held.device), interrupted (\(held.reason)), failed; that interruption ends for the failure's")
+        announceInterruptionEnded(of: slot, in: graph)
     }
 
     /// Starts the interruption with the filler already in place (a camera held elsewhere at start).
     func beginInterrupted(_ slot: SessionGraph.Slot, reason: InterruptionReason, device: CaptureDevice,
                           selection: FormatSelection?, graph: SessionGraph) {
-        guard recovery.begin(slot, reason: reason, device: device, selection: selection) else { return }
+        guard announceInterruption(of: slot, reason: reason, device: device, selection: selection, in: graph) else { return }
         Log.session.notice("\(name): started interrupted, \(reason) (\(device))")
-        for output in graph.members { output.sessionWasInterrupted(reason) }
-        post(.wasInterrupted(reason))
         scheduleRecovery(of: slot, attempt: 0, generation: 0)
     }
 
@@ -264,7 +259,9 @@ extension CaptureSession {
     /// if the device does not deliver). `generation` nil: an immediate try (the device was announced).
     func attemptRecovery(of slot: SessionGraph.Slot, scheduledAs generation: Int?) {
         dispatchPrecondition(condition: .onQueue(queue))
+        // Reopening the camera does not cool the machine: a pressure interruption ends with the pressure.
         guard let graph = runningGraph, let interruption = recovery.interruption(of: slot),
+              interruption.reason != .videoDeviceNotAvailableDueToSystemPressure,
               let (attempt, current) = recovery.startAttempt(slot, scheduledAs: generation) else { return }
         guard let device = SourceRecovery.findAgain(interruption.device) else {
             // Waiting for a first camera while the device monitor lists none: its announcement of one brings
@@ -302,22 +299,22 @@ extension CaptureSession {
             }
             return scheduleRecovery(of: slot, attempt: attempt, generation: current)
         }
-        guard let ended = recovery.end(slot) else { return }
-        if ended.device.isFirstAvailableCamera {
+        guard let ending = recovery.interruption(of: slot) else { return }
+        if ending.device.isFirstAvailableCamera {
             // The first available camera became a real one: what follows the camera (mirroring) hears of it.
             for output in graph.members { output.videoDeviceDidChange(device) }
         }
-        let gap = ContinuousClock.now - ended.since
+        let gap = ContinuousClock.now - ending.since
         Log.session.notice("\(name): interruption ended, \(device) back after \(gap) (attempt \(attempt))")
-        for output in graph.members { output.sessionInterruptionEnded(ended.reason) }
-        post(.interruptionEnded(ended.reason))
+        announceInterruptionEnded(of: slot, in: graph)
     }
 
-    /// The app replaced or removed an interrupted input (a commit): what it was waiting for is moot.
+    /// The app replaced or removed an interrupted input (a commit): what it was waiting for is moot. Not
+    /// system pressure, which is the machine's, whatever the camera.
     func endInterruptionIfReplaced(_ slot: SessionGraph.Slot, in graph: SessionGraph) {
-        guard graph.source(for: slot)?.isFiller != true, let ended = recovery.end(slot) else { return }
-        for output in graph.members { output.sessionInterruptionEnded(ended.reason) }
-        post(.interruptionEnded(ended.reason))
+        guard graph.source(for: slot)?.isFiller != true,
+              recovery.interruption(of: slot)?.reason != .videoDeviceNotAvailableDueToSystemPressure else { return }
+        announceInterruptionEnded(of: slot, in: graph)
     }
 
     /// Follows udev: a device announced again is tried at once; the session's device removed interrupts it

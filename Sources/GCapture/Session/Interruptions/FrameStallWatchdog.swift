@@ -187,18 +187,14 @@ extension CaptureSession {
     /// may not give back.
     func videoSourceDidStall(_ device: CaptureDevice) {
         guard let graph = runningGraph, let source = graph.source(for: .video), !source.isFiller,
-              recovery.begin(.video, reason: .videoDeviceStalled, device: source.device, selection: source.selection) else { return }
+              announceInterruption(of: .video, reason: .videoDeviceStalled, device: source.device, selection: source.selection,
+                                   in: graph) else { return }
         Log.session.warning("\(device) delivered no frame for its frame-stall timeout: interrupted")
-        for output in graph.members { output.sessionWasInterrupted(.videoDeviceStalled) }
-        post(.wasInterrupted(.videoDeviceStalled))
     }
 
     /// On the session's queue: a stalled camera delivers again.
     func videoSourceDidResume(_ device: CaptureDevice) {
-        guard let graph = runningGraph, recovery.interruption(of: .video)?.reason == .videoDeviceStalled,
-              let ended = recovery.end(.video) else { return }
+        guard let graph = runningGraph, announceInterruptionEnded(of: .video, onlyFor: .videoDeviceStalled, in: graph) != nil else { return }
         Log.session.notice("\(device) delivers frames again")
-        for output in graph.members { output.sessionInterruptionEnded(ended.reason) }
-        post(.interruptionEnded(ended.reason))
     }
 }
