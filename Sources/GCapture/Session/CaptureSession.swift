@@ -20,18 +20,6 @@ public final class CaptureSession: @unchecked Sendable {
     public static let didStopRunningNotification = Notification.Name("GCaptureSessionDidStopRunning")
     public static let runtimeErrorUserInfoKey = "error"
 
-    struct Configuration {
-        var inputs: [CaptureInput] = []
-        var outputs: [CaptureOutput] = []
-        var preset: Preset = .high
-
-        var videoDevice: CaptureDevice? { device(for: .video) }
-        var audioDevice: CaptureDevice? { device(for: .audio) }
-        func device(for mediaType: MediaType) -> CaptureDevice? {
-            inputs.lazy.compactMap { $0 as? CaptureDeviceInput }.first { $0.device.mediaType == mediaType }?.device
-        }
-    }
-
     private struct State {
         var committed = Configuration()
         var staged: Configuration?
@@ -47,7 +35,7 @@ public final class CaptureSession: @unchecked Sendable {
     public let name: String
     private let state = Locked(State())
     private let errors = Broadcast<RuntimeError>()
-    private let sessionEvents = Broadcast<Event>()
+    let sessionEvents = Broadcast<Event>()
     let queue: DispatchQueue
     /// Interrupted inputs and their retries (SourceRecovery.swift).
     let recovery = SourceRecovery()
@@ -88,20 +76,6 @@ public final class CaptureSession: @unchecked Sendable {
         return (try? FormatSelector.select(preset, from: device.formats, deviceName: device.description)) != nil
     }
 
-    public func canAddInput(_ input: CaptureInput) -> Bool {
-        let current = inputs
-        return !current.contains(input) && !current.contains { $0.mediaType == input.mediaType }
-    }
-
-    /// Adds an input (AVCaptureSession.addInput). Outside begin/commitConfiguration the change is committed
-    /// at once, blocking like commitConfiguration; inside, it is staged. It does not throw, as AVFoundation's
-    /// does not: an input that canAddInput rejects (where AVFoundation raises an exception, which Swift
-    /// cannot catch), or a change that cannot be applied, leaves the session as it was and is reported
-    /// through runtimeErrorNotification and runtimeErrors(), before this returns. `add(_:)` throws instead.
-    public func addInput(_ input: CaptureInput) {
-        do { try add(input) } catch { publish(RuntimeError(error: error, output: nil, isFatal: false)) }
-    }
-
     /// addInput that throws why the input cannot be added (or, outside begin/commit, applied).
     public func add(_ input: CaptureInput) throws(CaptureError) {
         guard canAddInput(input) else {
@@ -110,40 +84,16 @@ public final class CaptureSession: @unchecked Sendable {
         try mutate { $0.inputs.append(input) }
     }
 
-    /// Removes an input (AVCaptureSession.removeInput). Like addInput it does not throw: a change that cannot
-    /// be applied (the camera kept is gone, say) leaves the session as it was and is reported through
-    /// runtimeErrorNotification and runtimeErrors() before this returns. `remove(_:)` throws instead.
-    public func removeInput(_ input: CaptureInput) {
-        do { try remove(input) } catch { publish(RuntimeError(error: error, output: nil, isFatal: false)) }
-    }
-
     /// removeInput that throws why the change was not applied; removing an input the session does not have
     /// changes nothing and succeeds.
     public func remove(_ input: CaptureInput) throws(CaptureError) {
         try mutate { $0.inputs.removeAll { $0 == input } }
     }
 
-    public func canAddOutput(_ output: CaptureOutput) -> Bool { !outputs.contains(output) }
-
-    /// Adds an output (AVCaptureSession.addOutput). Outside begin/commitConfiguration the change is
-    /// committed at once (on a running session the output joins the live graph), blocking like
-    /// commitConfiguration; inside, it is staged. Like addInput it does not throw: a refused output or a
-    /// change that cannot be applied leaves the session as it was and is reported through
-    /// runtimeErrorNotification and runtimeErrors() before this returns. `add(_:)` throws instead.
-    public func addOutput(_ output: CaptureOutput) {
-        do { try add(output) } catch { publish(RuntimeError(error: error, output: nil, isFatal: false)) }
-    }
-
     /// addOutput that throws why the output cannot be added (or, outside begin/commit, attached).
     public func add(_ output: CaptureOutput) throws(CaptureError) {
         guard canAddOutput(output) else { throw .cannotAddOutput("\(output.displayName) is already in the session") }
         try mutate { $0.outputs.append(output) }
-    }
-
-    /// Removes an output (AVCaptureSession.removeOutput); a change that cannot be applied is reported as
-    /// removeInput's is. `remove(_:)` throws instead.
-    public func removeOutput(_ output: CaptureOutput) {
-        do { try remove(output) } catch { publish(RuntimeError(error: error, output: output, isFatal: false)) }
     }
 
     /// removeOutput that throws why the change was not applied.
@@ -234,30 +184,6 @@ public final class CaptureSession: @unchecked Sendable {
     /// Runtime errors from now on (one stream per call).
     public func runtimeErrors() -> AsyncStream<RuntimeError> { errors.makeStream() }
 
-    /// What the session's notifications say, from now on, as one stream (one stream per call).
-    public func events() -> AsyncStream<Event> { sessionEvents.makeStream() }
-
-    /// Posts a notification and yields the same as an event, in that order for every observer.
-    func post(_ event: Event) {
-        sessionEvents.yield(event)
-        switch event {
-        case .didStartRunning: NotificationCenter.default.post(name: Self.didStartRunningNotification, object: self)
-        case .didStopRunning: NotificationCenter.default.post(name: Self.didStopRunningNotification, object: self)
-        case .runtimeError(let error):
-            NotificationCenter.default.post(name: Self.runtimeErrorNotification, object: self,
-                                            userInfo: [Self.runtimeErrorUserInfoKey: error])
-        case .wasInterrupted(let reason):
-            NotificationCenter.default.post(name: Self.wasInterruptedNotification, object: self,
-                                            userInfo: [CaptureSessionInterruptionReasonKey: reason.rawValue])
-        case .interruptionEnded(let reason):
-            NotificationCenter.default.post(name: Self.interruptionEndedNotification, object: self,
-                                            userInfo: [CaptureSessionInterruptionReasonKey: reason.rawValue])
-        case .systemPressureChanged:
-            // Its notification is the device's (CaptureDevice.systemPressureStateDidChangeNotification).
-            break
-        }
-    }
-
     /// The running graph in Graphviz dot form, for `gcapture inspect` and bug reports.
     public var graphDescription: String? { state.withLock { $0.graph }?.pipeline.dotGraph() }
 
@@ -271,35 +197,8 @@ public final class CaptureSession: @unchecked Sendable {
 
     // MARK: On the session queue
 
-    private struct Resolved {
-        var video: (device: CaptureDevice, selection: FormatSelection)?
-        /// The camera input's frame-stall timeout (nil: from the frame rate).
-        var videoStallTimeout: Duration?
-        var audio: CaptureDevice?
-    }
-
-    /// Checks a configuration against the devices as they are now, without touching any graph.
-    private func resolve(_ configuration: Configuration) throws(CaptureError) -> Resolved {
-        var resolved = Resolved()
-        for device in [configuration.videoDevice, configuration.audioDevice].compactMap({ $0 }) {
-            if let node = device.nodePath, !FileManager.default.fileExists(atPath: node) {
-                throw .unknownDevice(id: device.uniqueID, known: DeviceRegistry.shared.devices.map(\.uniqueID))
-            }
-            if let advice = device.authorizationAdvice { throw .accessDenied(device: device.description, advice: advice) }
-        }
-        if let configured = configuration.videoDevice {
-            // The first available camera is one present now; with none, its source waits for one.
-            let device = configured.isFirstAvailableCamera ? SourceRecovery.findAgain(configured) ?? configured : configured
-            let selection = try FormatSelector.select(configuration.preset, from: device.formats, deviceName: device.description)
-            resolved.video = (device, selection)
-            resolved.videoStallTimeout = CaptureDeviceInput.frameStallTimeout(of: configured, among: configuration.inputs)
-        }
-        resolved.audio = configuration.audioDevice
-        return resolved
-    }
-
     private func apply(_ configuration: Configuration) throws(CaptureError) {
-        let resolved = try resolve(configuration)
+        let resolved = try configuration.resolve()
         guard let graph = state.withLock({ $0.graph }) else {
             let prepared = try buildGraph(configuration, resolved)
             let replaced = state.withLock { state -> SessionGraph? in
@@ -356,7 +255,7 @@ public final class CaptureSession: @unchecked Sendable {
 
     /// Builds the whole graph for a configuration, in NULL: elements made and linked, no device opened.
     /// `videoFiller`: black frames stand in for the camera (which another program holds).
-    private func buildGraph(_ configuration: Configuration, _ resolved: Resolved,
+    private func buildGraph(_ configuration: Configuration, _ resolved: ResolvedConfiguration,
                             videoFiller: Bool = false) throws(CaptureError) -> SessionGraph {
         let graph = try SessionGraph(name: name) { [weak self] graph, event in
             guard let self else { return }
@@ -390,9 +289,9 @@ public final class CaptureSession: @unchecked Sendable {
         }
         // Devices may have come or gone since the graph was prepared: check again, cheaply.
         var graph: SessionGraph
-        let resolved: Resolved
+        let resolved: ResolvedConfiguration
         do throws(CaptureError) {
-            resolved = try resolve(configuration)
+            resolved = try configuration.resolve()
             // A graph prepared for a first available camera that has since come or gone is built again.
             if let prepared, prepared.videoSource?.device == resolved.video?.device { graph = prepared } else {
                 prepared?.discard()
@@ -430,20 +329,7 @@ public final class CaptureSession: @unchecked Sendable {
     /// The running graph, if any (read on the session queue for changes).
     var runningGraph: SessionGraph? { state.withLock { $0.graph } }
 
-    /// An input that cannot even be filled in for: the session fails as it did before interruptions existed.
-    func failWithoutRecovery(_ slot: SessionGraph.Slot, device: CaptureDevice, error: CaptureError) {
-        let underlying = GStreamerError(kind: .stateChange, message: "\(error)")
-        if slot == .audio, let graph = runningGraph, graph.hasSource(.video) {
-            try? graph.setSource(nil, for: .audio)
-            for output in graph.members { output.audioSourceDidFail(device, error: underlying) }
-            publish(RuntimeError(error: .audioDeviceFailed(device: device.description, underlying: underlying), output: nil, isFatal: false))
-            return
-        }
-        stopOnQueue()
-        publish(RuntimeError(error: .deviceFailed(device: device.description, underlying: underlying), output: nil, isFatal: true))
-    }
-
-    private func stopOnQueue() {
+    func stopOnQueue() {
         // The app's intent to run ends here: no retry may bring a device back into a stopped session.
         recovery.cancelAll()
         guard let graph = state.withLock({ state -> SessionGraph? in
@@ -458,20 +344,16 @@ public final class CaptureSession: @unchecked Sendable {
     /// Builds the graph the next start will play, off the start's critical path.
     private func prepareForNextStart() {
         let configuration = state.withLock { $0.committed }
-        guard let resolved = try? resolve(configuration), let graph = try? buildGraph(configuration, resolved) else { return }
+        guard let resolved = try? configuration.resolve(), let graph = try? buildGraph(configuration, resolved) else { return }
         state.withLock { $0.prepared = graph }
     }
 
+    /// Every event of the running graph comes here, on the session queue. What happens to a source (failed,
+    /// silent, under pressure) is the Interruptions room's to decide (SourceEvents.swift); an output's failure
+    /// detaches its branch.
     private func handle(_ event: GraphEvent, from source: SessionGraph) {
         // Events of a graph that has since stopped concern nobody.
         guard let graph = state.withLock({ $0.graph }), graph === source else { return }
-        if case .sourceFailed(let device?, let error) = event, let reason = InterruptionClassifier.reason(for: error, from: device) {
-            let slot: SessionGraph.Slot = device.mediaType == .video ? .video : .audio
-            if graph.source(for: slot)?.device == device {
-                if graph.source(for: slot)?.isFiller == true { return }
-                return interrupt(slot, reason: reason)
-            }
-        }
         switch event {
         case .outputFailed(let output, let error):
             graph.detachBranch(of: output)
@@ -479,22 +361,8 @@ public final class CaptureSession: @unchecked Sendable {
             if !output.recoversFromBranchFailures {
                 publish(RuntimeError(error: .outputFailed(output: output.displayName, underlying: error), output: output, isFatal: false))
             }
-        case .sourceStalled(let device):
-            videoSourceDidStall(device)
-        case .sourceResumed(let device):
-            videoSourceDidResume(device)
-        case .systemPressureChanged(let device, let pressure, let response, let previous):
-            systemPressureDidChange(device, pressure, response, previous: previous)
-        case .sourceFailed(let device, let error) where device?.mediaType == .audio && graph.hasSource(.video):
-            // A microphone (or the audio server) went away: recordings end cleanly, video goes on.
-            try? graph.setSource(nil, for: .audio)
-            for output in graph.members { output.audioSourceDidFail(device!, error: error) }
-            publish(RuntimeError(error: .audioDeviceFailed(device: device!.description, underlying: error), output: nil, isFatal: false))
-        case .sourceFailed(let device, let error):
-            stopOnQueue()
-            let failure: CaptureError = device.map { .deviceFailed(device: $0.description, underlying: error) }
-                ?? .startFailed(reason: "the capture graph failed", underlying: error)
-            publish(RuntimeError(error: failure, output: nil, isFatal: true))
+        case .sourceFailed, .sourceStalled, .sourceResumed, .systemPressureChanged:
+            handleSourceEvent(event, in: graph)
         }
     }
 
