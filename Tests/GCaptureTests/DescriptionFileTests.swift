@@ -422,15 +422,7 @@ final class DescriptionFileTests: XCTestCase {
 /// Description files on a real camera (vivid, inside ../shared/testbed/v4l2-vm); skipped elsewhere, as
 /// V4L2DeviceTests are.
 final class DescriptionV4L2Tests: XCTestCase {
-    override func setUpWithError() throws {
-        guard FileManager.default.fileExists(atPath: "/dev/video0") else {
-            if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
-                throw TestEnvironment.MissingPart(description: "inside the v4l2 VM but there is no /dev/video0: vivid did not load")
-            }
-            // A skip even under CI: .ci/run runs this class inside the v4l2 VM, where a missing camera fails (above).
-            throw XCTSkip("no V4L2 camera here; run inside ../shared/testbed/v4l2-vm (.ci/run does)")
-        }
-    }
+    override func setUpWithError() throws { try requireVividCamera() }
 
     private func check(_ yaml: String, in folder: URL) throws -> CheckedDescription {
         let file = folder.appendingPathComponent("camera.yaml")

@@ -117,15 +117,7 @@ final class ExampleTests: XCTestCase {
 /// The recorder with a real camera (vivid, in the v4l2 VM) that is unplugged while it records.
 ///     ../shared/testbed/v4l2-vm -- .build/debug/gcapturePackageTests.xctest GCaptureTests.ExampleV4L2Tests
 final class ExampleV4L2Tests: XCTestCase {
-    override func setUpWithError() throws {
-        guard FileManager.default.fileExists(atPath: "/dev/video0") else {
-            if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
-                throw TestEnvironment.MissingPart(description: "inside the v4l2 VM but there is no /dev/video0: vivid did not load")
-            }
-            // A skip even under CI: .ci/run runs this class inside the v4l2 VM, where a missing camera fails (above).
-            throw XCTSkip("no V4L2 camera here; run inside ../shared/testbed/v4l2-vm (.ci/run does)")
-        }
-    }
+    override func setUpWithError() throws { try requireVividCamera() }
 
     /// vivid's `disconnect` (a USB unplug as the driver sees it): the recorder hears the interruption and its
     /// end through the session's notifications, and the one file goes on through the gap and plays.

@@ -147,7 +147,7 @@ extension V4L2DeviceTests {
         let frames = FrameLog(output)
         try await within(engineDeadline, "session.start()") { try await session.start() }
         defer {
-            _ = try? runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=0"])
+            try? setVividControl("percentage_of_dropped_buffers", 0)
             XCTAssertNoThrow(try withinBlocking(engineDeadline, "session.stopRunning()") { session.stopRunning() })
         }
         let flowing = await frames.waitFor(10, timeout: 10)
@@ -156,8 +156,7 @@ extension V4L2DeviceTests {
         let interval = 1.0
 
         let stalledAt = monotonicMilliseconds()
-        let drop = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=100"])
-        XCTAssertEqual(drop.status, 0, drop.stderr)
+        try setVividControl("percentage_of_dropped_buffers", 100)
         let commandMilliseconds = monotonicMilliseconds() - stalledAt
         let interrupted = try await events.waitFor(timeout: interval + 5, "the stall interruption") { $0.interruptionReason != nil }
         XCTAssertEqual(events.all[interrupted.index].event.interruptionReason, .videoDeviceStalled)
@@ -173,8 +172,7 @@ extension V4L2DeviceTests {
         let framesDuringStall = frames.count
 
         let resumedAt = monotonicMilliseconds()
-        let resume = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=0"])
-        XCTAssertEqual(resume.status, 0, resume.stderr)
+        try setVividControl("percentage_of_dropped_buffers", 0)
         let ended = try await events.waitFor(from: interrupted.index, timeout: 5, "the end of the stall") { $0.endedReason != nil }
         XCTAssertEqual(events.all[ended.index].event.endedReason, .videoDeviceStalled)
         print("vivid stall end reported \(String(format: "%.0f", ended.time - resumedAt)) ms after the drops stopped")

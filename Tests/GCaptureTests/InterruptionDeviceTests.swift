@@ -44,15 +44,7 @@ final class SessionEventLog: Sendable {
 /// process, unloaded and loaded again. They skip on machines without /dev/video0 (and fail inside the VM
 /// without it), like V4L2DeviceTests.
 final class InterruptionDeviceTests: XCTestCase {
-    override func setUpWithError() throws {
-        guard FileManager.default.fileExists(atPath: "/dev/video0") else {
-            if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
-                throw TestEnvironment.MissingPart(description: "inside the v4l2 VM but there is no /dev/video0: vivid did not load")
-            }
-            // A skip even under CI: .ci/run runs this class inside the v4l2 VM, where a missing camera fails (above).
-            throw XCTSkip("no V4L2 camera here; run inside ../shared/testbed/v4l2-vm (.ci/run does)")
-        }
-    }
+    override func setUpWithError() throws { try requireVividCamera() }
 
     /// Small frames: the VM emulates its CPU and is shared, and x264 at 640x480 there starves everything else.
     static let preset = CaptureSession.Preset.low
@@ -179,7 +171,7 @@ final class InterruptionDeviceTests: XCTestCase {
         let frames = CaptureVideoDataOutput()
         let brightness = FrameLog(frames)
         try requireFreshProcess()
-        addTeardownBlock { try? self.setVividDroppedBuffers(0) }
+        addTeardownBlock { try? self.setVividControl("percentage_of_dropped_buffers", 0) }
         let session = try makeSession(camera: try vivid(), preset: Self.preset, outputs: [movie, frames])
         let log = SessionEventLog(session)
         try await session.start()
@@ -188,7 +180,7 @@ final class InterruptionDeviceTests: XCTestCase {
         let recordingStarted = monotonicMilliseconds()
         try await Task.sleep(for: .milliseconds(1500))
 
-        try setVividDroppedBuffers(100)
+        try setVividControl("percentage_of_dropped_buffers", 100)
         let stalled = await log.wait(timeout: 10) { $0.interruptions.contains { $0.reason == .videoDeviceStalled } }
         XCTAssertTrue(stalled, "vivid dropping every buffer did not read as a stall: \(log.all.map { "\($0.event)" })")
         _ = try disconnectVivid()
@@ -197,7 +189,7 @@ final class InterruptionDeviceTests: XCTestCase {
         // vivid is back once the session has let go of it (the filler in its place); it delivers once it keeps
         // its buffers again.
         let deadline = Date().addingTimeInterval(15)
-        while (try? setVividDroppedBuffers(0)) == nil, Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
+        while (try? setVividControl("percentage_of_dropped_buffers", 0)) == nil, Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
         let ended = await log.wait(timeout: 20) { $0.endings.contains { $0.reason == .videoDeviceUnplugged } }
         XCTAssertTrue(ended, "the camera did not come back: \(log.all.map { "\($0.event)" })")
         XCTAssertFalse(session.isInterrupted)
@@ -264,13 +256,6 @@ final class InterruptionDeviceTests: XCTestCase {
         XCTAssertNil(finished?.error, "\(String(describing: finished?.error))")
         XCTAssertTrue(log.runtimeErrors.isEmpty, "\(log.runtimeErrors)")
         XCTAssertEqual(try probe(url).duration, (recordingStopped - recordingStarted) / 1000, accuracy: 1.5, "one file, growing to the end")
-    }
-
-    /// vivid's `percentage_of_dropped_buffers`: at 100 it delivers nothing and says nothing, a wedged camera.
-    /// Throws while vivid is disconnected (every open answers ENODEV).
-    private func setVividDroppedBuffers(_ percentage: Int) throws {
-        let result = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=\(percentage)"])
-        guard result.status == 0 else { throw CheckFailed(description: "percentage_of_dropped_buffers: \(result.stderr)") }
     }
 
     /// A camera another process streams from when the session starts: the session starts anyway, interrupted

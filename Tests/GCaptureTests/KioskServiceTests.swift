@@ -189,21 +189,13 @@ enum KioskExample {
 /// watchdog restarts the service; frames again, pings again.
 ///     ../shared/testbed/v4l2-vm -- .build/debug/gcapturePackageTests.xctest GCaptureTests.KioskServiceV4L2Tests
 final class KioskServiceV4L2Tests: XCTestCase {
-    override func setUpWithError() throws {
-        guard FileManager.default.fileExists(atPath: "/dev/video0") else {
-            if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
-                throw TestEnvironment.MissingPart(description: "inside the v4l2 VM but there is no /dev/video0: vivid did not load")
-            }
-            // A skip even under CI: .ci/run runs this class inside the v4l2 VM, where a missing camera fails (above).
-            throw XCTSkip("no V4L2 camera here; run inside ../shared/testbed/v4l2-vm (.ci/run does)")
-        }
-    }
+    override func setUpWithError() throws { try requireVividCamera() }
 
     func testAStalledCameraStarvesTheWatchdogAndFramesFeedItAgain() throws {
         let folder = try temporaryFolder()
         // Abstract: the VM's /tmp is a 9p share, where a socket cannot be bound.
         let socket = try NotifySocket(abstract: true, folder: folder)
-        addTeardownBlock { _ = try? self.runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=0"]) }
+        addTeardownBlock { try? self.setVividControl("percentage_of_dropped_buffers", 0) }
         // 4 s: a ping every 2 s, longer than the camera's 1 s stall timeout at 25 fps; slow under the VM's TCG.
         // The example's udev rule, matching vivid instead of a USB camera, names it kiosk-camera. `udevadm test`
         // runs the rules on the device and says what they do (udevadm refuses `trigger` in the VM's chroot, and
@@ -224,7 +216,7 @@ final class KioskServiceV4L2Tests: XCTestCase {
         XCTAssertTrue(socket.wait(for: "READY=1", timeout: 120), "no READY=1; stderr: \(run.errorOutput)")
         XCTAssertTrue(socket.wait(for: "WATCHDOG=1", count: 2, timeout: 30), "\(socket.fields)")
 
-        try setDropped(100)
+        try setVividControl("percentage_of_dropped_buffers", 100)
         XCTAssertTrue(run.waitForEvent("interrupted", timeout: 30), run.output)
         let starved = Date()
         XCTAssertTrue(socket.wait(for: "STATUS=no frame from the camera: the watchdog is no longer fed", timeout: 10), "\(socket.fields)")
@@ -233,16 +225,11 @@ final class KioskServiceV4L2Tests: XCTestCase {
         XCTAssertLessThanOrEqual(socket.times(of: "WATCHDOG=1").filter { $0 > starved }.count, 1, "\(socket.fields)")
         XCTAssertTrue(run.process.isRunning, "the stall ended the run: \(run.errorOutput)")
 
-        try setDropped(0)
+        try setVividControl("percentage_of_dropped_buffers", 0)
         let fed = socket.times(of: "WATCHDOG=1").count
         XCTAssertTrue(socket.wait(for: "WATCHDOG=1", count: fed + 2, timeout: 30), "no pings once frames came again: \(socket.fields)")
         run.signal(SIGTERM)
         XCTAssertTrue(run.waitForExit(timeout: 60))
         XCTAssertEqual(run.status, 0, run.errorOutput)
-    }
-
-    private func setDropped(_ percentage: Int) throws {
-        let result = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=\(percentage)"])
-        XCTAssertEqual(result.status, 0, result.stderr)
     }
 }

@@ -5,27 +5,19 @@ import XCTest
 /// asked for meanwhile.
 ///     ../shared/testbed/v4l2-vm -- .build/debug/gcapturePackageTests.xctest GCaptureTests.RunCommandV4L2Tests
 final class RunCommandV4L2Tests: XCTestCase {
-    override func setUpWithError() throws {
-        guard FileManager.default.fileExists(atPath: "/dev/video0") else {
-            if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
-                throw TestEnvironment.MissingPart(description: "inside the v4l2 VM but there is no /dev/video0: vivid did not load")
-            }
-            // A skip even under CI: .ci/run runs this class inside the v4l2 VM, where a missing camera fails (above).
-            throw XCTSkip("no V4L2 camera here; run inside ../shared/testbed/v4l2-vm (.ci/run does)")
-        }
-    }
+    override func setUpWithError() throws { try requireVividCamera() }
 
     /// A `record start` while the camera delivers nothing (a stall interruption) is answered at once: the take
     /// begins, its file gets the frames once they come again, and it stops into a movie that plays. `run` never
     /// waits for the camera to start a take, so its 15 s start timeout is not reached here (see CaptureController).
     func testARecordingAskedForWhileTheCameraIsSilentBeginsAndGetsTheFramesWhenTheyCome() throws {
         let folder = try temporaryFolder()
-        addTeardownBlock { _ = try? self.runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=0"]) }
+        addTeardownBlock { try? self.setVividControl("percentage_of_dropped_buffers", 0) }
         let run = try launch("gcapture", ["run", "--camera", "/dev/video0", "--microphone", "none", "--preset", "vga640x480",
                                           "--json", "--photo-folder", folder.path, "--movie-folder", folder.path], writesStdin: true)
         XCTAssertTrue(run.waitForEvent("started", timeout: 120), "not started: \(run.errorOutput)")
 
-        try setDropped(100)
+        try setVividControl("percentage_of_dropped_buffers", 100)
         XCTAssertTrue(run.waitForEvent("interrupted", timeout: 30), "the silent camera was not reported: \(run.output)")
         let clip = folder.appendingPathComponent("clip.mp4")
         let asked = Date()
@@ -36,7 +28,7 @@ final class RunCommandV4L2Tests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(asked), 5, "record start waited for the silent camera")
         Thread.sleep(forTimeInterval: 1)
 
-        try setDropped(0)
+        try setVividControl("percentage_of_dropped_buffers", 0)
         XCTAssertTrue(run.waitForEvent("interruptionEnded", timeout: 30), "frames did not come again: \(run.output)")
         Thread.sleep(forTimeInterval: 3)
         run.send(#"{"id": 2, "command": "record", "action": "stop"}"#)
@@ -51,10 +43,5 @@ final class RunCommandV4L2Tests: XCTestCase {
         XCTAssertEqual(movie.codecs, ["h264"])
         XCTAssertGreaterThan(movie.duration, 2, "the frames after the silence are missing")
         XCTAssertGreaterThan(movie.videoFrames ?? 0, 30)
-    }
-
-    private func setDropped(_ percentage: Int) throws {
-        let result = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "percentage_of_dropped_buffers=\(percentage)"])
-        XCTAssertEqual(result.status, 0, result.stderr)
     }
 }

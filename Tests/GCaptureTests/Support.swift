@@ -583,3 +583,24 @@ extension CapturePhotoOutput {
         try await GCaptureTests.within(seconds, "capturePhoto") { try await self.capturePhoto(with: settings) }
     }
 }
+
+extension XCTestCase {
+    /// The guard of a class that .ci/run runs inside the v4l2 VM: there, a missing /dev/video0 fails (vivid did
+    /// not load); anywhere else the class is skipped, even under CI, which runs it in the VM.
+    func requireVividCamera() throws {
+        guard FileManager.default.fileExists(atPath: "/dev/video0") else {
+            if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
+                throw TestEnvironment.MissingPart(description: "inside the v4l2 VM but there is no /dev/video0: vivid did not load")
+            }
+            throw XCTSkip("no V4L2 camera here; run inside ../shared/testbed/v4l2-vm (.ci/run does)")
+        }
+    }
+
+    /// Sets one of vivid's controls on /dev/video0 (`percentage_of_dropped_buffers` at 100: a camera that
+    /// delivers nothing and says nothing, a wedged one). Throws when v4l2-ctl cannot (vivid disconnected:
+    /// every open answers ENODEV).
+    func setVividControl(_ name: String, _ value: Int) throws {
+        let result = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "\(name)=\(value)"])
+        guard result.status == 0 else { throw CheckFailed(description: "\(name)=\(value): \(result.stderr)") }
+    }
+}

@@ -189,6 +189,9 @@ final class SystemPressureTests: XCTestCase {
         }
         XCTAssertEqual(events.all[interrupted.index].event.interruptionReason, .videoDeviceNotAvailableDueToSystemPressure)
         XCTAssertEqual(camera.systemPressureState.level, .shutdown)
+        // Interrupted as any other interruption is, by the time the app hears of it.
+        XCTAssertTrue(session.isInterrupted, "isInterrupted is false during the pressure interruption")
+        XCTAssertEqual(session.interruptionReasons, [.videoDeviceNotAvailableDueToSystemPressure])
         let stopped = try await rates(over: 1)
         XCTAssertLessThanOrEqual(stopped.frames, 2, "no frame goes anywhere while interrupted")
 
@@ -197,6 +200,8 @@ final class SystemPressureTests: XCTestCase {
             $0.endedReason != nil
         }
         XCTAssertEqual(events.all[ended.index].event.endedReason, .videoDeviceNotAvailableDueToSystemPressure)
+        XCTAssertFalse(session.isInterrupted, "still interrupted after the pressure interruption ended")
+        XCTAssertEqual(session.interruptionReasons, [])
         try await Task.sleep(for: .milliseconds(500))
         let back = try await rates()
         XCTAssertGreaterThan(back.frames / cool.frames, 0.8, "frames flow again: \(back)")

@@ -9,15 +9,7 @@ import XCTest
 /// Inside the VM (V4L2VM=1) a missing camera fails them; on the host they skip even in CI, because .ci/run
 /// runs them in the VM and, with CI=true, fails when the VM is not there.
 final class V4L2DeviceTests: XCTestCase {
-    override func setUpWithError() throws {
-        guard FileManager.default.fileExists(atPath: "/dev/video0") else {
-            if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
-                throw TestEnvironment.MissingPart(description: "inside the v4l2 VM but there is no /dev/video0: vivid did not load")
-            }
-            // A skip even under CI: .ci/run runs this class inside the v4l2 VM, where a missing camera fails (above).
-            throw XCTSkip("no V4L2 camera here; run inside ../shared/testbed/v4l2-vm (.ci/run does)")
-        }
-    }
+    override func setUpWithError() throws { try requireVividCamera() }
 
     static func openCameraNodes() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap {
@@ -141,11 +133,6 @@ final class V4L2DeviceTests: XCTestCase {
         XCTAssertLessThanOrEqual(after.shutterLagMilliseconds, 0)
         XCTAssertEqual(try exif(stalled)["ImageWidth"] as? Int, 640)
         try await within(engineDeadline, "session.stop()") { await session.stop() }
-    }
-
-    private func setVividControl(_ name: String, _ value: Int) throws {
-        let result = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "\(name)=\(value)"])
-        XCTAssertEqual(result.status, 0, result.stderr)
     }
 
     func testARecordingFromTheCameraWithTheTestMicrophonePlaysTurned() throws {
