@@ -7,42 +7,53 @@ import GStreamerKit
 /// Captures overlap (one is accepted while others encode), quality can be traded for speed, and deferred
 /// delivery hands out a proxy at once and replaces it with the final image when processing is done.
 public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
+    // @unchecked as CaptureOutput is: every stored property is a `let` of a Sendable type, and what changes
+    // is behind `settings`, `encoder`, `callbackOrder` or in `captures` and `deferredWork`.
+
     // MARK: Configuration (set before adding the output or between captures)
 
     /// Whether the current configuration can give a photo exposed at the request: true while the output is
     /// in a session that has a camera (the ring is fed from its frames, whatever their format), false before
     /// it is added, after it is removed, or without a camera, as AVFoundation's is false there.
-    public var isZeroShutterLagSupported: Bool { isFedByCamera }
+    public var isZeroShutterLagSupported: Bool { captures.isFedByCamera }
     /// On by default: the photo is the frame nearest at or before the request. Off: the next frame.
-    public var isZeroShutterLagEnabled: Bool { get { locked { zeroShutterLag } } set { locked { zeroShutterLag = newValue } } }
+    public var isZeroShutterLagEnabled: Bool {
+        get { settings.withLock { $0.zeroShutterLag } } set { settings.withLock { $0.zeroShutterLag = newValue } }
+    }
     /// Frames the ring keeps (at least 3, as CameraX). Applies when the output is next attached.
-    public var zeroShutterLagRingDepth: Int { get { locked { ringDepth } } set { locked { ringDepth = max(3, newValue) } } }
+    public var zeroShutterLagRingDepth: Int {
+        get { settings.withLock { $0.ringDepth } } set { settings.withLock { $0.ringDepth = max(3, newValue) } }
+    }
     /// The highest prioritization a capture may ask for.
     public var maxPhotoQualityPrioritization: QualityPrioritization {
-        get { locked { maxPrioritization } } set { locked { maxPrioritization = newValue } }
+        get { settings.withLock { $0.maxPrioritization } } set { settings.withLock { $0.maxPrioritization = newValue } }
     }
     /// Overlapping captures need nothing of the camera beyond frames: supported when zero shutter lag is.
-    public var isResponsiveCaptureSupported: Bool { isFedByCamera }
+    public var isResponsiveCaptureSupported: Bool { captures.isFedByCamera }
     /// On by default: up to `maxInFlightCaptures` photos are processed at once; off: one at a time.
-    public var isResponsiveCaptureEnabled: Bool { get { locked { responsive } } set { locked { responsive = newValue } } }
+    public var isResponsiveCaptureEnabled: Bool { get { captures.isResponsive } set { captures.isResponsive = newValue } }
     /// Supported whenever photos can be taken (stepping quality down needs no more than that).
-    public var isFastCapturePrioritizationSupported: Bool { isFedByCamera }
+    public var isFastCapturePrioritizationSupported: Bool { captures.isFedByCamera }
     /// When captures come faster than they finish, step quality down to hold the shot-to-shot time.
-    public var isFastCapturePrioritizationEnabled: Bool { get { locked { fastPrioritization } } set { locked { fastPrioritization = newValue } } }
+    public var isFastCapturePrioritizationEnabled: Bool {
+        get { settings.withLock { $0.fastPrioritization } } set { settings.withLock { $0.fastPrioritization = newValue } }
+    }
     /// Supported whenever photos can be taken; applies to .quality captures written to a file.
-    public var isAutoDeferredPhotoDeliverySupported: Bool { isFedByCamera }
+    public var isAutoDeferredPhotoDeliverySupported: Bool { captures.isFedByCamera }
     /// For .quality captures written to a file: a proxy at once, the final image when processing is done.
-    public var isAutoDeferredPhotoDeliveryEnabled: Bool { get { locked { deferred } } set { locked { deferred = newValue } } }
+    public var isAutoDeferredPhotoDeliveryEnabled: Bool {
+        get { settings.withLock { $0.deferred } } set { settings.withLock { $0.deferred = newValue } }
+    }
     /// Deferred processing waits until no capture has been requested for this long, to stay out of a burst.
-    public var deferredProcessingDelay: TimeInterval { get { locked { deferredDelay } } set { locked { deferredDelay = newValue } } }
+    public var deferredProcessingDelay: TimeInterval { get { deferredWork.delay } set { deferredWork.delay = newValue } }
     /// Folders whose unfinished deferred photos (from a crash or an earlier run) are finished when the output
     /// starts. Folders photos are written to are added by themselves.
-    public var deferredPhotoDirectories: [URL] { get { locked { Array(deferredFolders) } } set { locked { deferredFolders = Set(newValue) } } }
+    public var deferredPhotoDirectories: [URL] { get { deferredWork.folders } set { deferredWork.folders = newValue } }
 
     /// Called (on `delegateQueue`) for every deferred photo finished in the background, including work
     /// resumed from an earlier run, which has no capture delegate to tell.
     public var deferredPhotoHandler: (@Sendable (Result<CapturePhoto, CaptureError>) -> Void)? {
-        get { locked { deferredHandler } } set { locked { deferredHandler = newValue } }
+        get { deferredWork.handler } set { deferredWork.handler = newValue }
     }
 
     /// Captures processed at once with responsive capture on.
@@ -55,72 +66,45 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     /// frame or two, and a camera three frames late may have stalled. The capture waits for the next frame.
     static let staleFrameIntervals: UInt64 = 3
 
-    /// The output is in a session's graph (built at commit, running or not) that has a camera.
-    private var isFedByCamera: Bool { locked { context }?.videoDevice() != nil }
-
     /// Memory the zero-shutter-lag ring holds now.
-    public var zeroShutterLagMemoryBytes: Int { locked { ring }?.memoryBytes ?? 0 }
+    public var zeroShutterLagMemoryBytes: Int { captures.ringMemoryBytes }
 
     /// Readiness now (coordinators are told of every change).
-    public var captureReadiness: CaptureReadiness { locked { baseReadiness() } }
+    public var captureReadiness: CaptureReadiness { captures.readiness }
 
-    // MARK: State, all under `lock`
+    // MARK: Parts
 
-    private let lock = NSRecursiveLock()
-    private var zeroShutterLag = true
-    private var ringDepth = 4
-    private var maxPrioritization = QualityPrioritization.quality
-    private var responsive = true
-    private var fastPrioritization = false
-    private var deferred = false
-    private var deferredDelay: TimeInterval = 0.5
-    private var deferredFolders: Set<URL> = []
-    private var deferredHandler: (@Sendable (Result<CapturePhoto, CaptureError>) -> Void)?
-
-    private var ring: FrameRing?
-    private var context: OutputContext?
-    private var isReceiving = false
-    /// The session's camera is interrupted now: captures fail at once, as AVFoundation's do.
-    private var interruption: CaptureSession.InterruptionReason?
-    private var momentary = 0
-    private var waitingForCapture = 0
-    private var inFlight = 0
-    private var slotWaiters: [CheckedContinuation<Void, Never>] = []
-    private var observers: [WeakCoordinator] = []
-    private var lastRequest = Date.distantPast
-    private var deferredScheduled = false
-    private var callbackOrder = CaptureCallbackOrder()
-    /// Captures choose their frames one at a time, in the order they were requested, since each photo is
-    /// its own frame: a later press running first would take the frame an earlier one was about to take,
-    /// and the earlier photo would be of the later moment.
-    private var nextSelectionTurn: UInt64 = 0
-    private var selectionTurn: UInt64 = 0
-    private var selectionWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-
-    private struct WeakCoordinator { weak var coordinator: CapturePhotoOutputReadinessCoordinator? }
+    /// What a capture reads from the configuration when it is requested.
+    private struct Settings {
+        var zeroShutterLag = true
+        var ringDepth = 4
+        var maxPrioritization = QualityPrioritization.quality
+        var fastPrioritization = false
+        var deferred = false
+    }
+    private let settings = Locked(Settings())
+    private let captures = PhotoCaptureQueue()
+    private let deferredWork: DeferredPhotoProcessor
+    private let callbackOrder = Locked(CaptureCallbackOrder())
 
     private let processingQueue = DispatchQueue(label: "gcapture.photo.processing")
-    private let deferredQueue = DispatchQueue(label: "gcapture.photo.deferred", qos: .utility)
-    private var encoder: PhotoEncoder?
-    private var deferredEncoder: PhotoEncoder?
+    /// Apart from the other state: making the encoder takes a while, and requests are taken meanwhile.
+    private let encoder = Locked<PhotoEncoder?>(nil)
     /// Where every delegate of this output is called (capture delegates, the deferred photo handler,
     /// readiness coordinators), in order, never with the output's lock held nor on a streaming thread.
-    public let delegateQueue = DispatchQueue(label: "gcapture.photo.delegate")
+    public let delegateQueue: DispatchQueue
     /// Marks `delegateQueue` with its output, so that code can tell it runs there.
     static let delegateQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     public override init() {
+        let delegateQueue = DispatchQueue(label: "gcapture.photo.delegate")
+        self.delegateQueue = delegateQueue
+        deferredWork = DeferredPhotoProcessor(delegateQueue: delegateQueue)
         super.init()
         delegateQueue.setSpecific(key: Self.delegateQueueKey, value: ObjectIdentifier(self))
     }
 
     override class var turnsCapturedFrames: Bool { true }
-
-    private func locked<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
-    }
 
     // MARK: Graph
 
@@ -130,16 +114,11 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
 
     override func didJoin(_ context: OutputContext, branch: Bin?) {
         guard let sink = Self.appSink(in: branch) else { return }
-        let ring = FrameRing(depth: locked { ringDepth })
-        locked {
-            self.ring = ring
-            self.context = context
-            isReceiving = false
-            interruption = nil
-        }
+        let ring = FrameRing(depth: settings.withLock { $0.ringDepth })
+        captures.attach(ring: ring, context: context)
         sink.setSampleHandler { [weak self, ring] sample in
             // Filler frames while the camera is interrupted are no photo's: the ring keeps none.
-            if ring.store(sample) { self?.frameArrived() }
+            if ring.store(sample) { self?.captures.frameArrived() }
         }
         // A camera that dies pushes end-of-stream through the session's tee; past it the branch would refuse
         // every later frame (the session's filler, the camera after recovery), and its error would stop the
@@ -147,18 +126,11 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         branch?.staticPad("sink")?.dropEndOfStreamFromUpstream()
         // The encoder's pipeline is made now, not on the first press.
         processingQueue.async { [weak self] in _ = try? self?.sharedEncoder() }
-        resumeDeferredWork()
+        deferredWork.resumeWork(of: self)
     }
 
     override func didDetach() {
-        locked {
-            ring?.reset()
-            ring = nil
-            context = nil
-            isReceiving = false
-            interruption = nil
-            readinessChanged()
-        }
+        captures.detach()
     }
 
     /// On the session's queue. While the camera is interrupted no photo can be of the moment asked for (the
@@ -167,60 +139,25 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     /// running for AVFoundation while interrupted). Captures whose frames were chosen before finish.
     override func sessionWasInterrupted(_ reason: CaptureSession.InterruptionReason) {
         guard reason.affectsVideo else { return }
-        let ring: FrameRing? = locked {
-            interruption = reason
-            isReceiving = false
-            readinessChanged()
-            return self.ring
-        }
         // After the flag: a capture released here must find the reason.
-        ring?.suspend()
+        captures.interrupt(reason)?.suspend()
     }
 
     /// On the session's queue: photos can be taken again from the camera's first frame from now on.
     override func sessionInterruptionEnded(_ reason: CaptureSession.InterruptionReason) {
         guard reason.affectsVideo else { return }
-        let (ring, now): (FrameRing?, UInt64?) = locked {
-            interruption = nil
-            return (self.ring, context?.runningTime())
-        }
+        let (ring, now) = captures.endInterruption()
         ring?.resume(keepingFramesFrom: now ?? 0)
-    }
-
-    private func frameArrived() {
-        guard !locked({ isReceiving }) else { return }
-        locked {
-            guard !isReceiving, ring != nil else { return }
-            isReceiving = true
-            readinessChanged()
-        }
     }
 
     // MARK: Readiness
 
     func addReadinessObserver(_ coordinator: CapturePhotoOutputReadinessCoordinator) {
-        locked { observers.append(WeakCoordinator(coordinator: coordinator)) }
+        captures.addReadinessObserver(coordinator)
     }
 
     /// Runs `body` with the readiness state stable; coordinators use it to deliver in order.
-    func withReadinessLock<R>(_ body: (CaptureReadiness) -> R) -> R { locked { body(baseReadiness()) } }
-
-    private var maxInFlight: Int { responsive ? Self.maxInFlightCaptures : 1 }
-
-    private func baseReadiness() -> CaptureReadiness {
-        if !isReceiving { return .sessionNotRunning }
-        if inFlight >= maxInFlight { return .notReadyWaitingForProcessing }
-        if waitingForCapture > 0 { return .notReadyWaitingForCapture }
-        if momentary > 0 { return .notReadyMomentarily }
-        return .ready
-    }
-
-    /// With the lock held: tell every coordinator, in order (they call their delegates on `delegateQueue`).
-    private func readinessChanged(begun settingsID: Int64? = nil) {
-        observers.removeAll { $0.coordinator == nil }
-        let base = baseReadiness()
-        for observer in observers { observer.coordinator?.outputReadinessChanged(base, begunCapture: settingsID) }
-    }
+    func withReadinessLock<R>(_ body: (CaptureReadiness) -> R) -> R { captures.withReadinessLock(body) }
 
     // MARK: Capturing
 
@@ -229,7 +166,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     /// changing them after this returns changes nothing of this capture. Callbacks of captures requested
     /// one after another come in that order.
     public func capturePhoto(with settings: CapturePhotoSettings, delegate: any CapturePhotoCaptureDelegate) {
-        let follower = Follower(delegate: delegate, ticket: locked { callbackOrder.issue() })
+        let follower = Follower(delegate: delegate, ticket: callbackOrder.withLock { $0.issue() })
         let request: Request
         do throws(CaptureError) {
             request = try accept(settings)
@@ -274,69 +211,52 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     /// Takes the request, without waiting: the request instant, the frames exposed by then, and one reading
     /// of the settings.
     private func accept(_ settings: CapturePhotoSettings) throws(CaptureError) -> Request {
-        let (ring, job, file, isDeferred, started, turn) = try acceptRequest(settings)
+        let started = ContinuousClock.now
+        let (id, asked, orientation, fileURL) = (settings.uniqueID, settings.photoQualityPrioritization,
+                                                 settings.orientationHandling, settings.fileURL)
+        let file = fileURL.map(PhotoProcessor.FilePath.init)
+        if let file { try PhotoProcessor.checkNewFile(file) }
+        let configuration = self.settings.withLock { $0 }
+        let (rotation, mirrored) = (Int(connection.videoRotationAngle), connection.mirrorsCapturedFrames)
+        let admission = try captures.admit(asking: min(asked, configuration.maxPrioritization),
+                                           fastPrioritization: configuration.fastPrioritization)
+        deferredWork.captureRequested()
+        let device = admission.context.videoDevice()
+        let job = PhotoJob(id: id, prioritization: admission.prioritization,
+                           rotation: rotation, mirrored: mirrored,
+                           rotatePixels: orientation == .rotatePixels, zeroShutterLag: configuration.zeroShutterLag,
+                           fileURL: fileURL, requestTime: admission.requestTime, requestDate: Date(),
+                           make: device.map { $0.manufacturer.isEmpty ? "gcapture" : $0.manufacturer } ?? "gcapture",
+                           model: device?.localizedName ?? "unknown")
+        let isDeferred = configuration.deferred && admission.prioritization.defersDelivery && fileURL != nil
+        let ring = admission.ring
         var atRequest: [CapturedFrame] = []
         if job.zeroShutterLag {
             atRequest = job.prioritization == .speed ? ring.newest().map { [$0] } ?? []
                 : ring.frames(atOrBefore: job.requestTime, limit: job.prioritization.frameCount)
         }
         return Request(ring: ring, job: job, file: file, deferred: isDeferred, started: started, framesAtRequest: atRequest,
-                       selectionTurn: turn)
-    }
-
-    private func acceptRequest(_ settings: CapturePhotoSettings) throws(CaptureError)
-        -> (FrameRing, PhotoJob, PhotoProcessor.FilePath?, Bool, ContinuousClock.Instant, UInt64) {
-        let started = ContinuousClock.now
-        let (id, asked, orientation, fileURL) = (settings.uniqueID, settings.photoQualityPrioritization,
-                                                 settings.orientationHandling, settings.fileURL)
-        let file = fileURL.map(PhotoProcessor.FilePath.init)
-        if let file { try PhotoProcessor.checkNewFile(file) }
-        return try locked { () throws(CaptureError) -> (FrameRing, PhotoJob, PhotoProcessor.FilePath?, Bool, ContinuousClock.Instant, UInt64) in
-            // Attached is enough: right after start the first frame may still be on its way to the ring.
-            guard let ring, let context, let requestTime = context.runningTime() else { throw .sessionNotRunning }
-            if let interruption { throw .sessionWasInterrupted(interruption) }
-            guard inFlight + slotWaiters.count < maxInFlight + Self.maxWaitingCaptures else {
-                throw .tooManyPendingCaptures(limit: Self.maxWaitingCaptures)
-            }
-            var prioritization = min(asked, maxPrioritization)
-            if fastPrioritization {
-                let backlog = inFlight + slotWaiters.count
-                if backlog >= maxInFlight { prioritization = .speed } else if backlog >= 1 { prioritization = prioritization.lower }
-            }
-            momentary += 1
-            lastRequest = Date()
-            readinessChanged()
-            let device = context.videoDevice()
-            let job = PhotoJob(id: id, prioritization: prioritization,
-                               rotation: Int(connection.videoRotationAngle), mirrored: connection.mirrorsCapturedFrames,
-                               rotatePixels: orientation == .rotatePixels, zeroShutterLag: zeroShutterLag,
-                               fileURL: fileURL, requestTime: requestTime, requestDate: Date(),
-                               make: device.map { $0.manufacturer.isEmpty ? "gcapture" : $0.manufacturer } ?? "gcapture",
-                               model: device?.localizedName ?? "unknown")
-            let isDeferred = deferred && prioritization.defersDelivery && fileURL != nil
-            nextSelectionTurn += 1
-            return (ring, job, file, isDeferred, started, nextSelectionTurn - 1)
-        }
+                       selectionTurn: admission.selectionTurn)
     }
 
     /// Waits for the frames and a processing slot (suspended, holding no thread), then processes.
     private func complete(_ request: Request, follower: Follower?) async throws(CaptureError) -> CapturePhoto {
         let job = request.job
         let frames: [CapturedFrame]
-        await waitForSelectionTurn(request.selectionTurn)
+        await captures.waitForSelectionTurn(request.selectionTurn)
         do throws(CaptureError) {
-            frames = try await selectFrames(from: request.ring, job: job, atRequest: request.framesAtRequest)
-            passSelectionTurn()
+            frames = try await captures.selectFrames(from: request.ring, job: job, atRequest: request.framesAtRequest)
+            captures.passSelectionTurn()
         } catch {
-            passSelectionTurn()
-            locked { momentary -= 1; readinessChanged() }
+            captures.passSelectionTurn()
+            captures.abandon()
             if let follower {
                 finishWithoutPhoto(follower, error, resolved: CaptureResolvedPhotoSettings(unfinished: job, isDeferred: request.deferred),
                                    fileURL: job.fileURL)
             }
             throw error
         }
-        await waitForProcessingSlot(settingsID: job.id)
+        await captures.waitForProcessingSlot(settingsID: job.id)
 
         let resolvedAtStart = CaptureResolvedPhotoSettings(
             uniqueID: job.id, photoQualityPrioritization: job.prioritization,
@@ -358,7 +278,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                 })
             }
         }
-        releaseProcessingSlot()
+        captures.releaseProcessingSlot()
         if let follower {
             deliver(follower, .finish, [{
                 let delegate = follower.delegate
@@ -375,7 +295,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                 delegate.photoOutput(self, didFinishCaptureFor: (try? result.get())?.resolvedSettings ?? resolvedAtStart, error: result.failure)
             }])
         }
-        if request.deferred, case .success = result { scheduleDeferredProcessing(delegate: follower?.delegate) }
+        if request.deferred, case .success = result { deferredWork.schedule(for: self, delegate: follower?.delegate) }
         return try result.get()
     }
 
@@ -390,139 +310,12 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     }
 
     /// Queues a capture's callbacks for its stage on `delegateQueue`, after those of earlier captures.
-    /// Queued with the lock held, so that the queue's order is the order they became due in.
+    /// Queued with the lock held, so that the queue's order is the order they became due in; queued, not
+    /// called: the delegate runs later, outside the lock.
     private func deliver(_ follower: Follower, _ stage: CaptureCallbackOrder.Stage, _ callbacks: [CaptureCallbackOrder.Callback]) {
-        locked {
-            for callback in callbackOrder.pass(follower.ticket, stage, callbacks) { delegateQueue.async(execute: callback) }
+        callbackOrder.withLock { order in
+            for callback in order.pass(follower.ticket, stage, callbacks) { delegateQueue.async(execute: callback) }
         }
-    }
-
-    /// The frames a capture is made of: exposed at or before the request with zero shutter lag (the newest
-    /// for .speed), else the next ones, waiting for them.
-    private func selectFrames(from ring: FrameRing, job: PhotoJob, atRequest: [CapturedFrame]) async throws(CaptureError) -> [CapturedFrame] {
-        let count = job.prioritization.frameCount
-        var frames: [CapturedFrame] = []
-        // What frames still missing are waited for: exposed after the request, or any (nil).
-        var exposedAfter: UInt64? = job.requestTime
-        // The next new frame stands in for one an earlier capture took: only it is waited for.
-        var averagesEarlier = false
-        if job.zeroShutterLag {
-            frames = atRequest
-            // None exposed by the request yet (right after start): the first frame to reach the ring may
-            // have been exposed just before it, and is then the nearest.
-            if frames.isEmpty { exposedAfter = nil }
-            // A frame exposed before the request may still be on its way into the ring (it reaches the
-            // appsink a few milliseconds after its timestamp): when the newest is a whole interval old,
-            // wait that long for it rather than hand out a frame from before.
-            if let newest = frames.first, let interval = newest.info.frameRate.interval,
-               job.requestTime >= newest.presentationTime + interval,
-               let inFlight = await ring.frames(after: newest.presentationTime, limit: 1, timeout: Double(interval) / 1e9).first,
-               inFlight.presentationTime <= job.requestTime {
-                frames = Array(([inFlight] + frames).prefix(count))
-            }
-            // A camera that has stopped delivering leaves only frames from long before the press: not the
-            // moment the user asked for. Wait for a new frame instead, and fail if none comes.
-            if let newest = frames.first, let interval = newest.info.frameRate.interval,
-               job.requestTime > newest.presentationTime + Self.staleFrameIntervals * interval {
-                frames = []
-            }
-            // Each photo is its own frame: when an earlier capture took the frame at this request (presses
-            // less than a frame apart), this one is the next new frame, averaged with the ones before it.
-            if let nearest = frames.first, !ring.take(nearest) {
-                frames = []
-                exposedAfter = nearest.presentationTime
-                averagesEarlier = true
-            }
-            // The frame at the request comes first whatever else is averaged in.
-            if frames.count == count { return frames }
-        }
-        // Frames still missing (no frame yet, zero shutter lag off, too few to average, a stalled camera, or
-        // the frame at the request taken already) are the next ones.
-        let timeout = frames.isEmpty ? Self.frameTimeout : 0.5
-        locked { momentary -= 1; waitingForCapture += 1; readinessChanged() }
-        let limit = averagesEarlier ? 1 : count - frames.count
-        if frames.isEmpty {
-            frames = await nextNewFrames(from: ring, after: exposedAfter, limit: limit, timeout: timeout)
-        } else {
-            frames += await ring.frames(after: exposedAfter, limit: limit, timeout: timeout)
-        }
-        locked { waitingForCapture -= 1; momentary += 1; readinessChanged() }
-        guard let first = frames.first else {
-            if let reason = locked({ interruption }) { throw .sessionWasInterrupted(reason) }
-            throw .timedOut("waiting \(Int(timeout)) s for a frame from the camera")
-        }
-        if averagesEarlier { frames += ring.frames(atOrBefore: first.presentationTime - 1, limit: count - 1) }
-        return frames
-    }
-
-    /// Up to `limit` frames after `time` (any when nil), the first one no capture took before; it is
-    /// taken. One a capture running at once takes between the look and the take gives way to the next.
-    private func nextNewFrames(from ring: FrameRing, after time: UInt64?, limit: Int, timeout: TimeInterval) async -> [CapturedFrame] {
-        let deadline = Date().addingTimeInterval(timeout)
-        var after = time
-        while true {
-            let next = await ring.frames(after: after, limit: limit, timeout: max(0, deadline.timeIntervalSinceNow))
-            guard let first = next.first else { return [] }
-            if ring.take(first) { return next }
-            after = first.presentationTime
-        }
-    }
-
-    private func waitForSelectionTurn(_ turn: UInt64) async {
-        // The usual case, no capture choosing before this one, does not suspend.
-        if locked({ selectionTurn == turn }) { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now: Bool = locked {
-                if selectionTurn == turn { return true }
-                selectionWaiters[turn] = continuation
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-
-    private func passSelectionTurn() {
-        let next: CheckedContinuation<Void, Never>? = locked {
-            selectionTurn += 1
-            return selectionWaiters.removeValue(forKey: selectionTurn)
-        }
-        next?.resume()
-    }
-
-    private func waitForProcessingSlot(settingsID: Int64) async {
-        // A free slot is taken at once, without suspending (a resumed continuation costs a thread hop).
-        let taken: Bool = locked {
-            guard inFlight < maxInFlight else { return false }
-            momentary -= 1
-            inFlight += 1
-            readinessChanged(begun: settingsID)
-            return true
-        }
-        if taken { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now: Bool = locked {
-                momentary -= 1
-                if inFlight < maxInFlight {
-                    inFlight += 1
-                    readinessChanged(begun: settingsID)
-                    return true
-                }
-                slotWaiters.append(continuation)
-                readinessChanged(begun: settingsID)
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-
-    private func releaseProcessingSlot() {
-        let next: CheckedContinuation<Void, Never>? = locked {
-            if !slotWaiters.isEmpty { return slotWaiters.removeFirst() } // the slot passes on: inFlight unchanged
-            inFlight -= 1
-            readinessChanged()
-            return nil
-        }
-        next?.resume()
     }
 
     private func process(_ job: PhotoJob, file: PhotoProcessor.FilePath?, frames: [CapturedFrame], deferred: Bool,
@@ -533,9 +326,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                                                 requestStart: started, isProxy: false)
         }
         // Keep the frames first: if the process dies after the proxy, the final is still made later.
-        let folder = url.deletingLastPathComponent()
-        let pending = try DeferredPhotoStore.save(job, frames: frames, in: folder)
-        locked { _ = deferredFolders.insert(folder) }
+        let pending = try deferredWork.keep(job, frames: frames, in: url.deletingLastPathComponent())
         do throws(CaptureError) {
             return try PhotoProcessor.makePhoto(job, file: file, frames: [frames[0]], encoder: photoEncoder,
                                                 quality: QualityPrioritization.speed.jpegQuality, requestStart: started, isProxy: true)
@@ -547,7 +338,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     }
 
     private func sharedEncoder() throws(CaptureError) -> PhotoEncoder {
-        try locked { () throws(CaptureError) -> PhotoEncoder in
+        try encoder.withLock { (encoder: inout PhotoEncoder?) throws(CaptureError) -> PhotoEncoder in
             if let encoder { return encoder }
             let made = try PhotoEncoder()
             encoder = made
@@ -563,93 +354,16 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     /// Finishes every pending deferred photo in `directory` now (each final replaces its proxy atomically)
     /// and returns the finished photos.
     public func finishDeferredPhotos(in directory: URL) async -> [Result<CapturePhoto, CaptureError>] {
-        await withCheckedContinuation { continuation in
-            deferredQueue.async { continuation.resume(returning: self.finishPending(in: directory).map(\.result)) }
-        }
+        await deferredWork.finish(in: directory)
     }
 
     /// Waits until no capture has been requested for `deferredProcessingDelay`, then finishes the folder's
     /// pending deferred photos (what a program about to exit does with the work it deferred).
     public func finishDeferredPhotosWhenIdle(in directory: URL) async -> [Result<CapturePhoto, CaptureError>] {
-        while true {
-            let (idleFor, delay) = locked { (Date().timeIntervalSince(lastRequest), deferredDelay) }
-            if idleFor >= delay { break }
-            try? await Task.sleep(for: .milliseconds(Int((delay - idleFor) * 1000) + 1))
-        }
-        return await finishDeferredPhotos(in: directory)
-    }
-
-    /// Each pending photo's outcome, with its job when the job could be read.
-    private func finishPending(in directory: URL) -> [(job: PhotoJob?, result: Result<CapturePhoto, CaptureError>)] {
-        let handler = locked { deferredHandler }
-        return DeferredPhotoStore.pendingJobs(in: directory).map { folder in
-            var loadedJob: PhotoJob?
-            let result = Result { () throws(CaptureError) -> CapturePhoto in
-                let (job, frames) = try DeferredPhotoStore.load(folder)
-                loadedJob = job
-                let photoEncoder = try locked { () throws(CaptureError) -> PhotoEncoder in
-                    if let deferredEncoder { return deferredEncoder }
-                    let made = try PhotoEncoder()
-                    self.deferredEncoder = made
-                    return made
-                }
-                let photo = try PhotoProcessor.makePhoto(job, file: job.fileURL.map(PhotoProcessor.FilePath.init), frames: frames, encoder: photoEncoder,
-                                                         quality: QualityPrioritization.quality.jpegQuality,
-                                                         requestStart: .now, isProxy: false, replacingProxy: true)
-                DeferredPhotoStore.finish(folder)
-                return photo
-            }
-            if let handler { delegateQueue.async { handler(result) } }
-            return (loadedJob, result)
-        }
-    }
-
-    private func resumeDeferredWork() {
-        let folders = locked { deferredFolders }
-        if folders.contains(where: { !DeferredPhotoStore.pendingJobs(in: $0).isEmpty }) { scheduleDeferredProcessing(delegate: nil) }
-    }
-
-    /// Runs pending deferred work once no capture has been requested for `deferredProcessingDelay`.
-    private func scheduleDeferredProcessing(delegate: (any CapturePhotoCaptureDelegate)?) {
-        let delay: TimeInterval? = locked {
-            guard !deferredScheduled else { return nil }
-            deferredScheduled = true
-            return deferredDelay
-        }
-        guard let delay else { return }
-        deferredQueue.asyncAfter(deadline: .now() + delay) { [weak self] in self?.runDeferredWhenIdle(delegate: delegate) }
-    }
-
-    private func runDeferredWhenIdle(delegate: (any CapturePhotoCaptureDelegate)?) {
-        let (idleFor, delay, folders) = locked { (Date().timeIntervalSince(lastRequest), deferredDelay, deferredFolders) }
-        if idleFor < delay {
-            deferredQueue.asyncAfter(deadline: .now() + (delay - idleFor)) { [weak self] in self?.runDeferredWhenIdle(delegate: delegate) }
-            return
-        }
-        locked { deferredScheduled = false }
-        for folder in folders {
-            for (job, result) in finishPending(in: folder) {
-                guard let delegate else { continue }
-                delegateQueue.async {
-                    switch result {
-                    case .success(let photo): delegate.photoOutput(self, didFinishProcessingPhoto: photo, error: nil)
-                    case .failure(let error):
-                        // Work whose job cannot be read is for no capture's delegate: deferredPhotoHandler hears it.
-                        guard let job else { return }
-                        let failed = CapturePhoto(failed: CaptureResolvedPhotoSettings(unfinished: job, isDeferred: false), fileURL: job.fileURL)
-                        delegate.photoOutput(self, didFinishProcessingPhoto: failed, error: error)
-                    }
-                }
-            }
-        }
+        await deferredWork.finishWhenIdle(in: directory)
     }
 }
 
 extension Result {
     var failure: Failure? { if case .failure(let error) = self { error } else { nil } }
-}
-
-extension Fraction {
-    /// Nanoseconds between frames at this rate, when it is a rate.
-    var interval: UInt64? { numerator > 0 ? UInt64(1_000_000_000 * denominator / numerator) : nil }
 }

@@ -39,6 +39,7 @@ extension CapturePhotoOutput {
 
 /// How to take one photo (AVCapturePhotoSettings). Use each settings object for one capture.
 public final class CapturePhotoSettings: @unchecked Sendable {
+    // @unchecked: the output reads the vars only inside capturePhoto, on the caller's thread, before it returns.
     private static let counter = Atomic<Int64>(0)
 
     public let uniqueID: Int64

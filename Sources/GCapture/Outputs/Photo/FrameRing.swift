@@ -20,6 +20,7 @@ struct CapturedFrame: Sendable {
 /// minimum, and then a capture gets a copy, so that photos waiting for the encoder never hold the camera's
 /// buffers. Otherwise each frame is copied as it arrives.
 final class FrameRing: @unchecked Sendable {
+    // @unchecked: every `var` below is read and written only with `condition` held.
     private struct Slot {
         var frame: CapturedFrame
         /// Lent by a bounded pool: captures get copies.

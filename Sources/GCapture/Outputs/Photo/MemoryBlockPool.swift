@@ -9,7 +9,7 @@ import Synchronization
 final class MemoryBlockPool: Sendable {
     /// A block and the bytes it holds; nil and 0 for none yet. Whoever has the Block owns the memory: it
     /// passes between threads whole, never shared.
-    struct Block: @unchecked Sendable {
+    struct Block: @unchecked Sendable { // for the raw pointer: the block has one owner at a time
         var bytes: UnsafeMutablePointer<UInt8>?
         var capacity: Int
     }

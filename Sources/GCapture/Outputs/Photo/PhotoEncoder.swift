@@ -8,15 +8,16 @@ import Synchronization
 /// its own, apart from the session's graph so that a failure there can never stop the camera, which frames
 /// skip when they need neither.
 final class PhotoEncoder: @unchecked Sendable {
+    // @unchecked for the GStreamer handles: past init, the pipeline and its elements are used only inside `pushing` and deinit.
     private let pipeline: Pipeline
     private let source: SourcePad
     private let flip: Element
     private let sink: AppSink
     /// One JPEG block per photo being processed or just delivered; more are allocated when callers keep theirs.
     private let jpegBlocks = MemoryBlockPool(keeping: CapturePhotoOutput.maxInFlightCaptures)
-    /// The pipeline takes one frame at a time; encoding itself runs in parallel.
-    private let lock = NSLock()
-    private var direction = ""
+    /// The pipeline takes one frame at a time, so its flip's direction is one value behind one lock, held
+    /// for the whole push; encoding itself runs in parallel. Identity is what init leaves it turned to.
+    private let pushing = Locked(FrameTransform.identity.rawValue)
     /// What the pipeline's bus reported since the last frame went in: the reason a frame did not come out.
     private let reported = BusReport()
 
@@ -35,8 +36,7 @@ final class PhotoEncoder: @unchecked Sendable {
             // GStreamer 1.22's videoflip, made with the identity direction, still copies every frame; once
             // its direction has changed and come back it passes frames through untouched.
             try flip.set("video-direction", "90r")
-            try flip.set("video-direction", "identity")
-            direction = "identity"
+            try flip.set("video-direction", FrameTransform.identity.rawValue)
             // Read on the pushing thread: pushes run the elements synchronously, so whatever they post about
             // a frame is here before the push returns.
             pipeline.bus.setHandler { [reported] message in
@@ -90,27 +90,27 @@ final class PhotoEncoder: @unchecked Sendable {
     /// The frame turned and in a format libjpeg reads: the frame's own buffer goes in (a reference, no
     /// copy) and, when the push returns, the result waits in the sink.
     private func prepare(_ frame: CapturedFrame, direction: FrameTransform) throws(CaptureError) -> (Sample, VideoInfo) {
-        lock.lock()
-        defer { lock.unlock() }
-        if direction.rawValue != self.direction {
-            do {
-                try flip.set("video-direction", direction.rawValue)
-            } catch {
-                throw .configurationFailed(reason: "the photo encoder refused to turn the frame", underlying: error as? GStreamerError)
+        try pushing.withLock { (current: inout String) throws(CaptureError) -> (Sample, VideoInfo) in
+            if direction.rawValue != current {
+                do {
+                    try flip.set("video-direction", direction.rawValue)
+                } catch {
+                    throw .configurationFailed(reason: "the photo encoder refused to turn the frame", underlying: error as? GStreamerError)
+                }
+                current = direction.rawValue
             }
-            self.direction = direction.rawValue
+            reported.first.withLock { $0 = nil }
+            let pushed = source.push(frame.sample)
+            let sample = sink.pullSample(timeout: 0)
+            // A warning counts too: videoconvert warns about a buffer it cannot map, then passes on an unwritten one.
+            let cause = reported.first.withLock { $0 }
+            guard pushed, cause == nil, let sample, let info = sample.videoInfo else {
+                if !pushed { restart() }
+                throw .configurationFailed(reason: "the photo encoder could not turn or convert a \(frame.info.width)x\(frame.info.height) "
+                                           + "\(frame.info.format) frame" + (cause.map { ": \($0.reason)" } ?? ""), underlying: cause)
+            }
+            return (sample, info)
         }
-        reported.first.withLock { $0 = nil }
-        let pushed = source.push(frame.sample)
-        let sample = sink.pullSample(timeout: 0)
-        // A warning counts too: videoconvert warns about a buffer it cannot map, then passes on an unwritten one.
-        let cause = reported.first.withLock { $0 }
-        guard pushed, cause == nil, let sample, let info = sample.videoInfo else {
-            if !pushed { restart() }
-            throw .configurationFailed(reason: "the photo encoder could not turn or convert a \(frame.info.width)x\(frame.info.height) "
-                                       + "\(frame.info.format) frame" + (cause.map { ": \($0.reason)" } ?? ""), underlying: cause)
-        }
-        return (sample, info)
     }
 }
 

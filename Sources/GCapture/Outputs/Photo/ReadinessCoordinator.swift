@@ -28,6 +28,7 @@ public protocol CapturePhotoOutputReadinessCoordinatorDelegate: AnyObject, Senda
 /// taken at once (AVCapturePhotoOutputReadinessCoordinator). `captureReadiness` changes at once; the
 /// delegate hears of each change on the output's delegate queue.
 public final class CapturePhotoOutputReadinessCoordinator: @unchecked Sendable {
+    // @unchecked: `tracked` and `last` are touched only under the capture queue's lock, the rest is Locked or let.
     /// Held weakly, as AVFoundation's.
     public var delegate: (any CapturePhotoOutputReadinessCoordinatorDelegate)? {
         get { delivery.withLock { $0.delegate } }
@@ -37,7 +38,7 @@ public final class CapturePhotoOutputReadinessCoordinator: @unchecked Sendable {
     private weak var output: CapturePhotoOutput?
     private let queue: DispatchQueue
     private let outputID: ObjectIdentifier
-    // Under the output's lock.
+    // Under the output's capture queue's lock (withReadinessLock, outputReadinessChanged).
     private var tracked: Set<Int64> = []
     private var last: CapturePhotoOutput.CaptureReadiness?
 
