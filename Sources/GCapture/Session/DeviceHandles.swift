@@ -31,3 +31,27 @@ enum DeviceHandles {
         return ContinuousClock.now - start
     }
 }
+
+/// Camera nodes one graph stopped using, and when: v4l2 may hold a node a moment longer, so before the graph
+/// opens one of them again it waits for the handles it left. On the session queue.
+struct CamerasLeftBehind {
+    private var since: [String: ContinuousClock.Instant] = [:]
+
+    /// A source the graph stopped using.
+    mutating func note(_ unit: SourceUnit) {
+        guard !unit.isFiller, let node = unit.device.nodePath else { return }
+        since[DeviceHandles.resolvedNode(node)] = .now
+    }
+
+    /// Before a camera let go of in the last few seconds is opened again: its old handles gone.
+    mutating func waitForHandles(on device: CaptureDevice, graphName: String) {
+        guard let path = device.nodePath else { return }
+        let node = DeviceHandles.resolvedNode(path)
+        guard let leftAt = since.removeValue(forKey: node), ContinuousClock.now - leftAt < .seconds(10) else { return }
+        if let waited = DeviceHandles.waitUntilClosed(on: node, within: .seconds(3)) {
+            if waited > .milliseconds(20) { Log.session.debug("\(graphName): waited \(waited) for the session's old handle on \(node) to close") }
+        } else {
+            Log.session.notice("\(graphName): the session's old handle on \(node) is still open after 3 s")
+        }
+    }
+}

@@ -57,20 +57,19 @@ final class SessionGraph: @unchecked Sendable {
         /// Sources (or sources on trial) that posted an error: only their first error counts, and the EOS
         /// their element pushes after it must not reach the tee, or every output would end with them.
         var failedSources: Set<String> = []
-        var qosMessages = 0
-        var qosDropped: [String: UInt64] = [:]
     }
 
     private let busState = Locked(BusState())
-    /// What is watched on each running camera source (stalls, lateness), by the source bin's path.
-    let sourceWatches = Locked<[String: SourceWatch]>([:])
+    private let qualityCounter = QualityCounter()
+    /// What is watched on each running camera source (stalls, lateness).
+    let sourceWatches = SourceWatches()
     /// System pressure while the graph plays: measures, and degrades the graph in steps.
     private(set) var pressure: SessionPressure!
     private var emit: (@Sendable (GraphEvent) -> Void)!
     private var branchCounter = 0
     private var sourceCounter = 0
-    /// Camera nodes this graph stopped using, and when (DeviceHandles).
-    private var camerasLeftBehind: [String: ContinuousClock.Instant] = [:]
+    /// Camera nodes this graph stopped using (DeviceHandles).
+    private var camerasLeftBehind = CamerasLeftBehind()
     /// Every video buffer that entered the tee (a filler's too): the proof that frames flow at all.
     let videoFramesIn = FrameCounter()
 
@@ -107,7 +106,7 @@ final class SessionGraph: @unchecked Sendable {
             case .warning(let warning):
                 Log.session.warning("\(name): \(warning.message)", metadata: warning.logMetadata)
             case .qos(let qos):
-                self.count(qos, from: message.sourcePath ?? "?")
+                self.qualityCounter.count(qos, from: message.sourcePath ?? "?")
             default:
                 break
             }
@@ -115,16 +114,7 @@ final class SessionGraph: @unchecked Sendable {
     }
 
     /// QoS messages so far, and the buffers the elements that posted them say they dropped.
-    struct QualityFigures: Sendable, Equatable {
-        var messages = 0
-        var droppedBuffers: UInt64 = 0
-    }
-
-    var quality: QualityFigures {
-        busState.withLock { state in
-            QualityFigures(messages: state.qosMessages, droppedBuffers: state.qosDropped.values.reduce(0, +))
-        }
-    }
+    var quality: QualityFigures { qualityCounter.figures }
 
     /// How full the fullest encoder's raw video input queue is (0...1): an encoder falling behind.
     func recordingQueueFill() -> Double {
@@ -133,20 +123,6 @@ final class SessionGraph: @unchecked Sendable {
         }
         let ownEncoders = bins.compactMap { $0.element(named: "video_in")?.queueTimeFill }
         return (ownEncoders + encoders.compactMap(\.inputQueueFill)).max() ?? 0
-    }
-
-    /// Runs on a streaming thread: a counter, and a debug line (an element behind the clock posts one per
-    /// late buffer, so anything louder would flood the log).
-    private func count(_ qos: QualityOfService, from element: String) {
-        busState.withLock { state in
-            state.qosMessages += 1
-            // Each element's counter is cumulative: keep its latest.
-            state.qosDropped[element] = max(state.qosDropped[element] ?? 0, qos.dropped)
-        }
-        Log.session.debug("QoS: a buffer \(qos.jitter / 1_000_000) ms late", metadata: [
-            "element": .string(element), "processed": .stringConvertible(qos.processed),
-            "dropped": .stringConvertible(qos.dropped),
-        ])
     }
 
     /// Runs on the posting (streaming) thread: only flags and bookkeeping here.
@@ -171,7 +147,7 @@ final class SessionGraph: @unchecked Sendable {
                 // A camera slow to give its first frame (USB cameras can take a second or two) is judged by
                 // the trial's own deadline, not the stall interval.
                 if let trial = state.trialPath, message.isFrom(inside: trial) { return nil }
-                if let watch = sourceWatches.withLock({ watches in watches.first { message.isFrom(inside: $0.key) }?.value }) {
+                if let watch = sourceWatches.watch(of: message) {
                     watch.markStalled()
                     return nil
                 }
@@ -265,7 +241,7 @@ final class SessionGraph: @unchecked Sendable {
 
     func shutDown() {
         pressure.stop()
-        unwatchAll()
+        sourceWatches.removeAll()
         let quality = quality
         if quality.messages > 0 {
             Log.session.notice("\(pipeline.name) stopped after \(quality.messages) QoS messages; elements dropped \(quality.droppedBuffers) buffers")
@@ -285,7 +261,7 @@ final class SessionGraph: @unchecked Sendable {
     /// were never running, so they are not told they stopped.
     func discard() {
         pressure.stop()
-        unwatchAll()
+        sourceWatches.removeAll()
         pipeline.shutDown()
         busState.withLock { $0.branches.removeAll(); $0.members.removeAll(); $0.encoders.removeAll() }
     }
@@ -311,8 +287,8 @@ final class SessionGraph: @unchecked Sendable {
         let tee = slot == .video ? videoTee : audioTee
         let previous = slot == .video ? videoSource : audioSource
         let playing = isPlaying
-        defer { if let previous, (slot == .video ? videoSource : audioSource)?.bin !== previous.bin { leftBehind(previous) } }
-        if let unit { waitForHandlesLeftBehind(on: unit.device) }
+        defer { if let previous, (slot == .video ? videoSource : audioSource)?.bin !== previous.bin { camerasLeftBehind.note(previous) } }
+        if let unit { camerasLeftBehind.waitForHandles(on: unit.device, graphName: pipeline.name) }
         if playing, let unit, let previous, !unit.isFiller, !previous.isFiller, unit.device.uniqueID != previous.device.uniqueID {
             try switchOver(from: previous, to: unit, tee: tee, timeout: timeout)
             if slot == .video { videoSource = unit } else { audioSource = unit }
@@ -350,7 +326,7 @@ final class SessionGraph: @unchecked Sendable {
             try unit.bin.link(to: tee)
             watch(unit)
         } catch {
-            unwatch(unit.bin.path)
+            sourceWatches.remove(at: unit.bin.path)
             _ = try? unit.bin.setState(.null)
             pipeline.remove(unit.bin)
             throw .deviceFailed(device: unit.device.description, underlying: error as? GStreamerError
@@ -376,7 +352,7 @@ final class SessionGraph: @unchecked Sendable {
             try unit.bin.syncStateWithParent()
         }
         if let (failure, _) = failure {
-            unwatch(path)
+            sourceWatches.remove(at: path)
             unit.bin.unlink(from: tee)
             _ = try? unit.bin.setState(.null)
             pipeline.remove(unit.bin)
@@ -420,7 +396,7 @@ final class SessionGraph: @unchecked Sendable {
         if let failure = failure ?? cut.linkFailure.map({ ($0, unit.device) }) {
             // The tee goes back to the old source if the new one took it (it failed after its first buffer).
             cut.abandon()
-            unwatch(path)
+            sourceWatches.remove(at: path)
             _ = try? unit.bin.setState(.null)
             pipeline.remove(unit.bin)
             let reason = SourceBuilder.explanation(of: failure.0, from: unit.device)
@@ -432,7 +408,7 @@ final class SessionGraph: @unchecked Sendable {
             return .drop
         }
         busState.withLock { $0.sources.append((path, unit.device)) }
-        unwatch(previousPath)
+        sourceWatches.remove(at: previousPath)
         _ = try? previous.bin.setState(.null)
         pipeline.remove(previous.bin)
         busState.withLock { $0.sources.removeAll { $0.path == previousPath } }
@@ -441,45 +417,12 @@ final class SessionGraph: @unchecked Sendable {
     /// Puts a watch on a camera source: its stalls, its lateness, its frame rate under pressure.
     private func watch(_ unit: SourceUnit) {
         guard unit.device.mediaType == .video, let frameRate = unit.selection?.frameRate else { return }
-        let watch = SourceWatch(device: unit.device, frameRate: frameRate, withheld: pressure.withheld, onEvent: emit)
-        watch.install(on: unit.bin)
-        sourceWatches.withLock { $0[unit.bin.path] = watch }
-    }
-
-    private func unwatch(_ path: String) {
-        sourceWatches.withLock { $0.removeValue(forKey: path) }?.uninstall()
-    }
-
-    /// A watch's probe holds the watch and the watch its pad: both must go before the graph can.
-    private func unwatchAll() {
-        for watch in sourceWatches.withLock({ watches in defer { watches.removeAll() }; return Array(watches.values) }) {
-            watch.uninstall()
-        }
-    }
-
-    /// A camera this graph stopped using: v4l2 may hold its node a moment longer (DeviceHandles).
-    private func leftBehind(_ unit: SourceUnit) {
-        guard !unit.isFiller, let node = unit.device.nodePath else { return }
-        camerasLeftBehind[DeviceHandles.resolvedNode(node)] = .now
-    }
-
-    /// Before a camera this graph let go of in the last few seconds is opened again: its old handles gone.
-    private func waitForHandlesLeftBehind(on device: CaptureDevice) {
-        guard let path = device.nodePath else { return }
-        let node = DeviceHandles.resolvedNode(path)
-        guard let since = camerasLeftBehind[node] else { return }
-        camerasLeftBehind[node] = nil
-        guard ContinuousClock.now - since < .seconds(10) else { return }
-        if let waited = DeviceHandles.waitUntilClosed(on: node, within: .seconds(3)) {
-            if waited > .milliseconds(20) { Log.session.debug("\(pipeline.name): waited \(waited) for the session's old handle on \(node) to close") }
-        } else {
-            Log.session.notice("\(pipeline.name): the session's old handle on \(node) is still open after 3 s")
-        }
+        sourceWatches.add(SourceWatch(device: unit.device, frameRate: frameRate, withheld: pressure.withheld, onEvent: emit), on: unit.bin)
     }
 
     private func unplug(_ unit: SourceUnit, from tee: Element) {
         let path = unit.bin.path
-        unwatch(path)
+        sourceWatches.remove(at: path)
         _ = try? unit.bin.setState(.null)
         unit.bin.unlink(from: tee)
         pipeline.remove(unit.bin)

@@ -149,6 +149,36 @@ final class SourceWatch: Sendable {
     }
 }
 
+/// The watches on a graph's running camera sources, by their source bin's path: changed on the session queue,
+/// read by the bus handler (which watch a stall message is about) and by system pressure.
+final class SourceWatches: Sendable {
+    private let watches = Locked<[String: SourceWatch]>([:])
+
+    func add(_ watch: SourceWatch, on bin: Bin) {
+        watch.install(on: bin)
+        watches.withLock { $0[bin.path] = watch }
+    }
+
+    func remove(at path: String) {
+        watches.withLock { $0.removeValue(forKey: path) }?.uninstall()
+    }
+
+    /// A watch's probe holds the watch and the watch its pad: both must go before the graph can.
+    func removeAll() {
+        for watch in watches.withLock({ watches in defer { watches.removeAll() }; return Array(watches.values) }) {
+            watch.uninstall()
+        }
+    }
+
+    /// The watch on the source inside which `message` was posted.
+    func watch(of message: Message) -> SourceWatch? {
+        watches.withLock { watches in watches.first { message.isFrom(inside: $0.key) }?.value }
+    }
+
+    /// The camera's watch (a graph has one camera source at a time, two only during a switch).
+    var camera: SourceWatch? { watches.withLock { $0.values.first } }
+}
+
 extension Atomic where Value == UInt64 {
     fileprivate func raise(to value: UInt64) {
         var current = load(ordering: .relaxed)

@@ -131,7 +131,7 @@ final class SessionPressure: @unchecked Sendable {
 
     /// On the monitor's queue, at every reading.
     private func evaluate(_ machine: MachinePressure) {
-        guard let graph, let watch = graph.sourceWatches.withLock({ $0.values.first }) else { return }
+        guard let graph, let watch = graph.sourceWatches.camera else { return }
         let figures = watch.takeFigures()
         let qos = graph.quality.messages
         let fill = graph.recordingQueueFill()
