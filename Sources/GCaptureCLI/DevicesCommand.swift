@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import GCapture
 
-struct DevicesCommand: ParsableCommand {
+struct DevicesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
         abstract: "List cameras and microphones, with their formats and whether this user may open them.")
@@ -15,7 +15,7 @@ struct DevicesCommand: ParsableCommand {
     @Option(help: "Only devices of this media type (video or audio).")
     var mediaType: MediaType?
 
-    func run() throws {
+    func run() async throws {
         let devices = CaptureDevice.allDevices.filter { mediaType == nil || $0.mediaType == mediaType }
         let discoveryError = CaptureDevice.discoveryError
         if json {
@@ -26,7 +26,7 @@ struct DevicesCommand: ParsableCommand {
         } else {
             print(DeviceTable.render(devices))
         }
-        CaptureRuntime.shutDownForLeakReport()
+        await CaptureRuntime.shutDownForLeakReport()
         // The list above holds only the built-in test devices then: a machine whose camera stack failed
         // must not read as one without cameras.
         if let discoveryError { throw CommandFailure("\(discoveryError)") }

@@ -51,7 +51,7 @@ struct FramesCommand: AsyncParsableCommand {
                           + (report.withheldForPressure > 0 ? ", \(report.withheldForPressure) withheld for system pressure" : "")
                           + (stopped.map { " (stopped by \($0))" } ?? ""))
         }
-        CaptureRuntime.shutDownForLeakReport()
+        await CaptureRuntime.shutDownForLeakReport()
     }
 }
 

@@ -104,7 +104,7 @@ struct PreviewCommand: AsyncParsableCommand {
         } else {
             Console.write("\(shown) frames shown" + (stopped.map { " (stopped by \($0))" } ?? ""))
         }
-        CaptureRuntime.shutDownForLeakReport()
+        await CaptureRuntime.shutDownForLeakReport()
         if let failure { throw CommandFailure("the preview stopped: \(failure.description)") }
     }
 }

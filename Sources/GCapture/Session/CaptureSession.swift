@@ -41,6 +41,8 @@ public final class CaptureSession: @unchecked Sendable {
     let recovery = SourceRecovery()
     private let onQueueKey = DispatchSpecificKey<Bool>()
     private static let counter = Atomic<Int>(0)
+    /// Sessions not yet deinitialized, in the whole process (see CaptureRuntime.shutDownForLeakReport).
+    static let alive = Atomic<Int>(0)
 
     public init(name: String? = nil) {
         let number = Self.counter.add(1, ordering: .relaxed).newValue
@@ -48,12 +50,14 @@ public final class CaptureSession: @unchecked Sendable {
         queue = DispatchQueue(label: "gcapture.\(self.name)")
         queue.setSpecific(key: onQueueKey, value: true)
         GStreamer.initialize()
+        Self.alive.add(1, ordering: .releasing)
     }
 
     deinit {
         let (graph, prepared) = state.withLock { ($0.graph, $0.prepared) }
         graph?.shutDown()
         prepared?.discard()
+        Self.alive.subtract(1, ordering: .releasing)
     }
 
     // MARK: Inputs and outputs
