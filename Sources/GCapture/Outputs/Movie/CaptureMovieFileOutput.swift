@@ -61,7 +61,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         var bin: Bin?
         /// The encoder the file's video comes from when it is shared (else it is in `bin`).
         var sharedEncoder: SharedVideoEncoder?
-        var monitor: DispatchSourceTimer?
+        var monitor: RecordingLimitMonitor?
         var sidecarLock: SidecarLock?
         var stopping = false
         /// Files begun so far.
@@ -536,30 +536,18 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     // MARK: Limits
 
     private func startMonitoring(url: URL) {
-        let timer = DispatchSource.makeTimerSource(queue: workQueue)
-        timer.schedule(deadline: .now() + 0.2, repeating: 0.2)
-        timer.setEventHandler { [weak self] in self?.checkLimits(url: url) }
-        locked { recording?.monitor = timer }
-        timer.resume()
+        let monitor = RecordingLimitMonitor(
+            folder: url.deletingLastPathComponent(), queue: workQueue,
+            read: { [weak self] in self?.limitReading() }, reached: { [weak self] limit in self?.stop(with: limit) })
+        locked { recording?.monitor = monitor }
+        monitor.start()
     }
 
-    private func checkLimits(url: URL) {
-        // The duration and size limits are kept frame by frame by the recording's timeline, which stops
-        // the recording at the first frame past them; this covers a camera that stops delivering frames
-        // right at the limit.
+    private func limitReading() -> RecordingLimitMonitor.Reading? {
         let (limits, encoding) = locked { (settings, recording?.encoding) }
-        guard let encoding else { return }
-        if let maxDuration = limits.maxDuration, recordedDuration >= maxDuration {
-            return stop(with: .maximumDurationReached)
-        }
-        let bytesPerFragment = Int64(Double(encoding.videoBitRate + (encoding.withAudio ? 128_000 : 0)) / 8 * encoding.fragmentInterval)
-        if limits.minFreeDisk > 0 {
-            var info = statvfs()
-            if statvfs(url.deletingLastPathComponent().path, &info) == 0,
-               Int64(info.f_bavail) * Int64(info.f_frsize) < limits.minFreeDisk + bytesPerFragment {
-                return stop(with: .diskSpaceLimitReached)
-            }
-        }
+        guard let encoding else { return nil }
+        return .init(maxDuration: limits.maxDuration, minFreeDisk: limits.minFreeDisk, encoding: encoding,
+                     recordedDuration: recordedDuration)
     }
 
     // MARK: Finishing
