@@ -24,6 +24,7 @@ extension CaptureFileOutputRecordingDelegate {
 /// engine's own outputs derive from it (CaptureMovieFileOutput); each implements every member below, so the
 /// base's bodies are never reached.
 public class CaptureFileOutput: CaptureOutput, @unchecked Sendable {
+    // @unchecked Sendable: it stores nothing; its subclass keeps its state behind a lock.
     override init() {}
 
     /// The file being recorded to, nil when not recording.

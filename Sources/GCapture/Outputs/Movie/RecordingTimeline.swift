@@ -9,7 +9,7 @@ import GStreamerKit
 /// (no frame that would end past the limit is admitted), the file size on the encoded buffers entering the
 /// muxer (no buffer that would take the finished file past the limit is admitted). Statistics are counted
 /// there too, after the leaky input queue and the encoder, so they describe what is in the file.
-final class RecordingTimeline: @unchecked Sendable {
+final class RecordingTimeline: Sendable {
     struct Statistics: Sendable {
         var frames = 0
         /// Frames missing from the timeline (gaps in timestamps longer than a frame and a half).
@@ -27,64 +27,59 @@ final class RecordingTimeline: @unchecked Sendable {
         var maxFileSize: Int64?
     }
 
-    private let lock = NSLock()
-    private let limits: Limits
-    /// Whether frames marked as filler (GST_BUFFER_FLAG_GAP: the session's black frames while the camera is
-    /// interrupted) stay out of the file: a file that ends at an interruption and one that begins after it.
-    private let dropsFillerFrames: Bool
-    /// Set when the file ends at an interruption: no frame enters any more, and no audio past the last frame.
-    private var ended = false
-    /// Where the last admitted frame ends, in the frames' own time.
-    private var lastVideoEnd: UInt64?
-    /// The audio has been let in up to the end of the file's video (see waitForAudioToReachVideoEnd).
-    private var audioReachedEnd = false
+    /// Everything the probes of both tracks read and write, each buffer's decision taken whole under one lock.
+    fileprivate struct State {
+        let limits: Limits
+        /// Whether frames marked as filler (GST_BUFFER_FLAG_GAP: the session's black frames while the camera is
+        /// interrupted) stay out of the file: a file that ends at an interruption and one that begins after it.
+        let dropsFillerFrames: Bool
+        /// Set when the file ends at an interruption: no frame enters any more, and no audio past the last frame.
+        var ended = false
+        /// Where the last admitted frame ends, in the frames' own time.
+        var lastVideoEnd: UInt64?
+        /// The audio has been let in up to the end of the file's video (see waitForAudioToReachVideoEnd).
+        var audioReachedEnd = false
+        var start: UInt64?
+        var pausedTotal: UInt64 = 0
+        var pausedAt: UInt64?
+        var pauseRequested = false
+        var resumeRequested = false
+        var frameInterval: UInt64?
+        /// Set when a limit is reached: no more frames enter the branch.
+        var closed = false
+        /// Set when the size limit is reached: nothing more enters the muxer either.
+        var full = false
+        var limitReported = false
+        /// The finished file's size with the samples admitted to the muxer so far.
+        var size: MovieSizeEstimate
+        var lastMuxedVideo: UInt64?
+        /// The first encoded frame's timestamp: encoders may offset theirs (x264enc by 1000 hours).
+        var firstMuxedVideo: UInt64?
+        var statistics = Statistics()
+    }
+
+    private let state: Locked<State>
     private let onLimit: @Sendable (CaptureError) -> Void
-    private var start: UInt64?
-    private var pausedTotal: UInt64 = 0
-    private var pausedAt: UInt64?
-    private var pauseRequested = false
-    private var resumeRequested = false
-    private var frameInterval: UInt64?
-    /// Set when a limit is reached: no more frames enter the branch.
-    private var closed = false
-    /// Set when the size limit is reached: nothing more enters the muxer either.
-    private var full = false
-    private var limitReported = false
-    /// The finished file's size with the samples admitted to the muxer so far.
-    private var size: MovieSizeEstimate
-    private var lastMuxedVideo: UInt64?
-    /// The first encoded frame's timestamp: encoders may offset theirs (x264enc by 1000 hours).
-    private var firstMuxedVideo: UInt64?
-    private var statistics = Statistics()
 
     init(limits: Limits = Limits(), size: MovieSizeEstimate = MovieSizeEstimate(fragmentDuration: 1_000_000_000, withAudio: false),
          dropsFillerFrames: Bool = false, onLimit: @escaping @Sendable (CaptureError) -> Void = { _ in }) {
-        self.limits = limits
-        self.size = size
-        self.dropsFillerFrames = dropsFillerFrames
+        state = Locked(State(limits: limits, dropsFillerFrames: dropsFillerFrames, size: size))
         self.onLimit = onLimit
     }
 
-    var stats: Statistics { lock.withLock { statistics } }
-    var isPaused: Bool { lock.withLock { pauseRequested } }
+    var stats: Statistics { state.withLock { $0.statistics } }
+    var isPaused: Bool { state.withLock { $0.pauseRequested } }
     /// A resume is asked for and waits for its first frame (with encoded frames: a key frame).
-    var isResuming: Bool { lock.withLock { resumeRequested } }
+    var isResuming: Bool { state.withLock { $0.resumeRequested } }
 
-    func pause() { lock.withLock { pauseRequested = true; resumeRequested = false } }
-    func resume() { lock.withLock { if pauseRequested { resumeRequested = true } } }
+    func pause() { state.withLock { $0.pauseRequested = true; $0.resumeRequested = false } }
+    func resume() { state.withLock { if $0.pauseRequested { $0.resumeRequested = true } } }
 
     /// Ends the file where it is, before its branch is drained: frames from now on (the session's filler
     /// for an interrupted camera) stay out, and so does audio past the last frame, so the tracks end together.
-    func end() { lock.withLock { ended = true } }
+    func end() { state.withLock { $0.ended = true } }
 
-    /// Under the lock: closes the timeline; true the first time a limit is reached, so the output hears
-    /// it once (outside the lock).
-    private func reachLimit() -> Bool {
-        closed = true
-        defer { limitReported = true }
-        return !limitReported
-    }
-
+    /// Told outside the lock, so that the output may stop the recording from there.
     private func report(_ reason: CaptureError, if first: Bool) {
         if first { onLimit(reason) }
     }
@@ -94,45 +89,10 @@ final class RecordingTimeline: @unchecked Sendable {
     /// key frame: the frames before it could not be decoded.
     func admitVideo(_ pts: ClockTime?, duration: ClockTime?, isFiller: Bool = false, isKeyFrame: Bool = true) -> ClockTime? {
         guard let pts else { return nil }
-        let time = UInt64(pts)
         var reached = false
         defer { report(.maximumDurationReached, if: reached) }
-        return lock.withLock { () -> ClockTime? in
-            if isFiller, dropsFillerFrames {
-                // The camera is gone: the file ends with its last frame, the audio too (the session may
-                // say why only later). Filler before the first frame is only skipped.
-                if start != nil { ended = true }
-                return nil
-            }
-            if let duration, duration > 0 { frameInterval = UInt64(duration) }
-            guard !closed, !ended else { return nil }
-            if pauseRequested, !resumeRequested {
-                if pausedAt == nil { pausedAt = time }
-                return nil
-            }
-            if !isKeyFrame, start == nil || resumeRequested {
-                if start != nil, pausedAt == nil { pausedAt = time }
-                return nil
-            }
-            if resumeRequested {
-                // The pause lasted from its first dropped frame to this one; one that began before the
-                // file's first frame (a file begun paused), or that no frame fell into, took nothing out of
-                // the file's time.
-                if let pausedAt, start != nil { pausedTotal += time - pausedAt }
-                pausedAt = nil
-                pauseRequested = false
-                resumeRequested = false
-            }
-            if start == nil { start = time }
-            let fileTime = time - (start ?? time) - pausedTotal
-            // The frame would end past the limit (by more than timestamp jitter): the movie ends before it.
-            let interval = frameInterval ?? 0
-            if let maxDuration = limits.maxDuration, fileTime + interval > maxDuration + interval / 2 {
-                reached = reachLimit()
-                return nil
-            }
-            lastVideoEnd = time + interval
-            return ClockTime((start ?? time) + pausedTotal)
+        return state.withLock {
+            $0.admitVideo(at: UInt64(pts), duration: duration, isFiller: isFiller, isKeyFrame: isKeyFrame, reachedLimit: &reached)
         }
     }
 
@@ -148,30 +108,7 @@ final class RecordingTimeline: @unchecked Sendable {
     /// so the audio played that much early and ended that much (with the drain, ~0.1 s) before the video.
     func admitAudio(_ pts: ClockTime?, duration: ClockTime?) -> AudioAdmission? {
         guard let pts else { return nil }
-        return lock.withLock { () -> AudioAdmission? in
-            guard let start, !pauseRequested else { return nil }
-            var trim: UInt64 = 0
-            if UInt64(pts) < start + pausedTotal {
-                guard statistics.firstAudioTime == nil, UInt64(pts) + UInt64(duration ?? 0) > start + pausedTotal else { return nil }
-                trim = start + pausedTotal - UInt64(pts)
-            }
-            let fileTime = UInt64(pts) + trim - start - pausedTotal
-            if ended || closed, UInt64(pts) >= lastVideoEnd ?? 0 {
-                audioReachedEnd = true
-                return nil
-            }
-            if full { return nil }
-            if let maxDuration = limits.maxDuration, fileTime >= maxDuration {
-                audioReachedEnd = true
-                return nil
-            }
-            if ended || closed, UInt64(pts) + UInt64(duration ?? 0) >= lastVideoEnd ?? 0 { audioReachedEnd = true }
-            // Silence up to the first frame, never more than the longest a fresh audio server keeps its first
-            // buffer (a later start is no lag to hide).
-            let silence = statistics.firstAudioTime == nil && fileTime < Self.longestAudioLag ? fileTime : 0
-            if statistics.firstAudioTime == nil { statistics.firstAudioTime = fileTime - silence }
-            return AudioAdmission(shift: ClockTime(start + pausedTotal), trim: ClockTime(trim), silence: ClockTime(silence))
-        }
+        return state.withLock { $0.admitAudio(at: UInt64(pts), duration: UInt64(duration ?? 0)) }
     }
 
     struct AudioAdmission {
@@ -190,7 +127,7 @@ final class RecordingTimeline: @unchecked Sendable {
     /// come (paused, nothing recorded yet). Blocks: call it off the streaming and session threads.
     func waitForAudioToReachVideoEnd(timeout: Duration) {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline, !lock.withLock({ audioReachedEnd || pauseRequested || start == nil }) {
+        while ContinuousClock.now < deadline, !state.withLock({ $0.audioReachedEnd || $0.pauseRequested || $0.start == nil }) {
             Thread.sleep(forTimeInterval: 0.005)
         }
     }
@@ -199,27 +136,9 @@ final class RecordingTimeline: @unchecked Sendable {
     func muxVideo(_ pts: ClockTime?, duration: ClockTime?, bytes: Int, isKeyFrame: Bool) -> Bool {
         var reached = false
         defer { report(.maximumFileSizeReached, if: reached) }
-        return lock.withLock { () -> Bool in
-            let sample = MovieSizeEstimate.Sample(bytes: bytes, duration: duration.map(UInt64.init), isKeyFrame: isKeyFrame)
-            guard fits(sample, toVideo: true) else {
-                full = true
-                reached = reachLimit()
-                return false
-            }
-            statistics.frames += 1
-            guard let pts else { return true }
-            let time = UInt64(pts)
-            let interval = duration.map(UInt64.init) ?? frameInterval ?? 0
-            if let last = lastMuxedVideo, interval > 0, time > last + interval * 3 / 2 {
-                statistics.droppedFrames += Int((time - last) / interval) - 1
-            }
-            lastMuxedVideo = time
-            if firstMuxedVideo == nil {
-                firstMuxedVideo = time
-                statistics.firstVideoTime = 0
-            }
-            statistics.duration = max(statistics.duration, time - min(time, firstMuxedVideo ?? time) + interval)
-            return true
+        return state.withLock {
+            $0.muxVideo(pts.map(UInt64.init), duration: duration.map(UInt64.init), bytes: bytes, isKeyFrame: isKeyFrame,
+                        reachedLimit: &reached)
         }
     }
 
@@ -227,19 +146,121 @@ final class RecordingTimeline: @unchecked Sendable {
     func muxAudio(duration: ClockTime?, bytes: Int) -> Bool {
         var reached = false
         defer { report(.maximumFileSizeReached, if: reached) }
-        return lock.withLock { () -> Bool in
-            guard fits(MovieSizeEstimate.Sample(bytes: bytes, duration: duration.map(UInt64.init)), toVideo: false) else {
-                full = true
-                reached = reachLimit()
-                return false
-            }
-            statistics.audioBuffers += 1
-            return true
+        return state.withLock { $0.muxAudio(duration: duration.map(UInt64.init), bytes: bytes, reachedLimit: &reached) }
+    }
+}
+
+extension RecordingTimeline.State {
+    /// See RecordingTimeline.admitVideo.
+    mutating func admitVideo(at time: UInt64, duration: ClockTime?, isFiller: Bool, isKeyFrame: Bool,
+                             reachedLimit reached: inout Bool) -> ClockTime? {
+        if isFiller, dropsFillerFrames {
+            // The camera is gone: the file ends with its last frame, the audio too (the session may
+            // say why only later). Filler before the first frame is only skipped.
+            if start != nil { ended = true }
+            return nil
         }
+        if let duration, duration > 0 { frameInterval = UInt64(duration) }
+        guard !closed, !ended else { return nil }
+        if pauseRequested, !resumeRequested {
+            if pausedAt == nil { pausedAt = time }
+            return nil
+        }
+        if !isKeyFrame, start == nil || resumeRequested {
+            if start != nil, pausedAt == nil { pausedAt = time }
+            return nil
+        }
+        if resumeRequested {
+            // The pause lasted from its first dropped frame to this one; one that began before the
+            // file's first frame (a file begun paused), or that no frame fell into, took nothing out of
+            // the file's time.
+            if let pausedAt, start != nil { pausedTotal += time - pausedAt }
+            pausedAt = nil
+            pauseRequested = false
+            resumeRequested = false
+        }
+        if start == nil { start = time }
+        let fileTime = time - (start ?? time) - pausedTotal
+        // The frame would end past the limit (by more than timestamp jitter): the movie ends before it.
+        let interval = frameInterval ?? 0
+        if let maxDuration = limits.maxDuration, fileTime + interval > maxDuration + interval / 2 {
+            reached = reachLimit()
+            return nil
+        }
+        lastVideoEnd = time + interval
+        return ClockTime((start ?? time) + pausedTotal)
     }
 
-    /// Under the lock: whether the sample keeps the finished file within the size limit, and if so counts it.
-    private func fits(_ sample: MovieSizeEstimate.Sample, toVideo: Bool) -> Bool {
+    /// See RecordingTimeline.admitAudio.
+    mutating func admitAudio(at pts: UInt64, duration: UInt64) -> RecordingTimeline.AudioAdmission? {
+        guard let start, !pauseRequested else { return nil }
+        var trim: UInt64 = 0
+        if pts < start + pausedTotal {
+            guard statistics.firstAudioTime == nil, pts + duration > start + pausedTotal else { return nil }
+            trim = start + pausedTotal - pts
+        }
+        let fileTime = pts + trim - start - pausedTotal
+        if ended || closed, pts >= lastVideoEnd ?? 0 {
+            audioReachedEnd = true
+            return nil
+        }
+        if full { return nil }
+        if let maxDuration = limits.maxDuration, fileTime >= maxDuration {
+            audioReachedEnd = true
+            return nil
+        }
+        if ended || closed, pts + duration >= lastVideoEnd ?? 0 { audioReachedEnd = true }
+        // Silence up to the first frame, never more than the longest a fresh audio server keeps its first
+        // buffer (a later start is no lag to hide).
+        let silence = statistics.firstAudioTime == nil && fileTime < RecordingTimeline.longestAudioLag ? fileTime : 0
+        if statistics.firstAudioTime == nil { statistics.firstAudioTime = fileTime - silence }
+        return .init(shift: ClockTime(start + pausedTotal), trim: ClockTime(trim), silence: ClockTime(silence))
+    }
+
+    /// See RecordingTimeline.muxVideo.
+    mutating func muxVideo(_ pts: UInt64?, duration: UInt64?, bytes: Int, isKeyFrame: Bool, reachedLimit reached: inout Bool) -> Bool {
+        let sample = MovieSizeEstimate.Sample(bytes: bytes, duration: duration, isKeyFrame: isKeyFrame)
+        guard fits(sample, toVideo: true) else {
+            full = true
+            reached = reachLimit()
+            return false
+        }
+        statistics.frames += 1
+        guard let time = pts else { return true }
+        let interval = duration ?? frameInterval ?? 0
+        if let last = lastMuxedVideo, interval > 0, time > last + interval * 3 / 2 {
+            statistics.droppedFrames += Int((time - last) / interval) - 1
+        }
+        lastMuxedVideo = time
+        if firstMuxedVideo == nil {
+            firstMuxedVideo = time
+            statistics.firstVideoTime = 0
+        }
+        statistics.duration = max(statistics.duration, time - min(time, firstMuxedVideo ?? time) + interval)
+        return true
+    }
+
+    /// See RecordingTimeline.muxAudio.
+    mutating func muxAudio(duration: UInt64?, bytes: Int, reachedLimit reached: inout Bool) -> Bool {
+        guard fits(MovieSizeEstimate.Sample(bytes: bytes, duration: duration), toVideo: false) else {
+            full = true
+            reached = reachLimit()
+            return false
+        }
+        statistics.audioBuffers += 1
+        return true
+    }
+
+    /// Closes the timeline; true the first time a limit is reached, so the output hears it once (outside
+    /// the lock).
+    private mutating func reachLimit() -> Bool {
+        closed = true
+        defer { limitReported = true }
+        return !limitReported
+    }
+
+    /// Whether the sample keeps the finished file within the size limit, and if so counts it.
+    private mutating func fits(_ sample: MovieSizeEstimate.Sample, toVideo: Bool) -> Bool {
         let next = size.adding(sample, toVideo: toVideo)
         if let maxSize = limits.maxFileSize, full || next.bytes > maxSize { return false }
         size = next
