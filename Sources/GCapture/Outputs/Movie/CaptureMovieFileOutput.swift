@@ -324,8 +324,13 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         let monitor = RecordingLimitMonitor(
             folder: url.deletingLastPathComponent(), queue: workQueue,
             read: { [weak self] in self?.limitReading() }, reached: { [weak self] limit in self?.stop(with: limit) })
-        state.withLock { $0.recording?.monitor = monitor }
+        let owned = state.withLock { state -> Bool in
+            state.recording?.monitor = monitor
+            return state.recording != nil
+        }
         monitor.start()
+        // A recording that ended meanwhile cannot cancel it: it would tick for the rest of the process.
+        if !owned { monitor.cancel() }
     }
 
     private func limitReading() -> RecordingLimitMonitor.Reading? {
