@@ -8,3 +8,7 @@
 @_exported import struct GStreamerKit.GStreamerError
 @_exported import struct GStreamerKit.VideoInfo
 @_exported import struct GStreamerKit.VideoPlane
+
+// The concurrency utilities (Locked, Broadcast, BlockingQueue, AtomicFlag) for every file of the engine, and
+// for code above it that names them in what it builds on GCapture's types, without an import per file.
+@_exported import GCaptureSupport

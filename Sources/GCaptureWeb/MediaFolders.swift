@@ -1,5 +1,6 @@
 import CImaging
 import Foundation
+import GCaptureSupport
 import GStreamerKit
 
 /// The photos and movies the gallery shows, and the only files the server hands out. A file is named in a
