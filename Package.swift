@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "GCapture", dependencies: ["GCaptureSupport", "GStreamerKit", "CImaging", "CProcessHeap", "CDeviceServices",
                                                  .product(name: "Logging", package: "swift-log")]),
         // Description files (YAML): read, checked with positions, and built into a session.
-        .target(name: "GCaptureDescription", dependencies: ["GCapture", "GCaptureSupport", "GStreamerKit", .product(name: "Yams", package: "Yams")]),
+        .target(name: "GCaptureDescription", dependencies: ["GCapture", "GCaptureSupport", .product(name: "Yams", package: "Yams")]),
         // The operator's web page (`gcapture serve`, `gcapture run --http`): live view, controls, events, gallery.
         // Knows the engine, not the CLI: the commands come in through its OperatorConsole protocol.
         .target(name: "GCaptureWeb", dependencies: ["GCapture", "GCaptureSupport", "GStreamerKit", "CImaging",

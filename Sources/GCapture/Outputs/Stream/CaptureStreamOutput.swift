@@ -226,8 +226,8 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
             guard destination.carriesOpus else {
                 throw .invalidSettings("Opus audio does not travel in \(destination.kind == .rtmp ? "RTMP's FLV" : "HLS's segments"); use AAC there, or Opus over srt:// or rtsp://")
             }
-            guard GStreamer.hasElement("opusenc") else { throw .missingPackage(element: "opusenc", package: "gstreamer1.0-plugins-base") }
-            guard GStreamer.hasElement("opusparse") else { throw .missingPackage(element: "opusparse", package: "gstreamer1.0-plugins-bad") }
+            guard GStreamer.hasElement("opusenc") else { throw .missingPackage(element: "opusenc", package: ElementPackages.package(providing: "opusenc")!) }
+            guard GStreamer.hasElement("opusparse") else { throw .missingPackage(element: "opusparse", package: ElementPackages.package(providing: "opusparse")!) }
         }
         if destination.kind == .hls { try destination.checkPlaylistFolder() }
         _ = try H264Encoder.choose(videoEncoder)
