@@ -57,7 +57,7 @@ let package = Package(
         .target(name: "GCaptureDescription", dependencies: ["GCapture", "GCaptureSupport", .product(name: "Yams", package: "Yams")]),
         // The operator's web page (`gcapture serve`, `gcapture run --http`): live view, controls, events, gallery.
         // Knows the engine, not the CLI: the commands come in through its OperatorConsole protocol.
-        .target(name: "GCaptureWeb", dependencies: ["GCapture", "GCaptureSupport", "GStreamerKit", "CImaging",
+        .target(name: "GCaptureWeb", dependencies: ["GCapture", "GCaptureSupport",
                                                     .product(name: "NIOCore", package: "swift-nio"),
                                                     .product(name: "NIOPosix", package: "swift-nio"),
                                                     .product(name: "NIOHTTP1", package: "swift-nio"),
