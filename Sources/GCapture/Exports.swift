@@ -9,6 +9,7 @@
 @_exported import struct GStreamerKit.VideoInfo
 @_exported import struct GStreamerKit.VideoPlane
 
-// The concurrency utilities (Locked, Broadcast, BlockingQueue, AtomicFlag) for every file of the engine, and
-// for code above it that names them in what it builds on GCapture's types, without an import per file.
+// GCaptureSupport re-exported whole: every part of the engine shares its locks and broadcasts (no file needs
+// an import of its own), and code on GCapture alone (tests, benchmarks) keeps the Locked it had when it came
+// from GStreamerKit.
 @_exported import GCaptureSupport
