@@ -2,6 +2,7 @@
 import PackageDescription
 
 // Layers, each depending only on the ones above it in this list:
+//   GCaptureSupport (locks, broadcasts, blocking queues: generic concurrency, no GStreamer) →
 //   CGst (system library) → CGstShim (C macros/variadics) → GStreamerKit (safe Swift over GStreamer,
 //   knows nothing about cameras) → GCapture (the capture engine) → GCaptureDescription (YAML description
 //   files) → GCaptureWeb (the operator's web page, on SwiftNIO) → gcapture CLI, benchmark, examples.
@@ -14,6 +15,7 @@ let package = Package(
         .library(name: "GCapture", targets: ["GCapture"]),
         .library(name: "GCaptureWeb", targets: ["GCaptureWeb"]),
         .library(name: "GStreamerKit", targets: ["GStreamerKit"]),
+        .library(name: "GCaptureSupport", targets: ["GCaptureSupport"]),
         .library(name: "GCaptureDescription", targets: ["GCaptureDescription"]),
         .executable(name: "gcapture", targets: ["GCaptureCLI"]),
         .executable(name: "gcapture-bench", targets: ["GCaptureBenchmark"]),
@@ -38,28 +40,31 @@ let package = Package(
             pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-pbutils-1.0 gstreamer-tag-1.0 gio-2.0",
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
         ),
+        // The concurrency utilities every layer shares; at the bottom, so the layers above the engine get them
+        // without importing GStreamerKit.
+        .target(name: "GCaptureSupport"),
         .target(name: "CGstShim", dependencies: ["CGst"]),
         // System services the engine reads and Swift cannot call by itself (GDBus for iio-sensor-proxy, the
         // V4L2 control ioctl); no GStreamer.
         .target(name: "CDeviceServices", dependencies: ["CGst"]),
-        .target(name: "GStreamerKit", dependencies: ["CGst", "CGstShim", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "GStreamerKit", dependencies: ["GCaptureSupport", "CGst", "CGstShim", .product(name: "Logging", package: "swift-log")]),
         .target(name: "CImaging", linkerSettings: [.linkedLibrary("jpeg")]),
         // glibc's heap limited to two arenas when the program loads (see heap.c).
         .target(name: "CProcessHeap"),
-        .target(name: "GCapture", dependencies: ["GStreamerKit", "CImaging", "CProcessHeap", "CDeviceServices",
+        .target(name: "GCapture", dependencies: ["GCaptureSupport", "GStreamerKit", "CImaging", "CProcessHeap", "CDeviceServices",
                                                  .product(name: "Logging", package: "swift-log")]),
         // Description files (YAML): read, checked with positions, and built into a session.
-        .target(name: "GCaptureDescription", dependencies: ["GCapture", "GStreamerKit", .product(name: "Yams", package: "Yams")]),
+        .target(name: "GCaptureDescription", dependencies: ["GCapture", "GCaptureSupport", .product(name: "Yams", package: "Yams")]),
         // The operator's web page (`gcapture serve`, `gcapture run --http`): live view, controls, events, gallery.
         // Knows the engine, not the CLI: the commands come in through its OperatorConsole protocol.
-        .target(name: "GCaptureWeb", dependencies: ["GCapture", "GStreamerKit", "CImaging",
+        .target(name: "GCaptureWeb", dependencies: ["GCapture", "GCaptureSupport",
                                                     .product(name: "NIOCore", package: "swift-nio"),
                                                     .product(name: "NIOPosix", package: "swift-nio"),
                                                     .product(name: "NIOHTTP1", package: "swift-nio"),
                                                     .product(name: "NIOSSL", package: "swift-nio-ssl")]),
         .executableTarget(
             name: "GCaptureCLI",
-            dependencies: ["GCapture", "GCaptureDescription", "GCaptureWeb", "GStreamerKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["GCapture", "GCaptureDescription", "GCaptureWeb", "GCaptureSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(name: "GCaptureBenchmark", dependencies: ["GCapture", "GStreamerKit"],
@@ -69,8 +74,8 @@ let package = Package(
         .executableTarget(name: "PhotoBooth", dependencies: ["GCapture"], path: "Examples/PhotoBooth"),
         .executableTarget(name: "Recorder", dependencies: ["GCapture"], path: "Examples/Recorder"),
         .executableTarget(name: "MotionDetector", dependencies: ["GCapture"], path: "Examples/MotionDetector"),
-        .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit"]),
-        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GCaptureWeb", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
+        .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "GCaptureSupport"]),
+        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GCaptureWeb", "GCaptureSupport", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
                     // Description files the tests read from the source tree (#filePath), not resources.
                     exclude: ["Descriptions", "Browser"]),
         // The seed documents' AVFoundation code ported by renaming; GCapture alone, in the seeds' Swift 5.

@@ -8,3 +8,8 @@
 @_exported import struct GStreamerKit.GStreamerError
 @_exported import struct GStreamerKit.VideoInfo
 @_exported import struct GStreamerKit.VideoPlane
+
+// GCaptureSupport re-exported whole: every part of the engine shares its locks and broadcasts (no file needs
+// an import of its own), and code on GCapture alone (tests, benchmarks) keeps the Locked it had when it came
+// from GStreamerKit.
+@_exported import GCaptureSupport

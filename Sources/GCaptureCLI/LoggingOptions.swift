@@ -1,6 +1,6 @@
-import GStreamerKit
 import ArgumentParser
 import GCapture
+import GCaptureSupport
 import Logging
 import Synchronization
 

@@ -1,7 +1,7 @@
-import GStreamerKit
 import ArgumentParser
 import Foundation
 import GCapture
+import GCaptureSupport
 import Synchronization
 
 struct PhotoCommand: AsyncParsableCommand {
@@ -233,7 +233,8 @@ final class CapturesInFlight: Sendable {
 /// Prints the command's events, as text or as one JSON object per line.
 final class EventPrinter: @unchecked Sendable {
     let json: Bool
-    private let lock = NSLock()
+    /// Held while a line is written, so lines from several threads do not interleave.
+    private let writing = Locked(())
     init(json: Bool) { self.json = json }
 
     func photo(_ photo: CapturePhoto, event: String) {
@@ -254,7 +255,7 @@ final class EventPrinter: @unchecked Sendable {
     }
 
     func emit(_ object: [String: Any], text: String) {
-        lock.withLock {
+        writing.withLock { _ in
             if json { JSONLine.print(object) } else { Console.write(text) }
         }
     }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import GCapture
-import GStreamerKit
+import GCaptureSupport
 
 struct PreviewCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import GCapture
+import GCaptureSupport
 
 struct RecordCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -181,33 +182,31 @@ final class RecordingObserver: CaptureFileOutputRecordingDelegate, @unchecked Se
         case finished(URL, CaptureError?)
     }
 
-    private let lock = NSLock()
-    private var pending: [Event] = []
-    private var open = 0
+    private let state = Locked((pending: [Event](), open: 0))
 
     /// The events since the last call.
     func takeEvents() -> [Event] {
-        lock.withLock {
-            defer { pending = [] }
-            return pending
+        state.withLock { state in
+            defer { state.pending = [] }
+            return state.pending
         }
     }
 
     /// No file started is waiting for its end, and nothing is left to take.
-    var isIdle: Bool { lock.withLock { open == 0 && pending.isEmpty } }
+    var isIdle: Bool { state.withLock { $0.open == 0 && $0.pending.isEmpty } }
 
     func fileOutput(_ output: CaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
-        lock.withLock {
-            open += 1
-            pending.append(.started(fileURL))
+        state.withLock { state in
+            state.open += 1
+            state.pending.append(.started(fileURL))
         }
     }
     func fileOutput(_ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
                     error: (any Error)?) {
         let failure = error.map { $0 as? CaptureError ?? .recordingFailed(reason: "\($0)", underlying: nil) }
-        lock.withLock {
-            open = max(0, open - 1)
-            pending.append(.finished(outputFileURL, failure))
+        state.withLock { state in
+            state.open = max(0, state.open - 1)
+            state.pending.append(.finished(outputFileURL, failure))
         }
     }
 }

@@ -3,7 +3,6 @@ import Foundation
 import GCapture
 import GCaptureDescription
 import GCaptureWeb
-import GStreamerKit
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,6 @@
-import GStreamerKit
 import Dispatch
 import Foundation
+import GCaptureSupport
 import Synchronization
 
 /// How every command ends early: the first terminating signal (INT, TERM, HUP, QUIT) or a closed stdout

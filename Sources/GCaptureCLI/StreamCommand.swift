@@ -2,7 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import GCapture
-import GStreamerKit
+import GCaptureSupport
 
 struct StreamCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,4 +1,4 @@
-import GStreamerKit
+import GCaptureSupport
 import NIOCore
 
 /// The connections the server keeps open, at most `limit` at once. A connection that is being answered, or

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import GCapture
-import GStreamerKit
+import GCaptureSupport
 import NIOCore
 
 /// The live picture for browsers, as MJPEG (multipart/x-mixed-replace): each frame is encoded to JPEG once,

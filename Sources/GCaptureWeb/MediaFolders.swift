@@ -1,6 +1,6 @@
-import CImaging
 import Foundation
-import GStreamerKit
+import GCapture
+import GCaptureSupport
 
 /// The photos and movies the gallery shows, and the only files the server hands out. A file is named in a
 /// URL by its folder's index and its own name: one path component, percent-decoded once, never "..", never
@@ -153,23 +153,12 @@ final class Thumbnails: Sendable {
     }
 
     static func make(from jpeg: Data, size: Int = Thumbnails.size) -> Data? {
-        var output: UnsafeMutablePointer<UInt8>?
-        var length = 0
-        var width: Int32 = 0, height: Int32 = 0
-        var message = [CChar](repeating: 0, count: 200)
-        let status = jpeg.withUnsafeBytes { bytes in
-            CImaging_jpeg_thumbnail(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, Int32(size), 75,
-                                    &output, &length, &width, &height, &message, message.count)
-        }
-        defer { free(output) }
-        guard status == 0, let output else { return nil }
-        return Data(bytes: output, count: length)
+        try? JPEGEncoder.thumbnail(ofJPEG: jpeg, maximumDimension: size, quality: 75)
     }
 }
 
-/// A movie's thumbnail: its first frame, decoded by GStreamer, scaled to the thumbnail's width and encoded by
-/// jpegenc. One movie at a time (a gallery of a hundred movies must not start a hundred decoders), each
-/// given a few seconds.
+/// A movie's thumbnail: its first frame, scaled to the thumbnail's width (MovieThumbnailGenerator). One movie
+/// at a time (a gallery of a hundred movies must not start a hundred decoders), each given a few seconds.
 final class MovieThumbnails: Sendable {
     private let decoding = BlockingQueue(label: "gcapture.web.movie-thumbnails")
     private let cache = ThumbnailCache()
@@ -183,12 +172,10 @@ final class MovieThumbnails: Sendable {
     }
 
     static func firstFrame(of path: String, width: Int = Thumbnails.size) -> Data? {
-        let description = "filesrc name=file ! decodebin name=decoder decoder. ! queue ! videoconvert ! videoscale "
-            + "! video/x-raw,width=\(width),pixel-aspect-ratio=1/1 ! jpegenc quality=75 ! appsink name=sink sync=false max-buffers=1"
-        guard let pipeline = try? Pipeline.launch(description), let file = pipeline.element(named: "file"),
-              let sink = pipeline.element(named: "sink").flatMap(AppSink.init) else { return nil }
-        defer { pipeline.shutDown() }
-        guard (try? file.set("location", path)) != nil, (try? pipeline.setState(.playing)) != nil else { return nil }
-        return sink.pullSample(timeout: 5 * 1_000_000_000)?.withBytes { Data($0) }
+        var generator = MovieThumbnailGenerator(url: URL(fileURLWithPath: path))
+        generator.width = width
+        generator.quality = 75
+        generator.timeout = 5
+        return try? generator.firstFrameJPEG()
     }
 }

@@ -1,4 +1,3 @@
-import CImaging
 import Foundation
 import GCapture
 
@@ -39,23 +38,10 @@ enum NoSignalPicture {
     }
 
     static func jpeg(width: Int, height: Int) throws(CaptureError) -> Data {
-        let pixels = luma(width: width, height: height)
-        var block: UnsafeMutablePointer<UInt8>?
-        var capacity = 0, length = 0
-        var message = [CChar](repeating: 0, count: 256)
-        defer { free(block) }
-        let status = pixels.withUnsafeBufferPointer { plane -> Int32 in
-            var image = CImagingYUVImage()
-            image.width = Int32(width)
-            image.height = Int32(height)
-            image.layout = CImagingLayoutGray
-            image.planes.0 = plane.baseAddress
-            image.strides.0 = width
-            return CImaging_encode_jpeg(&image, 80, nil, 0, &block, &capacity, &length, &message, message.count)
-        }
-        guard status == 0, let block else {
+        do {
+            return try JPEGEncoder.encode(grayscale: luma(width: width, height: height), width: width, height: height, quality: 80)
+        } catch {
             throw .configurationFailed(reason: "the no-signal picture could not be encoded", underlying: nil)
         }
-        return Data(bytes: block, count: length)
     }
 }

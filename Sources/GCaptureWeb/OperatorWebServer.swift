@@ -1,5 +1,5 @@
 import Foundation
-import GStreamerKit
+import GCaptureSupport
 import NIOCore
 import NIOHTTP1
 import NIOPosix

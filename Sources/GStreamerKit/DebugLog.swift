@@ -1,6 +1,7 @@
 import CGst
 import CGstShim
 import Foundation
+import GCaptureSupport
 import Logging
 import Synchronization
 

@@ -1,5 +1,6 @@
 import CGst
 import CGstShim
+import GCaptureSupport
 import Synchronization
 
 /// Process-wide GStreamer set-up. Every wrapper in this module calls `GStreamer.initialize()` before its first

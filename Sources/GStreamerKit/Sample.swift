@@ -1,6 +1,7 @@
 import CGst
 import CGstShim
 import Foundation
+import GCaptureSupport
 
 /// Size, pixel format and layout of raw video, read from caps.
 public struct VideoInfo: Sendable, Equatable {
@@ -235,22 +236,21 @@ private final class ReadMapping: @unchecked Sendable {
 
 /// Remembers the layout of the last caps seen, so a stream of frames whose caps do not change parses them
 /// once instead of once per frame.
-public final class VideoInfoCache: @unchecked Sendable {
+public final class VideoInfoCache: Sendable {
     struct Entry {
         let caps: UnsafeMutablePointer<GstCaps>
         let info: VideoInfo
         let raw: GstVideoInfo
     }
 
-    private var entry: Entry?
-    private let lock = NSLock()
+    private let entry = Locked<Entry?>(nil)
 
     public init() {}
-    deinit { if let caps = entry?.caps { gst_caps_unref(caps) } }
+    deinit { if let caps = entry.withLock({ $0?.caps }) { gst_caps_unref(caps) } }
 
     func entry(for sample: Sample) -> Entry? {
         guard let caps = gst_sample_get_caps(sample.pointer) else { return nil }
-        return lock.withLock { () -> Entry? in
+        return entry.withLock { entry -> Entry? in
             // The cache keeps its caps alive, so an equal pointer is the same caps.
             if let entry, entry.caps == caps { return entry }
             var raw = GstVideoInfo()

@@ -1,5 +1,6 @@
 import CGst
 import Dispatch
+import GCaptureSupport
 import Synchronization
 
 /// A bin fed by request pads of tees that keep running (one tee per input: video, audio): attached and

@@ -1,3 +1,4 @@
+import GCaptureSupport
 import GStreamerKit
 import Logging
 import Synchronization

@@ -1,4 +1,5 @@
 import Foundation
+import GCaptureSupport
 @testable import GCaptureWeb
 import GStreamerKit
 import XCTest

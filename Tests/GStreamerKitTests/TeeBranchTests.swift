@@ -1,4 +1,5 @@
 import Foundation
+import GCaptureSupport
 import GStreamerKit
 import Synchronization
 import XCTest

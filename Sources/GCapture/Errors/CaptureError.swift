@@ -96,7 +96,9 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
         case .missingPackage(let element, let package):
             "GStreamer element '\(element)' is not installed (apt install \(package))"
         case .missingPlugin(let element):
-            "GStreamer element '\(element)' is not installed (apt install gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)"
+            // Not every missingPlugin names one element ("voaacenc or avenc_aac"): those keep the broad advice.
+            "GStreamer element '\(element)' is not installed (apt install "
+                + (ElementPackages.package(providing: element) ?? "gstreamer1.0-plugins-good gstreamer1.0-plugins-bad") + ")"
         }
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import GCapture
 import GCaptureDescription
-import GStreamerKit
+import GCaptureSupport
 
 /// What a command answers when it worked: the reply's fields (for --json) and its plain words.
 struct ControlReply: Sendable {

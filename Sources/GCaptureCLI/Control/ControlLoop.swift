@@ -1,6 +1,5 @@
 import Foundation
 import GCapture
-import GStreamerKit
 
 /// Why a run ends.
 enum RunStopReason: Sendable {

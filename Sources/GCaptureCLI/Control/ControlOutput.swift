@@ -1,5 +1,5 @@
 import Foundation
-import GStreamerKit
+import GCaptureSupport
 
 /// A reply's or an event's fields; JSON values (String, Int, Double, Bool, NSNull, arrays of them).
 typealias ControlFields = [String: any Sendable]
@@ -9,7 +9,7 @@ typealias ControlFields = [String: any Sendable]
 /// around each line: replies and events come from several tasks at once and must not interleave.
 final class ControlOutput: Sendable {
     let json: Bool
-    private let lock = NSLock()
+    private let writing = Locked(())
     /// The web page's event streams: every event as a JSON object, whatever the form printed on stdout.
     private let listeners = Locked<[UUID: AsyncStream<Data>.Continuation]>([:])
 
@@ -66,7 +66,7 @@ final class ControlOutput: Sendable {
     }
 
     private func write(_ object: [String: Any], text: String) {
-        lock.withLock {
+        writing.withLock { _ in
             if json { JSONLine.print(object) } else { Console.write(text) }
         }
     }

@@ -1,7 +1,7 @@
 import Foundation
 import GCapture
+import GCaptureSupport
 import GCaptureWeb
-import GStreamerKit
 
 /// A controlled capture run until told to stop: what `gcapture run` and `gcapture serve` share. Commands
 /// come from stdin and signals, and from the web page when one is served.

@@ -1,6 +1,6 @@
 import Foundation
 import GCapture
-import GStreamerKit
+import GCaptureSupport
 
 /// A value set once, awaited with a deadline: the controller must not wait for ever on a delegate call
 /// that an errored branch may never make.

@@ -1,6 +1,6 @@
 import Foundation
 import GCapture
-import GStreamerKit
+import GCaptureSupport
 
 /// systemd's service notification protocol (sd_notify(3)), written out here rather than linking
 /// libsystemd for one datagram: newline-separated `KEY=value` fields sent to the AF_UNIX datagram socket

@@ -1,6 +1,6 @@
 import Foundation
 import GCapture
-import GStreamerKit
+import GCaptureSupport
 
 /// The session a checked description declares, built and committed (its graph prepared, no device opened
 /// until `start`): the outputs it asked for, and where their files go. What drives it (`gcapture run`, a

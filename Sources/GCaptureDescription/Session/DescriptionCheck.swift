@@ -1,6 +1,5 @@
 import Foundation
 import GCapture
-import GStreamerKit
 
 /// How a description is read and checked.
 public struct DescriptionOptions: Sendable {
@@ -154,12 +153,12 @@ struct MachineCheck {
     }
 
     mutating func run() -> Found? {
-        GStreamer.initialize()
+        CaptureRuntime.initialize()
         let camera = findCamera()
         let microphone = findMicrophone()
         checkFragments()
         if let movie = description.outputs.movie, let encoder = movie.encoder, !refused("outputs.movie.encoder"),
-           !GStreamer.hasElement(encoder) {
+           !ElementPackages.isInstalled(encoder) {
             error(description.position(of: "outputs.movie.encoder"), ElementPackages.missing(encoder))
         }
         if let preview = description.outputs.preview { checkPreview(preview) }
@@ -274,7 +273,7 @@ struct MachineCheck {
     /// this machine lacks.
     mutating func checkFragment(_ fragment: String, at position: SourcePosition, what: String) -> Bool {
         do {
-            _ = try Bin.parse(fragment, ghostUnlinkedPads: true)
+            try CaptureRuntime.checkFragment(fragment)
             return true
         } catch let failure as GStreamerError {
             if let element = ElementPackages.missingElement(in: failure.message) {

@@ -62,33 +62,37 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     }
 
     /// Counted on streaming threads, read by the monitor.
-    final class ConnectionCounters: @unchecked Sendable {
-        private let lock = NSLock()
-        private var values = (framesIn: 0, videoFrames: 0, audioBuffers: 0, encodedBytes: UInt64(0))
-        private var lastFrameTime: UInt64?
+    final class ConnectionCounters: Sendable {
+        private struct Counts {
+            var framesIn = 0, videoFrames = 0, audioBuffers = 0, encodedBytes = UInt64(0)
+            var lastFrameTime: UInt64?
+        }
+        private let counts = Locked(Counts())
         /// A frame reached the branch; one that comes more than a frame and a half after the last stands
         /// for the frames between, which the shared encoder dropped (behind a busy CPU) before any output.
         func frameIn(time: UInt64?, duration: UInt64?) {
-            lock.withLock {
-                values.framesIn += 1
-                if let time, let last = lastFrameTime, let duration, duration > 0, time > last + duration * 3 / 2 {
-                    values.framesIn += Int((time - last) / duration) - 1
+            counts.withLock { counts in
+                counts.framesIn += 1
+                if let time, let last = counts.lastFrameTime, let duration, duration > 0, time > last + duration * 3 / 2 {
+                    counts.framesIn += Int((time - last) / duration) - 1
                 }
-                if let time { lastFrameTime = time }
+                if let time { counts.lastFrameTime = time }
             }
         }
         func encoded(video: Bool, bytes: Int) {
-            lock.withLock {
-                if video { values.videoFrames += 1 } else { values.audioBuffers += 1 }
-                values.encodedBytes += UInt64(bytes)
+            counts.withLock { counts in
+                if video { counts.videoFrames += 1 } else { counts.audioBuffers += 1 }
+                counts.encodedBytes += UInt64(bytes)
             }
         }
         var snapshot: (framesIn: Int, videoFrames: Int, audioBuffers: Int, encodedBytes: UInt64) {
-            lock.withLock { (values.framesIn, values.videoFrames, values.audioBuffers, values.encodedBytes) }
+            counts.withLock { ($0.framesIn, $0.videoFrames, $0.audioBuffers, $0.encodedBytes) }
         }
     }
 
-    private let lock = NSLock()
+    /// Guards the state below (Locked's own value is unused: the state stays in stored properties, which
+    /// the weak delegate needs).
+    private let lock = Locked(())
     private var settings = Settings()
     private var context: OutputContext?
     private var publication: Publication?
@@ -106,10 +110,8 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
 
     public override init() {}
 
-    private func locked<R>(_ body: () throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
+    private func locked<R>(_ body: () -> R) -> R {
+        lock.withLock { _ in body() }
     }
 
     // MARK: Settings (take effect at the next connection)
@@ -224,8 +226,8 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
             guard destination.carriesOpus else {
                 throw .invalidSettings("Opus audio does not travel in \(destination.kind == .rtmp ? "RTMP's FLV" : "HLS's segments"); use AAC there, or Opus over srt:// or rtsp://")
             }
-            guard GStreamer.hasElement("opusenc") else { throw .missingPackage(element: "opusenc", package: "gstreamer1.0-plugins-base") }
-            guard GStreamer.hasElement("opusparse") else { throw .missingPackage(element: "opusparse", package: "gstreamer1.0-plugins-bad") }
+            guard GStreamer.hasElement("opusenc") else { throw .missingPackage(element: "opusenc", package: ElementPackages.package(providing: "opusenc")!) }
+            guard GStreamer.hasElement("opusparse") else { throw .missingPackage(element: "opusparse", package: ElementPackages.package(providing: "opusparse")!) }
         }
         if destination.kind == .hls { try destination.checkPlaylistFolder() }
         _ = try H264Encoder.choose(videoEncoder)

@@ -98,12 +98,14 @@ public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
 
     /// The elements and the Debian package each comes in, checked before anything is built.
     var requiredElements: [(element: String, package: String)] {
-        switch kind {
-        case .rtmp: [("flvmux", "gstreamer1.0-plugins-good"), ("rtmp2sink", "gstreamer1.0-plugins-bad")]
-        case .srt: [("mpegtsmux", "gstreamer1.0-plugins-bad"), ("srtsink", "gstreamer1.0-plugins-bad")]
-        case .rtsp: [("rtspclientsink", "gstreamer1.0-rtsp")]
-        case .hls: [("hlssink2", "gstreamer1.0-plugins-bad"), ("mpegtsmux", "gstreamer1.0-plugins-bad")]
+        let elements = switch kind {
+        case .rtmp: ["flvmux", "rtmp2sink"]
+        case .srt: ["mpegtsmux", "srtsink"]
+        case .rtsp: ["rtspclientsink"]
+        case .hls: ["hlssink2", "mpegtsmux"]
         }
+        // Every one is in ElementPackages' table; the fallback only keeps a newly added one from going unnamed.
+        return elements.map { ($0, ElementPackages.package(providing: $0) ?? "gstreamer1.0-plugins-bad") }
     }
 
     /// The first element missing, as the error that names its package.

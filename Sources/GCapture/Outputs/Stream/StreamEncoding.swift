@@ -53,7 +53,7 @@ struct StreamEncoding: Sendable {
             let encoder: String
             switch audioCodec {
             case .aac:
-                guard let aac = MovieEncoding.aacEncoder else { throw .missingPackage(element: "voaacenc", package: "gstreamer1.0-plugins-bad") }
+                guard let aac = MovieEncoding.aacEncoder else { throw .missingPackage(element: "voaacenc", package: ElementPackages.package(providing: "voaacenc")!) }
                 encoder = "\(aac) bitrate=\(audioBitRate) ! aacparse name=\(Self.encodedAudio)"
             case .opus:
                 encoder = "opusenc bitrate=\(audioBitRate) ! opusparse name=\(Self.encodedAudio)"

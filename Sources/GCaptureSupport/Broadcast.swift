@@ -1,13 +1,14 @@
-import GStreamerKit
 import Foundation
 import Synchronization
 
 /// Fans values out to any number of AsyncStreams, one per consumer; a stream leaves when its consumer
 /// stops iterating. Hotplug events, runtime errors and frames all reach their listeners this way.
-final class Broadcast<Value: Sendable>: Sendable {
+public final class Broadcast<Value: Sendable>: Sendable {
+    public init() {}
+
     private let continuations = Locked<[UUID: AsyncStream<Value>.Continuation]>([:])
 
-    func makeStream(bufferingPolicy: AsyncStream<Value>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<Value> {
+    public func makeStream(bufferingPolicy: AsyncStream<Value>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<Value> {
         let (stream, continuation) = AsyncStream<Value>.makeStream(bufferingPolicy: bufferingPolicy)
         let key = UUID()
         continuations.withLock { $0[key] = continuation }
@@ -20,12 +21,12 @@ final class Broadcast<Value: Sendable>: Sendable {
     /// Hands `value` to every stream; one result per stream (a stream that keeps only the newest value
     /// reports `.dropped` for the one it let go).
     @discardableResult
-    func yield(_ value: Value) -> [AsyncStream<Value>.Continuation.YieldResult] {
+    public func yield(_ value: Value) -> [AsyncStream<Value>.Continuation.YieldResult] {
         continuations.withLock { Array($0.values) }.map { $0.yield(value) }
     }
 
     /// Ends every stream; consumers' loops finish.
-    func finishAll() {
+    public func finishAll() {
         let ended = continuations.withLock { state in
             defer { state.removeAll() }
             return Array(state.values)
