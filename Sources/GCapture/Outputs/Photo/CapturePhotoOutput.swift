@@ -338,12 +338,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     }
 
     private func sharedEncoder() throws(CaptureError) -> PhotoEncoder {
-        try encoder.withLock { (encoder: inout PhotoEncoder?) throws(CaptureError) -> PhotoEncoder in
-            if let encoder { return encoder }
-            let made = try PhotoEncoder()
-            encoder = made
-            return made
-        }
+        try encoder.madeOnFirstUse()
     }
 
     // MARK: Deferred processing

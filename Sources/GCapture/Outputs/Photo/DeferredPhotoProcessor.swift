@@ -137,11 +137,6 @@ final class DeferredPhotoProcessor: Sendable {
 
     /// Deferred work has an encoder of its own, so that it never holds up a capture's.
     private func encoder() throws(CaptureError) -> PhotoEncoder {
-        try madeEncoder.withLock { (encoder: inout PhotoEncoder?) throws(CaptureError) -> PhotoEncoder in
-            if let encoder { return encoder }
-            let made = try PhotoEncoder()
-            encoder = made
-            return made
-        }
+        try madeEncoder.madeOnFirstUse()
     }
 }

@@ -126,3 +126,15 @@ private extension GStreamerError {
 private final class BusReport: Sendable {
     let first = Locked<GStreamerError?>(nil)
 }
+
+extension Locked where Value == PhotoEncoder? {
+    /// The encoder, made on first use: its pipeline is built only once a photo needs it.
+    func madeOnFirstUse() throws(CaptureError) -> PhotoEncoder {
+        try withLock { (encoder: inout PhotoEncoder?) throws(CaptureError) -> PhotoEncoder in
+            if let encoder { return encoder }
+            let made = try PhotoEncoder()
+            encoder = made
+            return made
+        }
+    }
+}
