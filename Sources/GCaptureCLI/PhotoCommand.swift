@@ -234,7 +234,7 @@ final class CapturesInFlight: Sendable {
 final class EventPrinter: @unchecked Sendable {
     let json: Bool
     /// Held while a line is written, so lines from several threads do not interleave.
-    private let writing = Locked(())
+    private let writing = Lock()
     init(json: Bool) { self.json = json }
 
     func photo(_ photo: CapturePhoto, event: String) {
@@ -255,7 +255,7 @@ final class EventPrinter: @unchecked Sendable {
     }
 
     func emit(_ object: [String: Any], text: String) {
-        writing.withLock { _ in
+        writing.withLock {
             if json { JSONLine.print(object) } else { Console.write(text) }
         }
     }

@@ -9,7 +9,7 @@ typealias ControlFields = [String: any Sendable]
 /// around each line: replies and events come from several tasks at once and must not interleave.
 final class ControlOutput: Sendable {
     let json: Bool
-    private let writing = Locked(())
+    private let writing = Lock()
     /// The web page's event streams: every event as a JSON object, whatever the form printed on stdout.
     private let listeners = Locked<[UUID: AsyncStream<Data>.Continuation]>([:])
 
@@ -66,7 +66,7 @@ final class ControlOutput: Sendable {
     }
 
     private func write(_ object: [String: Any], text: String) {
-        writing.withLock { _ in
+        writing.withLock {
             if json { JSONLine.print(object) } else { Console.write(text) }
         }
     }

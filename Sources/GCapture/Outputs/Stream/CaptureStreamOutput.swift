@@ -90,9 +90,8 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
-    /// Guards the state below (Locked's own value is unused: the state stays in stored properties, which
-    /// the weak delegate needs).
-    private let lock = Locked(())
+    /// Guards the state below (stored properties, which the weak delegate needs).
+    private let lock = Lock()
     private var settings = Settings()
     private var context: OutputContext?
     private var publication: Publication?
@@ -111,7 +110,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     public override init() {}
 
     private func locked<R>(_ body: () -> R) -> R {
-        lock.withLock { _ in body() }
+        lock.withLock { body() }
     }
 
     // MARK: Settings (take effect at the next connection)
