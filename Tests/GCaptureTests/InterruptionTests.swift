@@ -47,6 +47,19 @@ final class InterruptionTests: XCTestCase {
         XCTAssertEqual(InterruptionClassifier.reasonForRemoval(of: camera), .videoDeviceUnplugged)
     }
 
+    /// An error whose words say nothing of a missing device (a buffer pool failing to activate) is an unplug
+    /// when the camera's node no longer opens, and stays an error when it opens.
+    func testACameraErrorIsAnUnplugWhenTheDeviceNoLongerOpens() throws {
+        func camera(at node: String) -> CaptureDevice {
+            CaptureDevice(uniqueID: "usb-camera", localizedName: "USB camera", modelID: "uvc", manufacturer: "", deviceType: .external,
+                          position: .unspecified, mediaType: .video, nodePath: node, formats: [], backend: .v4l2(path: node))
+        }
+        XCTAssertEqual(InterruptionClassifier.reasonAskingTheDevice(camera(at: "/dev/video-that-was-unplugged")), .videoDeviceUnplugged)
+        // /dev/null opens: a device that is there.
+        XCTAssertNil(InterruptionClassifier.reasonAskingTheDevice(camera(at: "/dev/null")))
+        XCTAssertNil(InterruptionClassifier.reasonAskingTheDevice(.testCamera))
+    }
+
     /// pulsesrc's errors, from the real server: killed while capturing, then absent when opened again.
     func testTheClassifierReadsWhatPulseSrcReportsWhenTheServerDies() async throws {
         let server = try PulseAudioServer()
@@ -99,7 +112,7 @@ final class InterruptionTests: XCTestCase {
         let url = try temporaryFolder().appendingPathComponent("gap.mp4")
         let waiter = await startRecording(movie, to: url)
         try await Task.sleep(for: .milliseconds(700))
-        session.queue.async { session.interrupt(.video, reason: .videoDeviceStalled) }
+        session.queue.async { session.interruptions.interrupt(.video, reason: .videoDeviceStalled) }
         let interrupted = await log.wait(timeout: 2) { !$0.interruptions.isEmpty }
         XCTAssertTrue(interrupted)
         XCTAssertEqual(log.interruptions.map(\.reason), [.videoDeviceStalled])

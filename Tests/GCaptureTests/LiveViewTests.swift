@@ -28,7 +28,7 @@ final class LiveViewTests: XCTestCase {
         }
         try await waitFor("5 camera frames", seconds: 5) { $0.filter { !$0.noSignal }.count >= 5 }
         let interruptedAt = monotonicMilliseconds()
-        session.queue.async { session.interrupt(.video, reason: .videoDeviceStalled) }
+        session.queue.async { session.interruptions.interrupt(.video, reason: .videoDeviceStalled) }
         try await waitFor("the no-signal picture", seconds: 2) { $0.contains { $0.noSignal && $0.at > interruptedAt } }
         let shownAfter = try XCTUnwrap(parts.withLock { $0.first { $0.noSignal && $0.at > interruptedAt } }).at - interruptedAt
         XCTAssertLessThan(shownAfter, 500, "viewers saw the camera's absence \(shownAfter) ms late")

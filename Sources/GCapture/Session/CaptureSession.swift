@@ -37,8 +37,8 @@ public final class CaptureSession: @unchecked Sendable {
     private let errors = Broadcast<RuntimeError>()
     let sessionEvents = Broadcast<Event>()
     let queue: DispatchQueue
-    /// Interrupted inputs and their retries (SourceRecovery.swift).
-    let recovery = SourceRecovery()
+    /// Interruptions, from the source's trouble to the device back (Interruptions/InterruptionCoordinator.swift).
+    let interruptions: InterruptionCoordinator
     private let onQueueKey = DispatchSpecificKey<Bool>()
     private static let counter = Atomic<Int>(0)
     /// Sessions not yet deinitialized, in the whole process (see CaptureRuntime.shutDownForLeakReport).
@@ -49,8 +49,10 @@ public final class CaptureSession: @unchecked Sendable {
         self.name = name ?? "session-\(number)"
         queue = DispatchQueue(label: "gcapture.\(self.name)")
         queue.setSpecific(key: onQueueKey, value: true)
+        interruptions = InterruptionCoordinator(queue: queue, sessionName: self.name)
         GStreamer.initialize()
         Self.alive.add(1, ordering: .releasing)
+        interruptions.attach(to: self)
     }
 
     deinit {
@@ -252,8 +254,7 @@ public final class CaptureSession: @unchecked Sendable {
             let device = newVideo?.device
             for output in graph.members { output.videoDeviceDidChange(device) }
         }
-        if videoChanged { endInterruptionIfReplaced(.video, in: graph); awaitFirstAvailableCamera(in: graph) }
-        if audioChanged { endInterruptionIfReplaced(.audio, in: graph) }
+        interruptions.inputsDidChange(video: videoChanged, audio: audioChanged, in: graph)
         state.withLock { $0.committed = configuration }
     }
 
@@ -322,20 +323,14 @@ public final class CaptureSession: @unchecked Sendable {
         }
         state.withLock { $0.graph = graph; $0.isRunning = true }
         post(.didStartRunning)
-        watchDevices(of: graph)
-        if let heldElsewhere, let video = resolved.video {
-            beginInterrupted(.video, reason: .videoDeviceInUseByAnotherClient, device: heldElsewhere,
-                             selection: video.selection, graph: graph)
-        }
-        awaitFirstAvailableCamera(in: graph)
+        interruptions.sessionDidStart(graph, cameraHeldElsewhere: heldElsewhere, selection: resolved.video?.selection)
     }
 
     /// The running graph, if any (read on the session queue for changes).
     var runningGraph: SessionGraph? { state.withLock { $0.graph } }
 
     func stopOnQueue() {
-        // The app's intent to run ends here: no retry may bring a device back into a stopped session.
-        recovery.cancelAll()
+        interruptions.sessionWillStop()
         guard let graph = state.withLock({ state -> SessionGraph? in
             defer { state.graph = nil; state.isRunning = false }
             return state.graph
@@ -353,8 +348,8 @@ public final class CaptureSession: @unchecked Sendable {
     }
 
     /// Every event of the running graph comes here, on the session queue. What happens to a source (failed,
-    /// silent, under pressure) is the Interruptions room's to decide (SourceEvents.swift); an output's failure
-    /// detaches its branch.
+    /// silent, under pressure) is the InterruptionCoordinator's to decide; an output's failure detaches its
+    /// branch.
     private func handle(_ event: GraphEvent, from source: SessionGraph) {
         // Events of a graph that has since stopped concern nobody.
         guard let graph = state.withLock({ $0.graph }), graph === source else { return }
@@ -366,7 +361,7 @@ public final class CaptureSession: @unchecked Sendable {
                 publish(RuntimeError(error: .outputFailed(output: output.displayName, underlying: error), output: output, isFatal: false))
             }
         case .sourceFailed, .sourceStalled, .sourceResumed, .systemPressureChanged:
-            handleSourceEvent(event, in: graph)
+            interruptions.handle(event, in: graph)
         }
     }
 
@@ -383,6 +378,12 @@ public final class CaptureSession: @unchecked Sendable {
                     body(running != nil && running === target ? running : nil)
                 }
             })
+    }
+
+    /// The session cannot go on: it stops, then says why.
+    func fail(_ error: RuntimeError) {
+        stopOnQueue()
+        publish(error)
     }
 
     func publish(_ error: RuntimeError) {

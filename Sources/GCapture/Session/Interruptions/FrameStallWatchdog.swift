@@ -207,24 +207,3 @@ enum TestCameraStalls {
         pad.addProbe(.buffer) { _ in isStalled(uniqueID) ? .drop : .ok }
     }
 }
-
-extension CaptureSession {
-    /// On the session's queue: the camera's frames stopped for its frame-stall timeout. An interruption like
-    /// the others (isInterrupted, the outputs' hooks, the notification), but the camera is kept open and
-    /// no filler takes its place: it did not fail, it went silent, and the watchdog's next frame from it ends
-    /// the interruption. Reopening it would leave the outputs without frames for each try (a trial waits
-    /// seconds for a first frame from a camera that may be silent still) and closes a device a wedged driver
-    /// may not give back.
-    func videoSourceDidStall(_ device: CaptureDevice) {
-        guard let graph = runningGraph, let source = graph.source(for: .video), !source.isFiller,
-              announceInterruption(of: .video, reason: .videoDeviceStalled, device: source.device, selection: source.selection,
-                                   in: graph) else { return }
-        Log.session.warning("\(device) delivered no frame for its frame-stall timeout: interrupted")
-    }
-
-    /// On the session's queue: a stalled camera delivers again.
-    func videoSourceDidResume(_ device: CaptureDevice) {
-        guard let graph = runningGraph, announceInterruptionEnded(of: .video, onlyFor: .videoDeviceStalled, in: graph) != nil else { return }
-        Log.session.notice("\(device) delivers frames again")
-    }
-}

@@ -1,3 +1,4 @@
+import Foundation
 import GStreamerKit
 
 /// Decides whether a source's failure is an interruption the session can wait out (the camera unplugged,
@@ -27,6 +28,21 @@ enum InterruptionClassifier {
             // camera's source is black frames while it waits (SourceBuilder.videoSource).
             return nil
         }
+    }
+
+    /// A camera's error the words do not explain, told apart by asking the device itself: a camera whose node
+    /// no longer opens (ENODEV: vivid disconnected while a handle is open; ENOENT: a USB camera gone from
+    /// /dev) was unplugged, whatever v4l2src was doing then. Unplugged during a renegotiation, it fails the
+    /// buffer pool's activation ("Failed to allocate required memory", as an injected streamon error also
+    /// says), which ended the session (seen in the VM: a disconnect 6 s after start, under load).
+    static func reasonAskingTheDevice(_ device: CaptureDevice) -> Reason? {
+        guard device.mediaType == .video, case .v4l2 = device.backend, let node = device.nodePath else { return nil }
+        let fd = open(node, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        guard fd < 0 else {
+            close(fd)
+            return nil
+        }
+        return errno == ENODEV || errno == ENOENT ? .videoDeviceUnplugged : nil
     }
 
     /// The reason for a device the device monitor (udev) says went away.

@@ -14,6 +14,19 @@ extension Notification.Name {
 }
 
 extension CaptureSession {
+    /// When an interrupted device is tried again: after each of these delays in turn, then every
+    /// `recoveryRetryInterval` (and at once when udev announces it again).
+    public static var recoveryRetryDelays: [Duration] { SourceRecovery.retryDelays }
+    public static var recoveryRetryInterval: Duration { SourceRecovery.steadyRetryDelay }
+
+    /// Whether an input is interrupted now: its device has gone (or is held elsewhere) and the session, still
+    /// running, fills the gap and is trying to get it back.
+    public var isInterrupted: Bool { !interruptions.reasons.isEmpty }
+
+    /// Why, for each interrupted input (camera first).
+    public var interruptionReasons: [InterruptionReason] { interruptions.reasons }
+
+
     /// Posted with the session as object and the reason's raw value under CaptureSessionInterruptionReasonKey
     /// when a device stops delivering for a reason the session expects to pass. The session keeps the app's
     /// intent to run and recovers by itself: no call to startRunning is needed.

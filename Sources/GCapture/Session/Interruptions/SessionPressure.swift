@@ -240,20 +240,4 @@ extension CaptureSession {
     /// Frame deliveries the running session held back because of system pressure since it started: each
     /// frame the camera's halved rate skipped, plus each frame a frame output was not given. 0 when stopped.
     public var pressureWithheldFrameCount: Int { runningGraph?.pressure.withheld.count.load(ordering: .relaxed) ?? 0 }
-
-    /// On the session's queue: pressure changed. The shutdown level interrupts the camera (held, not closed:
-    /// its frames go nowhere); leaving it ends the interruption. A camera interrupted already for another
-    /// reason stays so: the first reason stands.
-    func systemPressureDidChange(_ device: CaptureDevice, _ pressure: CaptureDevice.SystemPressureState,
-                                 _ response: PressureResponse, previous: PressureResponse) {
-        post(.systemPressureChanged(device, pressure, response))
-        guard let graph = runningGraph else { return }
-        let reason = InterruptionReason.videoDeviceNotAvailableDueToSystemPressure
-        if response == .interrupted, previous != .interrupted {
-            let camera = graph.videoSource
-            _ = announceInterruption(of: .video, reason: reason, device: camera?.device ?? device, selection: camera?.selection, in: graph)
-        } else if response != .interrupted, previous == .interrupted {
-            announceInterruptionEnded(of: .video, onlyFor: reason, in: graph)
-        }
-    }
 }
