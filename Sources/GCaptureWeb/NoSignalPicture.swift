@@ -41,7 +41,7 @@ enum NoSignalPicture {
         do {
             return try JPEGEncoder.encode(grayscale: luma(width: width, height: height), width: width, height: height, quality: 80)
         } catch {
-            throw .configurationFailed(reason: "the no-signal picture could not be encoded", underlying: nil)
+            throw .encodingFailed(reason: "the no-signal picture could not be encoded", underlying: nil)
         }
     }
 }

@@ -48,7 +48,7 @@ final class PhotoEncoderTests: XCTestCase {
         let sample = try XCTUnwrap(Sample(caps: caps, presentationTime: 0, byteCount: 100) { $0.initializeMemory(as: UInt8.self, repeating: 0) })
         let broken = CapturedFrame(sample: sample, presentationTime: 0, caps: caps, info: try XCTUnwrap(VideoInfo(caps: caps)))
         XCTAssertThrowsError(try encoder.encode(broken, quality: 90, transform: .identity, rotatePixels: true, tags: TagList())) { error in
-            guard case .configurationFailed(let reason, let underlying) = error as? CaptureError else {
+            guard case .encodingFailed(let reason, let underlying) = error as? CaptureError else {
                 return XCTFail("\(error)")
             }
             XCTAssertNotNil(underlying, "the pipeline's own report is the cause: \(reason)")

@@ -9,6 +9,11 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
     case cannotAddOutput(String)
     case invalidSettings(String)
     case configurationFailed(reason: String, underlying: GStreamerError?)
+    /// A picture could not be encoded or decoded (JPEG, the photo encoder turning or converting a frame).
+    case encodingFailed(reason: String, underlying: GStreamerError?)
+    /// A file or folder could not be written, read, created or removed: the sentence names the path and the
+    /// system's reason.
+    case fileAccessFailed(String)
     case sessionNotRunning
     case startFailed(reason: String, underlying: GStreamerError?)
     case deviceFailed(device: String, underlying: GStreamerError)
@@ -69,6 +74,8 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
         case .invalidSettings(let reason): "invalid settings: \(reason)"
         case .configurationFailed(let reason, let underlying):
             "configuration not applied, the previous one keeps running: \(reason)" + (underlying.map { " (\($0))" } ?? "")
+        case .encodingFailed(let reason, let underlying): reason + (underlying.map { " (\($0))" } ?? "")
+        case .fileAccessFailed(let sentence): sentence
         case .sessionNotRunning: "the capture session is not running"
         case .startFailed(let reason, let underlying):
             "the capture session could not start: \(reason)" + (underlying.map { " (\($0))" } ?? "")

@@ -25,7 +25,7 @@ public enum JPEGEncoder {
             return CImaging_encode_jpeg(&image, Int32(quality), nil, 0, &block, &capacity, &length, &message, message.count)
         }
         guard status == 0, let block else {
-            throw .configurationFailed(reason: "JPEG encoding failed: \(Self.reason(message))", underlying: nil)
+            throw .encodingFailed(reason: "JPEG encoding failed: \(Self.reason(message))", underlying: nil)
         }
         return Data(bytes: block, count: length)
     }
@@ -44,7 +44,7 @@ public enum JPEGEncoder {
         }
         defer { free(output) }
         guard status == 0, let output else {
-            throw .configurationFailed(reason: "the picture cannot be read as a JPEG: \(Self.reason(message))", underlying: nil)
+            throw .encodingFailed(reason: "the picture cannot be read as a JPEG: \(Self.reason(message))", underlying: nil)
         }
         return Data(bytes: output, count: length)
     }

@@ -326,7 +326,7 @@ public final class OutputFiles: @unchecked Sendable {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         } catch {
-            throw .invalidSettings("cannot create the folder \(folder.path): \((error as NSError).localizedDescription)")
+            throw .fileAccessFailed("cannot create the folder \(folder.path): \((error as NSError).localizedDescription)")
         }
         return counter.withLock { counter in
             while true {

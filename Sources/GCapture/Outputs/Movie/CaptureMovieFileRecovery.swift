@@ -28,7 +28,7 @@ extension CaptureMovieFileOutput {
         }
         for file in [url, sidecar] where FileManager.default.fileExists(atPath: file.path) {
             do { try FileManager.default.removeItem(at: file) } catch {
-                throw .invalidSettings("cannot remove \(file.path): \((error as NSError).localizedDescription)")
+                throw .fileAccessFailed("cannot remove \(file.path): \((error as NSError).localizedDescription)")
             }
         }
     }

@@ -69,7 +69,7 @@ enum DeferredPhotoStore {
             }
             return (record.job, frames)
         } catch {
-            throw .invalidSettings("deferred photo job \(folder.lastPathComponent) is unreadable: \(error)")
+            throw .fileAccessFailed("deferred photo job \(folder.lastPathComponent) is unreadable: \(error)")
         }
     }
 

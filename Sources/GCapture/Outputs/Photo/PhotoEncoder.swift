@@ -54,9 +54,9 @@ final class PhotoEncoder: @unchecked Sendable {
             try pipeline.setState(.playing)
             source = try SourcePad(feeding: flip)
         } catch let error as GStreamerError {
-            throw error.kind == .parse ? .missingPlugin("videoflip/videoconvert") : .configurationFailed(reason: "the photo encoder failed", underlying: error)
+            throw error.kind == .parse ? .missingPlugin("videoflip/videoconvert") : .encodingFailed(reason: "the photo encoder failed", underlying: error)
         } catch {
-            throw .configurationFailed(reason: "the photo encoder failed: \(error)", underlying: nil)
+            throw .encodingFailed(reason: "the photo encoder failed: \(error)", underlying: nil)
         }
     }
 
@@ -95,7 +95,7 @@ final class PhotoEncoder: @unchecked Sendable {
                 do {
                     try flip.set("video-direction", direction.rawValue)
                 } catch {
-                    throw .configurationFailed(reason: "the photo encoder refused to turn the frame", underlying: error as? GStreamerError)
+                    throw .encodingFailed(reason: "the photo encoder refused to turn the frame", underlying: error as? GStreamerError)
                 }
                 current = direction.rawValue
             }
@@ -106,7 +106,7 @@ final class PhotoEncoder: @unchecked Sendable {
             let cause = reported.first.withLock { $0 }
             guard pushed, cause == nil, let sample, let info = sample.videoInfo else {
                 if !pushed { restart() }
-                throw .configurationFailed(reason: "the photo encoder could not turn or convert a \(frame.info.width)x\(frame.info.height) "
+                throw .encodingFailed(reason: "the photo encoder could not turn or convert a \(frame.info.width)x\(frame.info.height) "
                                            + "\(frame.info.format) frame" + (cause.map { ": \($0.reason)" } ?? ""), underlying: cause)
             }
             return (sample, info)

@@ -115,12 +115,12 @@ enum PhotoProcessor {
         var temporaryExists = true
         defer { if temporaryExists { unlink(temporary) } }
         if let failure = data.withUnsafeBytes({ writeFile($0, to: temporary) }) ?? DurableFile.syncData(of: temporary) {
-            throw .invalidSettings("cannot write \(file.path): \(failure)")
+            throw .fileAccessFailed("cannot write \(file.path): \(failure)")
         }
         /// The name made durable, the temporary one gone first (or it would come back after a power cut).
         func published() throws(CaptureError) {
             if temporaryExists { unlink(temporary); temporaryExists = false }
-            if let failure = DurableFile.syncFolder(of: file.path) { throw .invalidSettings("cannot write \(file.path): \(failure)") }
+            if let failure = DurableFile.syncFolder(of: file.path) { throw .fileAccessFailed("cannot write \(file.path): \(failure)") }
         }
         var reason: Int32 = 0
         if replacing {
@@ -136,12 +136,12 @@ enum PhotoProcessor {
                 reason = errno
                 if reason != EEXIST {
                     unlink(file.path) // not half a photo
-                    throw .invalidSettings("cannot write \(file.path): \(failure)")
+                    throw .fileAccessFailed("cannot write \(file.path): \(failure)")
                 }
             }
         }
         if reason == EEXIST, !replacing { throw .fileAlreadyExists(path: file.path) }
-        throw .invalidSettings("cannot write \(file.path): \(String(cString: strerror(reason)))")
+        throw .fileAccessFailed("cannot write \(file.path): \(String(cString: strerror(reason)))")
     }
 
     /// Creates (or truncates; with `exclusive`, only creates) the file at `path` and writes `bytes` to it:
@@ -181,8 +181,8 @@ enum PhotoProcessor {
         if access(file.folder + "/.", W_OK) == 0 { return }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: file.folder, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw .invalidSettings("cannot write \(file.path): folder \(file.folder) does not exist")
+            throw .fileAccessFailed("cannot write \(file.path): folder \(file.folder) does not exist")
         }
-        throw .invalidSettings("cannot write \(file.path): folder \(file.folder) is not writable")
+        throw .fileAccessFailed("cannot write \(file.path): folder \(file.folder) is not writable")
     }
 }

@@ -40,7 +40,7 @@ enum YUVJPEGEncoder {
     static func encode(_ sample: Sample, info: VideoInfo, quality: Int, app1: Data?,
                        blocks: MemoryBlockPool) throws(CaptureError) -> Data {
         guard let layout = layout(of: info.format) else {
-            throw .configurationFailed(reason: "the JPEG encoder cannot read \(info.format) frames", underlying: nil)
+            throw .encodingFailed(reason: "the JPEG encoder cannot read \(info.format) frames", underlying: nil)
         }
         var block = blocks.take()
         var length = 0
@@ -76,7 +76,7 @@ enum YUVJPEGEncoder {
             blocks.giveBack(block)
             let reason = status == nil || status == -2 ? "the \(info.format) frame could not be mapped"
                 : String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw .configurationFailed(reason: "JPEG encoding failed: \(reason)", underlying: nil)
+            throw .encodingFailed(reason: "JPEG encoding failed: \(reason)", underlying: nil)
         }
         return blocks.data(lending: block, count: length)
     }
