@@ -49,9 +49,9 @@ public enum DescriptionReader {
         if countNodes(root, budget: limit + 1) > limit {
             return fail(position(root), "the description has more than \(limit) values (aliases count each time they are used)\(safe ? " under --safe" : "")")
         }
-        var walker = Walker(file: file, safe: safe)
-        let description = walker.readRoot(root)
-        return Result(description: description, diagnostics: walker.diagnostics.ordered())
+        var reader = NodeReader(file: file, safe: safe)
+        let description = reader.readRoot(root)
+        return Result(description: description, diagnostics: reader.diagnostics.ordered())
     }
 
     // MARK: YAML syntax errors

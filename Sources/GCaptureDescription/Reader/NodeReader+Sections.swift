@@ -1,6 +1,6 @@
 import Yams
 
-extension Walker {
+extension NodeReader {
     mutating func readRoot(_ root: Node) -> CaptureDescription {
         var description = CaptureDescription(file: file, version: 1, camera: .init(), microphone: .none, rotation: 0,
                                              mirrored: false, outputs: .init(), filters: [], valuePositions: [:],
