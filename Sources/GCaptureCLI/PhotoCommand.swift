@@ -231,7 +231,7 @@ final class CapturesInFlight: Sendable {
 }
 
 /// Prints the command's events, as text or as one JSON object per line.
-final class EventPrinter: @unchecked Sendable {
+final class EventPrinter: Sendable {
     let json: Bool
     /// Held while a line is written, so lines from several threads do not interleave.
     private let writing = Lock()
@@ -261,7 +261,7 @@ final class EventPrinter: @unchecked Sendable {
     }
 }
 
-final class ReadinessPrinter: CapturePhotoOutputReadinessCoordinatorDelegate, @unchecked Sendable {
+final class ReadinessPrinter: CapturePhotoOutputReadinessCoordinatorDelegate, Sendable {
     let events: EventPrinter
     init(_ events: EventPrinter) { self.events = events }
     func readinessCoordinator(_ coordinator: CapturePhotoOutputReadinessCoordinator,

@@ -176,7 +176,7 @@ enum InterruptionChoice: String, CaseIterable, ExpressibleByArgument {
 
 /// Collects what the movie output tells its delegate, in order: a recording split at interruptions
 /// starts and finishes several files.
-final class RecordingObserver: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
+final class RecordingObserver: CaptureFileOutputRecordingDelegate, Sendable {
     enum Event {
         case started(URL)
         case finished(URL, CaptureError?)

@@ -12,6 +12,7 @@ import Darwin
 /// `Locked<Void>`: TSan placed the exclusive access to its zero-sized value at the object's own address and
 /// reported it racing with another thread entering `withLock` (a Swift access race, seen once in CI).
 public final class Lock: @unchecked Sendable {
+    // @unchecked Sendable: it holds a pthread mutex, which is made to be shared between threads.
     /// Heap-allocated: a pthread mutex must not move, and a stored property of a class may be moved by
     /// Swift's accessors (inout access copies it out and back).
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>

@@ -4,6 +4,7 @@
 /// racing with the previous owner, and CI runs the suite under ThreadSanitizer. `Lock` is a pthread mutex,
 /// which ThreadSanitizer intercepts.
 public final class Locked<Value>: @unchecked Sendable {
+    // @unchecked Sendable: the value is only reached inside `withLock`, under the mutex.
     private let lock = Lock()
     private var value: Value
 

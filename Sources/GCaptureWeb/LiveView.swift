@@ -188,7 +188,8 @@ public final class LiveView: Sendable {
 
 /// The live view's frame delegate: JPEG encoding on its queue, only while someone watches.
 private final class FrameEncoder: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
-    // Set once, before the delegate is handed to the output; weak, as the live view owns the output.
+    // @unchecked Sendable: `liveView` is set once, before the delegate is handed to the output (weak, as the
+    // live view owns the output, so a var).
     weak var liveView: LiveView?
 
     func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {

@@ -3,6 +3,7 @@ import CGstShim
 
 /// An appsink element: where frames leave GStreamer for Swift.
 public final class AppSink: @unchecked Sendable {
+    // @unchecked Sendable: a let of an Element; appsink's pull API is thread-safe.
     public let element: Element
     private var appSink: UnsafeMutablePointer<GstAppSink> { reinterpret(element.pointer) }
 

@@ -3,6 +3,7 @@ import CGstShim
 
 /// An appsrc element: where Swift hands buffers to GStreamer.
 public final class AppSource: @unchecked Sendable {
+    // @unchecked Sendable: a let of an Element; appsrc's push API is thread-safe.
     public let element: Element
     private var appSource: UnsafeMutablePointer<GstAppSrc> { reinterpret(element.pointer) }
 

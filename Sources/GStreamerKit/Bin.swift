@@ -3,6 +3,7 @@ import CGstShim
 
 /// A GstBin: a container of elements that changes state as one.
 public class Bin: Element, @unchecked Sendable {
+    // @unchecked Sendable: as Element; GstBin's child list is guarded by its object lock.
     public convenience init(name: String? = nil) {
         GStreamer.initialize()
         self.init(adopting: reinterpret(gst_bin_new(name)))
@@ -66,6 +67,7 @@ public class Bin: Element, @unchecked Sendable {
 
 /// A top-level bin with a bus and a clock.
 public final class Pipeline: Bin, @unchecked Sendable {
+    // @unchecked Sendable: as Element; it stores nothing of its own.
     public convenience init(name: String) {
         GStreamer.initialize()
         self.init(adopting: gst_pipeline_new(name))
@@ -110,6 +112,7 @@ private func CGstShimIsPipeline(_ element: UnsafeMutablePointer<GstElement>) -> 
 
 /// A GstClock reference.
 public final class Clock: @unchecked Sendable {
+    // @unchecked Sendable: one reference to a GstClock, which any thread may read.
     let pointer: UnsafeMutablePointer<GstClock>
     init(adopting pointer: UnsafeMutablePointer<GstClock>) { self.pointer = pointer }
     deinit { gst_object_unref(UnsafeMutableRawPointer(pointer)) }

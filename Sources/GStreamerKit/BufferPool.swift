@@ -3,6 +3,7 @@ import CGst
 /// A GstBufferPool of same-sized buffers in system memory, reused from one buffer to the next. With a
 /// maximum it is bounded like a camera's pool: once every buffer is out, `makeSample` fails rather than wait.
 public final class BufferPool: @unchecked Sendable {
+    // @unchecked Sendable: one reference to a GstBufferPool (thread-safe acquire and release) and its caps.
     private let pointer: UnsafeMutablePointer<GstBufferPool>
     private let caps: Caps
 

@@ -3,6 +3,7 @@ import CGstShim
 
 /// An owned, immutable GstCaps.
 public final class Caps: @unchecked Sendable, CustomStringConvertible, Equatable {
+    // @unchecked Sendable: one reference to GstCaps that is never written after it is made (immutable).
     package let pointer: UnsafeMutablePointer<GstCaps>
 
     init(adopting pointer: UnsafeMutablePointer<GstCaps>) { self.pointer = pointer }

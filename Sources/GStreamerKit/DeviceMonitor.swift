@@ -3,6 +3,7 @@ import CGstShim
 
 /// A device GStreamer's providers found (v4l2, pulse, pipewire...).
 public final class Device: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked Sendable: one reference to a GstDevice, immutable once its provider made it.
     let pointer: UnsafeMutablePointer<GstDevice>
 
     init(adopting pointer: UnsafeMutablePointer<GstDevice>) { self.pointer = pointer }
@@ -44,6 +45,7 @@ public final class Device: @unchecked Sendable, CustomStringConvertible {
 
 /// Watches the system's devices; hotplug arrives on `bus` as `.deviceAdded` / `.deviceRemoved`.
 public final class DeviceMonitor: @unchecked Sendable {
+    // @unchecked Sendable: one reference to a GstDeviceMonitor, whose API takes its own lock.
     let pointer: UnsafeMutablePointer<GstDeviceMonitor>
 
     /// `classes` are device-class filters such as "Video/Source" and "Audio/Source".

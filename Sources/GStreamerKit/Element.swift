@@ -15,6 +15,8 @@ public enum ElementState: Int, Sendable, Comparable, CustomStringConvertible {
 /// An owned reference to a GstElement: the reference is released when the wrapper goes away, floating
 /// references are sunk on construction, so nobody above this layer calls ref/unref.
 public class Element: @unchecked Sendable, Hashable, CustomStringConvertible {
+    // @unchecked Sendable: it owns one reference to a GstElement (a raw pointer, so not Sendable by itself);
+    // GObject refcounts are atomic and GStreamer's element API takes the object lock, so any thread may use it.
     package let pointer: UnsafeMutablePointer<GstElement>
 
     /// Takes over one full (non-floating) reference, or sinks a floating one.

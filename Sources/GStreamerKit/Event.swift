@@ -2,6 +2,7 @@ import CGst
 
 /// A GstEvent about to be sent; sending consumes it.
 public final class Event: @unchecked Sendable {
+    // @unchecked Sendable: its pointer is taken once, by the one thread that sends the event.
     private var pointer: UnsafeMutablePointer<GstEvent>?
 
     init(adopting pointer: UnsafeMutablePointer<GstEvent>) { self.pointer = pointer }

@@ -109,6 +109,8 @@ public struct QualityOfService: Sendable {
 
 /// A pipeline's or monitor's bus.
 public final class Bus: @unchecked Sendable {
+    // @unchecked Sendable: one reference to a GstBus; GstBus is thread-safe (messages are posted from
+    // streaming threads by design).
     let pointer: UnsafeMutablePointer<GstBus>
 
     init(adopting pointer: UnsafeMutablePointer<GstBus>) { self.pointer = pointer }

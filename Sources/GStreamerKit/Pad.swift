@@ -3,6 +3,8 @@ import CGstShim
 
 /// An owned reference to a GstPad.
 public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
+    // @unchecked Sendable: one reference to a GstPad, which GStreamer lets any thread use (atomic refcount,
+    // the object lock inside).
     package let pointer: UnsafeMutablePointer<GstPad>
 
     init(adopting pointer: UnsafeMutablePointer<GstPad>) { self.pointer = pointer }

@@ -73,6 +73,7 @@ public struct VideoPlane {
 /// An owned GstSample: a buffer with its caps. Immutable, so it can cross threads. Holding one holds its
 /// buffer by reference: no copy, but a buffer lent by a bounded pool is not returned to it meanwhile.
 public final class Sample: @unchecked Sendable {
+    // @unchecked Sendable: one reference to an immutable GstSample (its buffer is only read through it).
     package let pointer: OpaquePointer
 
     init(adopting pointer: OpaquePointer) { self.pointer = pointer }
@@ -214,6 +215,7 @@ public struct BufferPoolBounds: Sendable, Equatable {
 
 /// A buffer mapped for reading until `release`, keeping its owner (and so the buffer) alive meanwhile.
 private final class ReadMapping: @unchecked Sendable {
+    // @unchecked Sendable: made, then released once by whoever holds it last (the Data's deallocator or deinit).
     private var owner: Sample?
     private let buffer: UnsafeMutablePointer<GstBuffer>
     var info = GstMapInfo()

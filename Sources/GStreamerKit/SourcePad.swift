@@ -4,6 +4,8 @@ import CGst
 /// calling thread, and when it returns they have done their work. Unlike appsrc, which queues the buffer
 /// for a streaming thread of its own, there is no hand-off between threads. Pushes must not overlap.
 public final class SourcePad: @unchecked Sendable {
+    // @unchecked Sendable: `currentCaps` changes only in `push`, and pushes must not overlap (the caller's
+    // contract, kept by the photo encoder's lock).
     private let pad: Pad
     private let peer: Pad
     private var currentCaps: Caps?

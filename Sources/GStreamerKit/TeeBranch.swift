@@ -7,6 +7,8 @@ import Synchronization
 /// detached without stopping the tees' other branches, and contained when it fails, so its error cannot
 /// travel upstream.
 public final class TeeBranch: @unchecked Sendable {
+    // @unchecked Sendable: `links` is written once in init, read by `detach` (once, as `detached` guards);
+    // failure is an atomic flag, read from streaming threads.
     public let bin: Bin
     private let container: Bin
     private struct Link { let tee: Element; let teePad: Pad; let sinkPad: Pad }

@@ -3,7 +3,7 @@ import GStreamerKit
 
 /// A camera or microphone: found by the system's device providers (V4L2, PulseAudio, PipeWire) or one of
 /// the built-in `test` devices, which behave like real ones and exist on every machine.
-public final class CaptureDevice: @unchecked Sendable, Hashable, Identifiable, CustomStringConvertible {
+public final class CaptureDevice: Sendable, Hashable, Identifiable, CustomStringConvertible {
     public enum Position: String, Sendable, Codable, CaseIterable {
         case unspecified, back, front
     }
@@ -43,7 +43,7 @@ public final class CaptureDevice: @unchecked Sendable, Hashable, Identifiable, C
 
     let backend: Backend
 
-    enum Backend: @unchecked Sendable {
+    enum Backend: Sendable {
         case v4l2(path: String)
         case testCamera(TestCameraOptions)
         case testMicrophone(TestMicrophoneOptions)

@@ -2,6 +2,8 @@ import GStreamerKit
 
 /// Something a session captures from (AVCaptureInput).
 public class CaptureInput: @unchecked Sendable, Hashable {
+    // @unchecked Sendable: a non-final class can only be Sendable unchecked (AVCaptureInput is subclassed); it
+    // stores nothing.
     public static func == (a: CaptureInput, b: CaptureInput) -> Bool { a === b }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
     var mediaType: MediaType { .video }
@@ -9,6 +11,7 @@ public class CaptureInput: @unchecked Sendable, Hashable {
 
 /// A camera or microphone as a session input.
 public final class CaptureDeviceInput: CaptureInput, @unchecked Sendable, CustomStringConvertible {
+    // @unchecked Sendable: inherited from CaptureInput; its own state is a let of a Sendable device and `Locked`.
     public let device: CaptureDevice
 
     /// Fails when the process may not open the device, saying how to get access.

@@ -4,6 +4,8 @@ import GStreamerKit
 /// graph, fed by a tee; the session puts a queue in front of it so a slow or failing output cannot stall or
 /// stop the others.
 public class CaptureOutput: @unchecked Sendable, Hashable {
+    // @unchecked Sendable: a non-final class can only be Sendable unchecked (AVCaptureOutput is subclassed); it
+    // stores one let of a Sendable connection, and each subclass keeps its state behind a lock.
     /// The output's connection to the session's video input: rotation, mirroring.
     public let connection: CaptureConnection
 

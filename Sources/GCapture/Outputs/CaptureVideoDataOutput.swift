@@ -21,6 +21,7 @@ extension CaptureVideoDataOutputSampleBufferDelegate {
 
 /// Frames to your code (AVCaptureVideoDataOutput): to a delegate on a queue of yours and/or to AsyncStreams.
 public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
+    // @unchecked Sendable: inherited from CaptureOutput; its own state is `Locked`, atomics and lets.
     /// Converts frames before delivery; nil keeps the camera's format and size (no conversion cost).
     public struct VideoSettings: Sendable, Hashable {
         public var pixelFormat: String?

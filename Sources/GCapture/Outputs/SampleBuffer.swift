@@ -2,7 +2,7 @@ import GStreamerKit
 
 /// One video frame delivered by a CaptureVideoDataOutput (CMSampleBuffer). It holds GStreamer's buffer, not
 /// a copy: reading the planes maps the frame's memory in place.
-public final class SampleBuffer: @unchecked Sendable {
+public final class SampleBuffer: Sendable {
     let sample: Sample
     /// Size, pixel format and plane layout.
     public let videoInfo: VideoInfo

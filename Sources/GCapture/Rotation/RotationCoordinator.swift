@@ -28,7 +28,7 @@ extension CaptureDevice {
     ///
     /// Changes are observable with `observe(_:options:changeHandler:)` (KVO's shape; handlers run in order
     /// on the coordinator's own queue, not the main queue, which a Linux program may not run) and `angles()`.
-    public final class RotationCoordinator: @unchecked Sendable {
+    public final class RotationCoordinator: Sendable {
         /// Both angles at one moment.
         public struct Angles: Sendable, Hashable, CustomStringConvertible {
             public var preview: Double

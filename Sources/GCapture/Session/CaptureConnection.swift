@@ -2,7 +2,7 @@ import GStreamerKit
 import Synchronization
 
 /// How an output receives its input's frames (AVCaptureConnection): rotation and mirroring live here.
-public final class CaptureConnection: @unchecked Sendable {
+public final class CaptureConnection: Sendable {
     private struct State {
         var videoRotationAngle: Double = 0
         var isVideoMirrored = false

@@ -13,7 +13,7 @@ import Synchronization
 ///     session.sessionPreset = .hd1280x720
 ///     try session.commitAndWait()
 ///     try await session.start()
-public final class CaptureSession: @unchecked Sendable {
+public final class CaptureSession: Sendable {
     /// Posted with the session as object and the `RuntimeError` under `runtimeErrorUserInfoKey`.
     public static let runtimeErrorNotification = Notification.Name("GCaptureSessionRuntimeError")
     public static let didStartRunningNotification = Notification.Name("GCaptureSessionDidStartRunning")

@@ -28,6 +28,9 @@ enum GraphEvent: Sendable {
 /// Every change is local: an output attaches to or detaches from a tee pad, a source is swapped in front of
 /// its tee; nothing else stops. Methods run on the session's queue; only the bus handler runs elsewhere.
 final class SessionGraph: @unchecked Sendable {
+    // @unchecked Sendable: its vars (sources, counters, `pressure`, `emit`) change only on the session's queue, as
+    // AVFoundation's session queue confines a session's graph; what the bus handler reads from streaming threads
+    // is in `busState` (Locked) or Sendable lets.
     let pipeline: Pipeline
     private let videoTee: Element
     private let audioTee: Element

@@ -6,7 +6,7 @@ import GCaptureSupport
 /// until `start`): the outputs it asked for, and where their files go. What drives it (`gcapture run`, a
 /// program) takes photos and records through `takePhoto()` and `startRecording(delegate:)`, or through the
 /// outputs themselves.
-public final class DescribedSession: @unchecked Sendable {
+public final class DescribedSession: Sendable {
     public let session: CaptureSession
     public let microphoneInput: CaptureDeviceInput?
     public let photoOutput: CapturePhotoOutput?
@@ -306,7 +306,7 @@ public final class DescribedSession: @unchecked Sendable {
 }
 
 /// A folder and a naming rule: hands out the next file name, never one that exists.
-public final class OutputFiles: @unchecked Sendable {
+public final class OutputFiles: Sendable {
     public let folder: URL
     public let pattern: FileNamePattern
     private let counter: Locked<Int>

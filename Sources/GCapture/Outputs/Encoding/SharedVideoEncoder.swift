@@ -10,6 +10,8 @@ import Synchronization
 /// It lives in the session's graph while an output uses it. An output that joins it while it runs begins
 /// at a key frame it asks for (KeyFrameGate). The graph's methods drive it, on the session's queue.
 final class SharedVideoEncoder: @unchecked Sendable {
+    // @unchecked Sendable: `users` changes only on the session's queue (the graph's attach and detach); the
+    // rest is lets of Sendable types and `Locked`.
     let encode: VideoEncode
     /// The encoder element used: the hardware one asked for may have given way to software.
     let activeEncoder: H264Encoder
@@ -98,7 +100,7 @@ final class SharedVideoEncoder: @unchecked Sendable {
 /// after it fell behind (its input queue half full: what it dropped would leave the frames after it
 /// without their references). Never blocks the encoder: what a branch cannot take is dropped a whole
 /// group of pictures at a time, in front of its queue. Runs on the encoded tee's streaming thread.
-final class KeyFrameGate: @unchecked Sendable {
+final class KeyFrameGate: Sendable {
     private let waiting = Atomic<Bool>(true)
     private let encoder: SharedVideoEncoder
     /// The branch's input queue and its max-size-buffers, when it has a limit in buffers.

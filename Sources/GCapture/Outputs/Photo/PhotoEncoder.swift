@@ -7,8 +7,8 @@ import Synchronization
 /// pixels (videoflip) or to convert a format libjpeg cannot read raw (videoconvert): a small pipeline of
 /// its own, apart from the session's graph so that a failure there can never stop the camera, which frames
 /// skip when they need neither.
-final class PhotoEncoder: @unchecked Sendable {
-    // @unchecked for the GStreamer handles: past init, the pipeline and its elements are used only inside `pushing` and deinit.
+final class PhotoEncoder: Sendable {
+    // Past init, the pipeline and its elements are used only inside `pushing` and deinit.
     private let pipeline: Pipeline
     private let source: SourcePad
     private let flip: Element

@@ -15,6 +15,7 @@ import Synchronization
 /// also while running; the sink, gravity, place and window take effect when the session next builds the
 /// branch (start, or a configuration commit that adds the output).
 public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
+    // @unchecked Sendable: inherited from CaptureOutput; its own state is `Locked`, an atomic and lets.
     /// How the picture fills its rectangle (AVLayerVideoGravity).
     public enum VideoGravity: String, Sendable, Hashable, CaseIterable {
         /// The whole picture, at its aspect ratio, with bars where the rectangle's shape differs.

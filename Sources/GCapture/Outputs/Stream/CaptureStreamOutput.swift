@@ -18,6 +18,7 @@ public protocol CaptureStreamOutputDelegate: AnyObject, Sendable {
 /// with a key frame; rtmp2sink never reconnects by itself, and srtsink's own reconnecting would hide the loss.
 /// `state` and `stateUpdates()` say connecting, live, reconnecting (and when the next attempt is) or failed.
 public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
+    // @unchecked Sendable: inherited from CaptureOutput; its vars are read and written under `lock`.
     /// The H.264 profile, pinned with caps on the encoder's output.
     public enum Profile: String, Sendable, Codable, CaseIterable {
         case main

@@ -58,6 +58,8 @@ extension CaptureSession {
 /// two seconds before the level falls, so the response does not flap; and the last level, shutdown, comes
 /// only after three seconds at critical with the frame rate already halved.
 final class SessionPressure: @unchecked Sendable {
+    // @unchecked Sendable: `graph` is a weak var set once in init (a weak reference cannot be a let); the rest
+    // is lets of Sendable types and `Locked` state.
     private weak var graph: SessionGraph?
     private let emit: @Sendable (GraphEvent) -> Void
 
