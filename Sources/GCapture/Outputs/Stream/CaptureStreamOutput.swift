@@ -272,9 +272,9 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
-    private func encoding(for destination: StreamDestination, in graph: SessionGraph) throws(CaptureError) -> StreamEncoding {
+    private func encoding(for destination: StreamDestination, in graph: any OutputGraph) throws(CaptureError) -> StreamEncoding {
         let settings = locked { self.settings }
-        let selection = graph.videoSource?.selection
+        let selection = graph.videoSelection
         let width = selection?.format.width ?? 1280, height = selection?.format.height ?? 720
         return StreamEncoding(destination: destination, profile: settings.profile,
                               videoBitRate: settings.videoBitRate ?? max(500_000, width * height * 2),
@@ -289,7 +289,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     }
 
     /// On the session queue: the branch for one connection, with its counters, linked to the running tees.
-    private func attach(to graph: SessionGraph, destination: StreamDestination) throws(CaptureError) {
+    private func attach(to graph: any OutputGraph, destination: StreamDestination) throws(CaptureError) {
         var encoding = try encoding(for: destination, in: graph)
         let bin = try graph.makeBin(try encoding.description(), for: self, ghostUnlinkedPads: false)
         let counters = ConnectionCounters()
