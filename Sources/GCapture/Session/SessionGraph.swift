@@ -31,7 +31,8 @@ final class SessionGraph: @unchecked Sendable {
     let pipeline: Pipeline
     private let videoTee: Element
     private let audioTee: Element
-    /// The sources in front of the tees, and their part of the bus bookkeeping.
+    /// The sources in front of the tees, and their part of the bus bookkeeping. Set once in init, as soon as
+    /// `pressure` and `emit` exist (the camera watches need both), before the bus handler is.
     private var slots: SourceSlots!
 
     private struct Attached {
@@ -42,6 +43,7 @@ final class SessionGraph: @unchecked Sendable {
         let encoder: SharedVideoEncoder?
     }
 
+    /// The outputs' part of the bus bookkeeping (the sources' is SourceSlots').
     private struct BusState {
         /// Every output of the graph, with or without a branch.
         var members: [ObjectIdentifier: CaptureOutput] = [:]
