@@ -94,7 +94,10 @@ final class InterruptionDriver: CaptureOutput, @unchecked Sendable {
         try await within(10, what) {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 context.onSessionQueue { graph in
-                    guard let graph else { return continuation.resume(throwing: CheckFailed(description: "the session stopped")) }
+                    // The driver plays a device, so it needs the whole graph (its sources), not an output's view.
+                    guard let graph = graph as? SessionGraph else {
+                        return continuation.resume(throwing: CheckFailed(description: "the session stopped"))
+                    }
                     do { try body(graph); continuation.resume() } catch { continuation.resume(throwing: error) }
                 }
             }

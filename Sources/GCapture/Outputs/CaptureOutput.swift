@@ -84,5 +84,5 @@ struct OutputContext: Sendable {
     let videoDevice: @Sendable () -> CaptureDevice?
     /// Runs `body` on the session's queue with the graph, if that graph is still the session's running one;
     /// else calls `body` with nil. Graph changes (attaching a recording) happen only there.
-    let onSessionQueue: @Sendable (@escaping @Sendable (SessionGraph?) -> Void) -> Void
+    let onSessionQueue: @Sendable (@escaping @Sendable ((any OutputGraph)?) -> Void) -> Void
 }

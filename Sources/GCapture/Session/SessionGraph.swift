@@ -34,8 +34,9 @@ final class SessionGraph: @unchecked Sendable {
     let pipeline: Pipeline
     private let videoTee: Element
     private let audioTee: Element
-    private(set) var videoSource: SourceUnit?
-    private(set) var audioSource: SourceUnit?
+    /// The sources in front of the tees, and their part of the bus bookkeeping. Set once in init, as soon as
+    /// `pressure` and `emit` exist (the camera watches need both), before the bus handler is.
+    private var slots: SourceSlots!
 
     private struct Attached {
         let output: CaptureOutput
@@ -45,34 +46,21 @@ final class SessionGraph: @unchecked Sendable {
         let encoder: SharedVideoEncoder?
     }
 
+    /// The outputs' part of the bus bookkeeping (the sources' is SourceSlots').
     private struct BusState {
         /// Every output of the graph, with or without a branch.
         var members: [ObjectIdentifier: CaptureOutput] = [:]
         var branches: [ObjectIdentifier: Attached] = [:]
         /// The H.264 encoders outputs share, while one uses them.
         var encoders: [SharedVideoEncoder] = []
-        /// A source on trial (being swapped in): its errors fail the swap instead of the session.
-        var trialPath: String?
-        var trialError: GStreamerError?
-        /// The source the trial's error came from, if it came from one.
-        var trialDevice: CaptureDevice?
-        var sources: [(path: String, device: CaptureDevice)] = []
-        /// Sources (or sources on trial) that posted an error: only their first error counts, and the EOS
-        /// their element pushes after it must not reach the tee, or every output would end with them.
-        var failedSources: Set<String> = []
     }
 
     private let busState = Locked(BusState())
     private let qualityCounter = QualityCounter()
-    /// What is watched on each running camera source (stalls, lateness).
-    let sourceWatches = SourceWatches()
     /// System pressure while the graph plays: measures, and degrades the graph in steps.
     private(set) var pressure: SessionPressure!
     private var emit: (@Sendable (GraphEvent) -> Void)!
     private var branchCounter = 0
-    private var sourceCounter = 0
-    /// Camera nodes this graph stopped using (DeviceHandles).
-    private var camerasLeftBehind = CamerasLeftBehind()
     /// Every video buffer that entered the tee (a filler's too): the proof that frames flow at all.
     let videoFramesIn = FrameCounter()
 
@@ -98,6 +86,7 @@ final class SessionGraph: @unchecked Sendable {
         pipeline.useClock(.system)
         emit = { [weak self] event in if let self { onEvent(self, event) } }
         pressure = SessionPressure(graph: self, emit: emit)
+        slots = SourceSlots(pipeline: pipeline, videoTee: videoTee, audioTee: audioTee, withheld: pressure.withheld, emit: emit)
         pipeline.bus.setHandler { [weak self] message in
             guard let self else { return }
             switch message.kind {
@@ -145,40 +134,14 @@ final class SessionGraph: @unchecked Sendable {
     }
 
     private func attributeOutsideEncoders(_ error: GStreamerError, from message: Message) -> GraphEvent? {
-        busState.withLock { state -> GraphEvent? in
-            if FrameStallWatchdog.isStall(error) {
-                // A camera slow to give its first frame (USB cameras can take a second or two) is judged by
-                // the trial's own deadline, not the stall interval.
-                if let trial = state.trialPath, message.isFrom(inside: trial) { return nil }
-                if let watch = sourceWatches.watch(of: message) {
-                    watch.markStalled()
-                    return nil
-                }
-            }
-            if let trial = state.trialPath, message.isFrom(inside: trial) {
-                // A source on trial is done with at its first error; the whole graph on trial (play) is not
-                // marked, so a graph that is kept after all still reports its errors.
-                if trial != pipeline.path { state.failedSources.insert(trial) }
-                if state.trialError == nil {
-                    state.trialError = error
-                    state.trialDevice = state.sources.first { message.isFrom(inside: $0.path) }?.device
-                }
-                return nil
-            }
-            // The rest of what a failed source says (a stream error after its read error), even once it
-            // was removed from the graph: it was already dealt with.
-            if state.failedSources.contains(where: { message.isFrom(inside: $0) }) { return nil }
+        if case .settled(let event) = slots.attribute(error, from: message) { return event }
+        return busState.withLock { state -> GraphEvent? in
             for attached in state.branches.values where message.isFrom(inside: attached.path) {
                 let first = !attached.branch.hasFailed
                 attached.branch.markFailed()
                 return first ? .outputFailed(attached.output, error) : nil
             }
-            guard let source = state.sources.first(where: { message.isFrom(inside: $0.path) }) else {
-                return .sourceFailed(device: nil, error)
-            }
-            // A camera that goes away posts three errors (read, allocation, stream): the first says why.
-            guard state.failedSources.insert(source.path).inserted else { return nil }
-            return .sourceFailed(device: source.device, error)
+            return .sourceFailed(device: nil, error)
         }
     }
 
@@ -203,7 +166,7 @@ final class SessionGraph: @unchecked Sendable {
     /// that classifies it (a camera held by another program starts the session interrupted).
     func startPlaying(timeout: Duration = .seconds(5)) -> (GStreamerError, CaptureDevice?)? {
         let sources = [videoSource, audioSource].compactMap { $0 }
-        let failure = onTrial(pipeline.path, waitingForFirstBufferFrom: sources, timeout: timeout) {
+        let failure = slots.onTrial(pipeline.path, waitingForFirstBufferFrom: sources, timeout: timeout) {
             try pipeline.setState(.playing)
         }
         if failure == nil {
@@ -211,35 +174,6 @@ final class SessionGraph: @unchecked Sendable {
             pressure.start()
         }
         return failure
-    }
-
-    /// Runs `action`, treating errors from inside `path` as its own failure rather than the session's,
-    /// until each of `sources` delivers its first buffer (or `timeout` passes). Returns the failure and the
-    /// device it is due to, when known: the one whose element posted it, or the one that stayed silent.
-    private func onTrial(_ path: String, waitingForFirstBufferFrom sources: [SourceUnit], timeout: Duration,
-                         _ action: () throws -> Void) -> (GStreamerError, CaptureDevice?)? {
-        busState.withLock { $0.trialPath = path; $0.trialError = nil; $0.trialDevice = nil }
-        defer { busState.withLock { $0.trialPath = nil; $0.trialError = nil; $0.trialDevice = nil } }
-        let waiting = sources.map { source in
-            let firstBuffer = DispatchSemaphore(value: 0)
-            source.bin.staticPad("src")?.addProbe(.buffer) { _ in firstBuffer.signal(); return .remove }
-            return (source, firstBuffer)
-        }
-        let busFailure = { self.busState.withLock { state in state.trialError.map { ($0, state.trialDevice) } } }
-        do { try action() } catch {
-            return busFailure() ?? ((error as? GStreamerError) ?? GStreamerError(kind: .stateChange, message: "\(error)"), nil)
-        }
-        let deadline = DispatchTime.now() + .milliseconds(Int(timeout.components.seconds * 1000))
-        for (source, firstBuffer) in waiting {
-            while firstBuffer.wait(timeout: .now() + .milliseconds(10)) != .success {
-                if let failure = busFailure() { return failure }
-                if DispatchTime.now() > deadline {
-                    let what = source.device.mediaType == .audio ? "no audio" : "no frame"
-                    return (GStreamerError(kind: .timeout, message: "\(what) within \(timeout)"), source.device)
-                }
-            }
-        }
-        return busFailure()
     }
 
     func shutDown() {
@@ -271,165 +205,26 @@ final class SessionGraph: @unchecked Sendable {
 
     var isPlaying: Bool { pipeline.state().current == .playing }
 
-    // MARK: Sources
+    // MARK: Sources (SourceSlots)
 
-    enum Slot { case video, audio }
+    typealias Slot = SourceSlots.Slot
 
-    func makeSourceName(_ slot: Slot) -> String {
-        sourceCounter += 1
-        return "\(slot == .video ? "video" : "audio")-source-\(sourceCounter)"
-    }
+    var videoSource: SourceUnit? { slots.videoSource }
+    var audioSource: SourceUnit? { slots.audioSource }
+    func source(for slot: Slot) -> SourceUnit? { slots.source(for: slot) }
+    /// The camera feeding the graph now (read from any thread).
+    var currentVideoDevice: CaptureDevice? { slots.currentVideoDevice }
+    /// What is watched on each running camera source (stalls, lateness).
+    var sourceWatches: SourceWatches { slots.sourceWatches }
 
-    /// Puts `unit` in front of the slot's tee, replacing what was there. When the graph plays, the new
-    /// source must deliver its first buffer within `timeout`, or it is removed and the previous one restored.
+    /// Whether the session has a source for the media type now.
+    func hasSource(_ mediaType: MediaType) -> Bool { mediaType == .video ? videoSource != nil : audioSource != nil }
+
+    func makeSourceName(_ slot: Slot) -> String { slots.makeSourceName(slot) }
+
+    /// Puts `unit` in front of the slot's tee, replacing what was there (SourceSlots.setSource).
     func setSource(_ unit: SourceUnit?, for slot: Slot, timeout: Duration = .seconds(4)) throws(CaptureError) {
-        // A start still settling (a sink finishing its state change) goes on setting the graph's children to
-        // PLAYING, a source stopped and removed here included, which is then disposed while it streams (seen:
-        // a crash in 2 runs of 25 of CameraSwitchTests, switching 10 ms after the start). It finishes first.
-        if pipeline.state().pending != .voidPending { _ = pipeline.state(timeout: 5 * ClockTime.second) }
-        let tee = slot == .video ? videoTee : audioTee
-        let previous = slot == .video ? videoSource : audioSource
-        let playing = isPlaying
-        defer { if let previous, (slot == .video ? videoSource : audioSource)?.bin !== previous.bin { camerasLeftBehind.note(previous) } }
-        if let unit { camerasLeftBehind.waitForHandles(on: unit.device, graphName: pipeline.name) }
-        if playing, let unit, let previous, !unit.isFiller, !previous.isFiller, unit.device.uniqueID != previous.device.uniqueID {
-            try switchOver(from: previous, to: unit, tee: tee, timeout: timeout)
-            if slot == .video { videoSource = unit } else { audioSource = unit }
-            Log.session.debug("\(pipeline.name): \(slot == .video ? "camera" : "microphone") \(unit.device), switched over from \(previous.device)")
-            return
-        }
-        if let previous { unplug(previous, from: tee) }
-        do {
-            if let unit { try plug(unit, into: tee, confirmWithin: playing ? timeout : nil) }
-        } catch {
-            guard let previous else { throw error }
-            Log.session.notice("\(pipeline.name): \(error); restarting \(previous.device)")
-            // The previous source was stopped (NULL) when it was unplugged: on a playing graph it must be
-            // brought back to PLAYING and deliver again, or the session would sit there without frames.
-            do {
-                try plug(previous, into: tee, confirmWithin: playing ? timeout : nil)
-            } catch let restartError {
-                if slot == .video { videoSource = nil } else { audioSource = nil }
-                throw .deviceFailed(device: unit?.device.description ?? previous.device.description,
-                                    underlying: GStreamerError(kind: .stateChange, message: "\(error); and "
-                                        + "\(previous.device) could not be restarted: \(restartError)"))
-            }
-            throw error
-        }
-        if slot == .video { videoSource = unit } else { audioSource = unit }
-        Log.session.debug("""
-            \(pipeline.name): \(slot == .video ? "camera" : "microphone") \(unit?.device.description ?? "none")\
-            \(playing ? ", swapped in while running" : "")
-            """)
-    }
-
-    private func plug(_ unit: SourceUnit, into tee: Element, confirmWithin timeout: Duration?) throws(CaptureError) {
-        do {
-            try pipeline.add(unit.bin)
-            try unit.bin.link(to: tee)
-            watch(unit)
-        } catch {
-            sourceWatches.remove(at: unit.bin.path)
-            _ = try? unit.bin.setState(.null)
-            pipeline.remove(unit.bin)
-            throw .deviceFailed(device: unit.device.description, underlying: error as? GStreamerError
-                                ?? GStreamerError(kind: .stateChange, message: "\(error)"))
-        }
-        // The bin's path as messages name it ("/GstPipeline:session/GstBin:video-source-1"), now it is in.
-        let path = unit.bin.path
-        busState.withLock { _ = $0.failedSources.remove(path) }
-        // A live source that fails pushes EOS after its error; the session replaces it rather than ending.
-        unit.bin.staticPad("src")?.addProbe(.downstreamEvent) { [busState] info in
-            guard info.eventType == .endOfStream, busState.withLock({ $0.failedSources.contains(path) }) else { return .ok }
-            return .drop
-        }
-        guard let timeout else {
-            busState.withLock { $0.sources.append((path, unit.device)) }
-            return
-        }
-        unit.bin.baseTime = pipeline.baseTime
-        let failure = onTrial(path, waitingForFirstBufferFrom: [unit], timeout: timeout) {
-            // Opening the device first (inside the graph, so its error message is heard): a busy or
-            // missing device fails here, with its own words.
-            try unit.bin.setState(.ready)
-            try unit.bin.syncStateWithParent()
-        }
-        if let (failure, _) = failure {
-            sourceWatches.remove(at: path)
-            unit.bin.unlink(from: tee)
-            _ = try? unit.bin.setState(.null)
-            pipeline.remove(unit.bin)
-            let reason = SourceBuilder.explanation(of: failure, from: unit.device)
-            throw .deviceFailed(device: unit.device.description,
-                                underlying: reason.map { GStreamerError(kind: failure.kind, message: $0) } ?? failure)
-        }
-        busState.withLock { $0.sources.append((path, unit.device)) }
-    }
-
-    /// Another device for a slot of a playing graph (a camera switch): the new source starts beside the old one,
-    /// unlinked, until it delivers; its first buffer moves the tee from the old source to the new one, on the new
-    /// source's streaming thread, and goes on into the outputs; only then is the old one stopped. So a device
-    /// that cannot be opened, is busy or delivers nothing costs nothing (the old one never stopped), and the
-    /// outputs see a gap of about one frame interval: a recording goes on, a preview keeps its last picture.
-    /// Two sources of one device cannot run at once: a new format of the same device goes through unplug and
-    /// plug instead.
-    private func switchOver(from previous: SourceUnit, to unit: SourceUnit, tee: Element, timeout: Duration) throws(CaptureError) {
-        do {
-            try pipeline.add(unit.bin)
-        } catch {
-            throw .deviceFailed(device: unit.device.description, underlying: error as? GStreamerError
-                                ?? GStreamerError(kind: .stateChange, message: "\(error)"))
-        }
-        let path = unit.bin.path, previousPath = previous.bin.path
-        busState.withLock { _ = $0.failedSources.remove(path) }
-        watch(unit)
-        let cut = SourceCut(previous: previous.bin, next: unit.bin, tee: tee) { [busState] path, silenced in
-            busState.withLock { state in
-                if silenced { state.failedSources.insert(path) } else { state.failedSources.remove(path) }
-            }
-        }
-        let failure = onTrial(path, waitingForFirstBufferFrom: [unit], timeout: timeout) {
-            // Blocking probes run before the trial's first-buffer probe: the buffer that confirms the new
-            // source is the one that, once the tee is moved, reaches the outputs first.
-            unit.bin.staticPad("src")?.addProbe(.blockBuffer) { _ in cut.moveTee() }
-            unit.bin.baseTime = pipeline.baseTime
-            try unit.bin.setState(.ready)
-            try unit.bin.syncStateWithParent()
-        }
-        if let failure = failure ?? cut.linkFailure.map({ ($0, unit.device) }) {
-            // The tee goes back to the old source if the new one took it (it failed after its first buffer).
-            cut.abandon()
-            sourceWatches.remove(at: path)
-            _ = try? unit.bin.setState(.null)
-            pipeline.remove(unit.bin)
-            let reason = SourceBuilder.explanation(of: failure.0, from: unit.device)
-            throw .deviceFailed(device: unit.device.description,
-                                underlying: reason.map { GStreamerError(kind: failure.0.kind, message: $0) } ?? failure.0)
-        }
-        unit.bin.staticPad("src")?.addProbe(.downstreamEvent) { [busState] info in
-            guard info.eventType == .endOfStream, busState.withLock({ $0.failedSources.contains(path) }) else { return .ok }
-            return .drop
-        }
-        busState.withLock { $0.sources.append((path, unit.device)) }
-        sourceWatches.remove(at: previousPath)
-        _ = try? previous.bin.setState(.null)
-        pipeline.remove(previous.bin)
-        busState.withLock { $0.sources.removeAll { $0.path == previousPath } }
-    }
-
-    /// Puts a watch on a camera source: its stalls, its lateness, its frame rate under pressure.
-    private func watch(_ unit: SourceUnit) {
-        guard unit.device.mediaType == .video, let frameRate = unit.selection?.frameRate else { return }
-        sourceWatches.add(SourceWatch(device: unit.device, frameRate: frameRate, withheld: pressure.withheld, onEvent: emit), on: unit.bin)
-    }
-
-    private func unplug(_ unit: SourceUnit, from tee: Element) {
-        let path = unit.bin.path
-        sourceWatches.remove(at: path)
-        _ = try? unit.bin.setState(.null)
-        unit.bin.unlink(from: tee)
-        pipeline.remove(unit.bin)
-        busState.withLock { $0.sources.removeAll { $0.path == path } }
+        try slots.setSource(unit, for: slot, timeout: timeout)
     }
 
     // MARK: Outputs
@@ -517,16 +312,6 @@ final class SessionGraph: @unchecked Sendable {
         busState.withLock { $0.encoders.removeAll { $0 === encoder } }
         encoder.remove(from: pipeline)
     }
-
-    /// The camera feeding the graph now (read from any thread).
-    var currentVideoDevice: CaptureDevice? {
-        busState.withLock { state in state.sources.last { $0.device.mediaType == .video }?.device }
-    }
-
-    func source(for slot: Slot) -> SourceUnit? { slot == .video ? videoSource : audioSource }
-
-    /// Whether the session has a source for the media type now.
-    func hasSource(_ mediaType: MediaType) -> Bool { mediaType == .video ? videoSource != nil : audioSource != nil }
 
     /// Removes the output's branch (draining it first when the output writes a file); it stays a member.
     @discardableResult

@@ -180,7 +180,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     /// delegate hears why it ended; the recording then waits for the camera, or goes on at once when the
     /// interruption ended meanwhile. A stop asked for meanwhile ends the recording with this file.
     private func finishFileAtInterruption(_ fileID: UInt64, reason: CaptureSession.InterruptionReason, drained: Bool,
-                                          graph: SessionGraph?) {
+                                          graph: (any OutputGraph)?) {
         guard let file = state.withLock({ $0.fileWasCut(fileID, at: reason) }) else { return }
         finishFile(file, error: .sessionWasInterrupted(reason), drained: drained)
         resumeIfCameraIsBack(in: graph)
@@ -188,7 +188,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
 
     /// On the session queue: a recording waiting between files opens its next one if the camera delivers
     /// again (no interruption is going on).
-    private func resumeIfCameraIsBack(in graph: SessionGraph?) {
+    private func resumeIfCameraIsBack(in graph: (any OutputGraph)?) {
         guard state.withLock({ $0.mayOpenNextFile }) else { return }
         beginFile(in: graph)
     }
@@ -249,7 +249,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
 
     /// On the session queue: opens the recording's next file (the first: the one asked for), attaches its
     /// branch and tells the delegate it started, or why it could not (which ends the recording).
-    private func beginFile(in graph: SessionGraph?) {
+    private func beginFile(in graph: (any OutputGraph)?) {
         guard let (requested, number) = state.withLock({ $0.recording.map { ($0.requestedURL, $0.filesStarted + 1) } }) else { return }
         let url = number == 1 ? requested : Self.nextFileURL(after: requested, number: number)
         if FileManager.default.fileExists(atPath: url.path) {
@@ -305,7 +305,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     }
 
     /// On the session queue: builds the recording's branch and links it to the running tees.
-    private func attachRecording(to graph: SessionGraph, url: URL) throws(CaptureError) {
+    private func attachRecording(to graph: any OutputGraph, url: URL) throws(CaptureError) {
         guard let (encoding, settings, dropsFillerFrames, paused) = state.withLock({ state in
             state.recording.map { ($0.encoding, state.settings, $0.interruptionBehavior == .finalizeAndResume, $0.pausedAcrossFiles) }
         }) else { throw .sessionNotRunning }

@@ -16,11 +16,11 @@ struct MovieRecordingBranch {
     /// On the session queue: builds the branch that records `url` for `output`, not yet attached.
     /// `sidecarLocked` hears the sidecar's lock as soon as it is held, so that a failure after that can
     /// remove the sidecar it created; `onLimit` hears the timeline reach a limit.
-    init(recording url: URL, for output: CaptureMovieFileOutput, in graph: SessionGraph, encoding requested: MovieEncoding,
+    init(recording url: URL, for output: CaptureMovieFileOutput, in graph: any OutputGraph, encoding requested: MovieEncoding,
          settings: MovieOutputSettings, dropsFillerFrames: Bool, paused: Bool,
          sidecarLocked: (SidecarLock) -> Void, onLimit: @escaping @Sendable (CaptureError) -> Void) throws(CaptureError) {
         var encoding = requested
-        let selection = graph.videoSource?.selection
+        let selection = graph.videoSelection
         encoding.withAudio = graph.hasSource(.audio)
         encoding.frameRate = Int((selection?.frameRate.doubleValue ?? 30).rounded())
         encoding.rotation = Int(output.connection.videoRotationAngle)
@@ -85,7 +85,7 @@ struct MovieRecordingBranch {
     }
 
     /// The recording's bin, with its encoder configured when it has its own.
-    private static func makeBin(_ encoding: inout MovieEncoding, for output: CaptureMovieFileOutput, in graph: SessionGraph,
+    private static func makeBin(_ encoding: inout MovieEncoding, for output: CaptureMovieFileOutput, in graph: any OutputGraph,
                                 mayFallBackToSoftware: Bool) throws(CaptureError) -> Bin {
         let asked = encoding
         let (bin, encoder) = try asked.videoEncoder.withSoftwareFallback(mayFallBackToSoftware) { encoder in

@@ -62,35 +62,6 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         var samples: [(time: Date, bytes: UInt64)] = []
     }
 
-    /// Counted on streaming threads, read by the monitor.
-    final class ConnectionCounters: Sendable {
-        private struct Counts {
-            var framesIn = 0, videoFrames = 0, audioBuffers = 0, encodedBytes = UInt64(0)
-            var lastFrameTime: UInt64?
-        }
-        private let counts = Locked(Counts())
-        /// A frame reached the branch; one that comes more than a frame and a half after the last stands
-        /// for the frames between, which the shared encoder dropped (behind a busy CPU) before any output.
-        func frameIn(time: UInt64?, duration: UInt64?) {
-            counts.withLock { counts in
-                counts.framesIn += 1
-                if let time, let last = counts.lastFrameTime, let duration, duration > 0, time > last + duration * 3 / 2 {
-                    counts.framesIn += Int((time - last) / duration) - 1
-                }
-                if let time { counts.lastFrameTime = time }
-            }
-        }
-        func encoded(video: Bool, bytes: Int) {
-            counts.withLock { counts in
-                if video { counts.videoFrames += 1 } else { counts.audioBuffers += 1 }
-                counts.encodedBytes += UInt64(bytes)
-            }
-        }
-        var snapshot: (framesIn: Int, videoFrames: Int, audioBuffers: Int, encodedBytes: UInt64) {
-            counts.withLock { ($0.framesIn, $0.videoFrames, $0.audioBuffers, $0.encodedBytes) }
-        }
-    }
-
     /// Guards the state below (stored properties, which the weak delegate needs).
     private let lock = Lock()
     private var settings = Settings()
@@ -273,9 +244,9 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
-    private func encoding(for destination: StreamDestination, in graph: SessionGraph) throws(CaptureError) -> StreamEncoding {
+    private func encoding(for destination: StreamDestination, in graph: any OutputGraph) throws(CaptureError) -> StreamEncoding {
         let settings = locked { self.settings }
-        let selection = graph.videoSource?.selection
+        let selection = graph.videoSelection
         let width = selection?.format.width ?? 1280, height = selection?.format.height ?? 720
         return StreamEncoding(destination: destination, profile: settings.profile,
                               videoBitRate: settings.videoBitRate ?? max(500_000, width * height * 2),
@@ -290,48 +261,21 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     }
 
     /// On the session queue: the branch for one connection, with its counters, linked to the running tees.
-    private func attach(to graph: SessionGraph, destination: StreamDestination) throws(CaptureError) {
-        var encoding = try encoding(for: destination, in: graph)
-        let bin = try graph.makeBin(try encoding.description(), for: self, ghostUnlinkedPads: false)
-        let counters = ConnectionCounters()
-        var inputs: [MediaType: String] = [:]
-        var pads: [Pad] = []
-        do {
-            let exposed = try EncodingInputs(exposedOn: bin)
-            exposed.decoupleFromUpstream()
-            (pads, inputs) = (exposed.pads, exposed.names)
-        } catch {
-            throw .configurationFailed(reason: "cannot set up the stream", underlying: error as? GStreamerError)
-        }
-        let encoder = try graph.sharedVideoEncoder(for: encoding.videoEncodeRequest)
-        encoding.videoEncoder = encoder.activeEncoder
-        encoding.videoBitRate = encoder.encode.bitRate
-        // A connection begins at a key frame (asked for now), and one that falls behind skips to the next.
-        let gate = KeyFrameGate(encoder: encoder, queue: bin.element(named: "video_in"))
-        pads.first?.addProbe(.buffer) { info in
-            counters.frameIn(time: info.bufferPTS.map(UInt64.init), duration: info.bufferDuration.map(UInt64.init))
-            return gate.admits(isDeltaFrame: info.isDeltaFrame) ? .ok : .drop
-        }
-        for (name, video) in [(StreamEncoding.encodedVideo, true), (StreamEncoding.encodedAudio, false)] {
-            bin.element(named: name)?.staticPad("src")?.addProbe(.buffer) { info in
-                counters.encoded(video: video, bytes: info.bufferSize ?? 0)
-                return .ok
-            }
-        }
-        let sink = bin.element(named: "sink")
+    private func attach(to graph: any OutputGraph, destination: StreamDestination) throws(CaptureError) {
+        let branch = try StreamConnectionBranch(encoding: try encoding(for: destination, in: graph), for: self, in: graph)
         locked {
             publication?.connection += 1
-            publication?.encoding = encoding
-            publication?.counters = counters
+            publication?.encoding = branch.encoding
+            publication?.counters = branch.counters
             publication?.connectedAt = nil
             publication?.lastProgress = Date()
             publication?.bytesAtLastProgress = 0
             publication?.samples = []
             publication?.attached = true
-            self.sink = sink
+            self.sink = branch.sink
         }
         do throws(CaptureError) {
-            try graph.attachBranch(bin, of: self, inputs: inputs, encodedVideo: encoder)
+            try graph.attachBranch(branch.bin, of: self, inputs: branch.inputs, encodedVideo: branch.sharedEncoder)
         } catch {
             locked { publication?.attached = false; self.sink = nil }
             throw error
