@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GCapture
+import GCaptureControl
 import GCaptureDescription
 import GCaptureWeb
 
@@ -123,8 +124,8 @@ struct RunCommand: AsyncParsableCommand {
     /// options, re-applying the settings in force on reload; a description file's set-up comes in here too,
     /// as a `ControlledCapture` built from the described session, its outputs and settings, with a reload
     /// hook that re-reads the file and returns its settings.
-    func makeCapture() throws -> (ControlledCapture, CaptureController.ReloadHook) {
-        guard let file else { return (try captureFromOptions(), CaptureController.reapplyCurrentSettings) }
+    func makeCapture() throws -> ControlledRun.SetUp {
+        guard let file else { return ControlledRun.SetUp(capture: try captureFromOptions()) }
         let described = try DescriptionCommandSupport.open(file, safe: safe, root: root)
         var capture = ControlledCapture(session: described.session, photoOutput: described.photoOutput,
                                         movieOutput: described.movieOutput, streamOutput: described.streamOutput,
@@ -132,7 +133,6 @@ struct RunCommand: AsyncParsableCommand {
                                         camera: described.cameraInput.device.description,
                                         microphone: described.microphoneInput?.device.description,
                                         notices: described.checked.notices)
-        if http != nil, web.tls == nil { capture.webTLS = try Self.webTLS(of: described.checked, file: file) }
         let options = DescriptionCommandSupport.options(safe: safe, root: root)
         capture.paths.root = safe ? options.root.map(SafeRoot.init) : nil
         let reload: CaptureController.ReloadHook = { _ in
@@ -143,7 +143,9 @@ struct RunCommand: AsyncParsableCommand {
             }
             return ReloadedSetUp(settings: Self.settings(of: described), needsNewRun: report.needsRestart)
         }
-        return (capture, reload)
+        // Read only when the page is served, and not when --tls-cert/--tls-key give one.
+        let webTLS = http != nil && web.tls == nil ? try Self.webTLS(of: described.checked, file: file) : nil
+        return ControlledRun.SetUp(capture: capture, reload: reload, webTLS: webTLS)
     }
 
     /// The description's certificate and key for the page (already found readable by the check), read; a

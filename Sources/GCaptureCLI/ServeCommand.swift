@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GCapture
+import GCaptureControl
 import GCaptureWeb
 
 struct ServeCommand: AsyncParsableCommand {
@@ -60,7 +61,7 @@ struct ServeCommand: AsyncParsableCommand {
         setup.photoFolder = folder
         setup.movieFolder = folder
         try await ControlledRun.run(json: json, web: ControlledRun.Web(options: web, listen: listen)) {
-            (try setup.captureFromOptions(), CaptureController.reapplyCurrentSettings)
+            ControlledRun.SetUp(capture: try setup.captureFromOptions())
         }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import GCapture
+import GCaptureControl
 import GCaptureSupport
 
 struct StreamCommand: AsyncParsableCommand {

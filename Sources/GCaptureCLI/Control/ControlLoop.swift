@@ -1,5 +1,6 @@
 import Foundation
 import GCapture
+import GCaptureControl
 
 /// Why a run ends.
 enum RunStopReason: Sendable {
