@@ -49,8 +49,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "With --safe: the folder every output path must stay inside; a command's PATH is relative to it.")
     var root: String?
 
-    @Option(help: DeviceChoice.cameraHelp)
-    var camera: String?
+    @OptionGroup var device: CameraOptions<HighestQuality>
 
     @Option(help: DeviceChoice.microphoneHelp(none: "for silent movies"))
     var microphone: String?
@@ -69,15 +68,9 @@ struct RunCommand: AsyncParsableCommand {
             transform: { try Self.naming($0, option: "--movie-naming", folderOption: "--movie-folder", extensions: ["mp4", "mkv"]) })
     var movieNaming = ControlledCaptureSettings.defaultMovieNaming
 
-    @Option(help: "Session preset (see `gcapture frames --help`).")
-    var preset: CaptureSession.Preset = .high
-
     @Option(parsing: .unconditional, help: "Degrees clockwise to turn photos and movies upright: \(NumberRanges.rotation.accepted) (default: 0; `rotate` changes it).",
             transform: NumberRanges.rotation.parser)
     var rotation: Int = 0
-
-    @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
-    var noise: Int = 0
 
     @Flag(help: "Show the live picture too, filling the screen: a kiosk's preview (under cage, see Examples/kiosk).")
     var preview = false
@@ -182,7 +175,7 @@ struct RunCommand: AsyncParsableCommand {
 
     /// The set-up the options describe.
     func captureFromOptions() throws -> ControlledCapture {
-        let cameraChoice = try DeviceChoice.camera(camera, noise: noise)
+        let cameraChoice = try DeviceChoice.camera(device.camera, noise: device.noise)
         let microphoneChoice = try DeviceChoice.microphone(microphone)
         let settings = ControlledCaptureSettings(
             rotation: rotation,
@@ -206,7 +199,7 @@ struct RunCommand: AsyncParsableCommand {
             screen.sinkName = previewSink
             try session.add(screen)
         }
-        session.sessionPreset = preset
+        session.sessionPreset = device.preset
         try session.commitAndWait()
         return ControlledCapture(session: session, photoOutput: photos, movieOutput: movie, settings: settings,
                                  camera: cameraChoice.device.description, microphone: microphoneChoice?.device.description,

@@ -54,7 +54,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         var setup = try RunCommand.parse([])
-        setup.camera = camera
+        setup.device.camera = camera
         setup.microphone = microphone
         // Made here, so that an error names this command's option rather than run's --photo-folder.
         let folder = try RunCommand.folder(output, option: "--output").path
