@@ -20,8 +20,9 @@ public actor CaptureController {
 
     public nonisolated let capture: ControlledCapture
     nonisolated let events: ControlEvents
+    // Internal rather than private where the CaptureController+*.swift files (one per concern) use them.
     let onReload: ReloadHook
-    let onFatalError: @Sendable (String) -> Void
+    private let onFatalError: @Sendable (String) -> Void
     var settings: ControlledCaptureSettings
     var camera: String
     /// The files handed out per folder and naming rule: numbering goes on after the highest in the folder.
@@ -31,14 +32,16 @@ public actor CaptureController {
     var photosInFlight = 0
     var photosIdle: [CheckedContinuation<Void, Never>] = []
     var stopping = false
-    var sessionEvents: Task<Void, Never>?
+    private var sessionEvents: Task<Void, Never>?
     /// Why the session is interrupted now, or nil: for the web page's status.
     nonisolated let interruption = Locked<String?>(nil)
-    var streamEvents: Task<Void, Never>?
+    private var streamEvents: Task<Void, Never>?
+    var isReloading = false
+    var reloadAgain = false
 
     /// `onFatalError`: the session stopped by itself (the run then ends, with an error).
     public init(capture: ControlledCapture, events: ControlEvents, onReload: @escaping ReloadHook = CaptureController.reapplyCurrentSettings,
-         onFatalError: @escaping @Sendable (String) -> Void) {
+                onFatalError: @escaping @Sendable (String) -> Void) {
         self.capture = capture
         self.events = events
         self.onReload = onReload
@@ -46,9 +49,6 @@ public actor CaptureController {
         settings = capture.settings
         camera = capture.camera
     }
-
-    var isReloading = false
-    var reloadAgain = false
 
     // MARK: Running
 
