@@ -80,7 +80,7 @@ let package = Package(
         .executableTarget(name: "Recorder", dependencies: ["GCapture"], path: "Examples/Recorder"),
         .executableTarget(name: "MotionDetector", dependencies: ["GCapture"], path: "Examples/MotionDetector"),
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "GCaptureSupport"]),
-        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GCaptureWeb", "GCaptureSupport", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
+        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GCaptureControl", "GCaptureWeb", "GCaptureSupport", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
                     // Description files the tests read from the source tree (#filePath), not resources.
                     exclude: ["Descriptions", "Browser"]),
         // The seed documents' AVFoundation code ported by renaming; GCapture alone, in the seeds' Swift 5.
