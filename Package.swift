@@ -5,7 +5,8 @@ import PackageDescription
 //   GCaptureSupport (locks, broadcasts, blocking queues: generic concurrency, no GStreamer) →
 //   CGst (system library) → CGstShim (C macros/variadics) → GStreamerKit (safe Swift over GStreamer,
 //   knows nothing about cameras) → GCapture (the capture engine) → GCaptureDescription (YAML description
-//   files) → GCaptureWeb (the operator's web page, on SwiftNIO) → gcapture CLI, benchmark, examples.
+//   files) → GCaptureControl (the control commands of `run`/`serve`, typed, and the controller that carries
+//   them out) → GCaptureWeb (the operator's web page, on SwiftNIO) → gcapture CLI, benchmark, examples.
 //   CImaging holds the engine's pixel loops (plain C, no GStreamer); CProcessHeap tunes glibc's heap;
 //   CDeviceServices reads the accelerometer service and V4L2 controls for the engine.
 let package = Package(
@@ -17,6 +18,7 @@ let package = Package(
         .library(name: "GStreamerKit", targets: ["GStreamerKit"]),
         .library(name: "GCaptureSupport", targets: ["GCaptureSupport"]),
         .library(name: "GCaptureDescription", targets: ["GCaptureDescription"]),
+        .library(name: "GCaptureControl", targets: ["GCaptureControl"]),
         .executable(name: "gcapture", targets: ["GCaptureCLI"]),
         .executable(name: "gcapture-bench", targets: ["GCaptureBenchmark"]),
         .executable(name: "frame-counter", targets: ["FrameCounter"]),
@@ -55,16 +57,19 @@ let package = Package(
                                                  .product(name: "Logging", package: "swift-log")]),
         // Description files (YAML): read, checked with positions, and built into a session.
         .target(name: "GCaptureDescription", dependencies: ["GCapture", "GCaptureSupport", .product(name: "Yams", package: "Yams")]),
+        // The control protocol of `gcapture run` (stdin lines, the web page's commands): typed requests,
+        // replies and events, and the controller that carries them out on a running session. No terminal, no HTTP.
+        .target(name: "GCaptureControl", dependencies: ["GCapture", "GCaptureDescription", "GCaptureSupport"]),
         // The operator's web page (`gcapture serve`, `gcapture run --http`): live view, controls, events, gallery.
-        // Knows the engine, not the CLI: the commands come in through its OperatorConsole protocol.
-        .target(name: "GCaptureWeb", dependencies: ["GCapture", "GCaptureSupport",
+        // Knows the engine and the control commands, not the CLI: they are carried out through its OperatorConsole.
+        .target(name: "GCaptureWeb", dependencies: ["GCapture", "GCaptureControl", "GCaptureSupport",
                                                     .product(name: "NIOCore", package: "swift-nio"),
                                                     .product(name: "NIOPosix", package: "swift-nio"),
                                                     .product(name: "NIOHTTP1", package: "swift-nio"),
                                                     .product(name: "NIOSSL", package: "swift-nio-ssl")]),
         .executableTarget(
             name: "GCaptureCLI",
-            dependencies: ["GCapture", "GCaptureDescription", "GCaptureWeb", "GCaptureSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["GCapture", "GCaptureDescription", "GCaptureControl", "GCaptureWeb", "GCaptureSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(name: "GCaptureBenchmark", dependencies: ["GCapture", "GStreamerKit"],
@@ -75,7 +80,7 @@ let package = Package(
         .executableTarget(name: "Recorder", dependencies: ["GCapture"], path: "Examples/Recorder"),
         .executableTarget(name: "MotionDetector", dependencies: ["GCapture"], path: "Examples/MotionDetector"),
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "GCaptureSupport"]),
-        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GCaptureWeb", "GCaptureSupport", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
+        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GCaptureControl", "GCaptureWeb", "GCaptureSupport", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
                     // Description files the tests read from the source tree (#filePath), not resources.
                     exclude: ["Descriptions", "Browser"]),
         // The seed documents' AVFoundation code ported by renaming; GCapture alone, in the seeds' Swift 5.

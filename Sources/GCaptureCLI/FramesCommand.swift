@@ -12,26 +12,19 @@ struct FramesCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
-    @Option(help: DeviceChoice.cameraHelp)
-    var camera: String?
-
-    @Option(help: "Session preset: \(CaptureSession.Preset.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var preset: CaptureSession.Preset = .high
+    @OptionGroup var device: CameraOptions<HighestQuality>
 
     @Option(parsing: .unconditional, help: "Seconds to capture, \(durationRange.accepted) (default: 2).", transform: durationRange.parser)
     var duration: Double = 2
-
-    @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
-    var noise: Int = 0
 
     @Flag(help: "Print one JSON object per line (started, interrupted, interruptionEnded, systemPressure, finished).")
     var json = false
 
     func run() async throws {
         StopSignals.shared.install()
-        let report = try await FrameCapture(camera: camera, preset: preset, duration: duration, noise: noise, json: json).run { started in
+        let report = try await FrameCapture(camera: device.camera, preset: device.preset, duration: duration, noise: device.noise, json: json).run { started in
             if json {
-                JSONLine.print(["event": "started", "camera": started.camera, "preset": preset.rawValue,
+                JSONLine.print(["event": "started", "camera": started.camera, "preset": device.preset.rawValue,
                                 "startToFirstFrameMs": started.startMilliseconds].merging(started.deviceFields) { $1 })
             } else {
                 Console.write("capturing from \(started.camera) for \(duration) s (first frame after \(String(format: "%.1f", started.startMilliseconds)) ms)")

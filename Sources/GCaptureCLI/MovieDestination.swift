@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GCapture
+import GCaptureControl
 
 /// A movie's path as the command line gives it: its type from its name, and the file already there.
 struct MovieDestination {
@@ -10,7 +11,7 @@ struct MovieDestination {
     static let overwriteHelp: ArgumentHelp = "Replace a movie already at that path (and what a crash of its recording left beside it); without it, an existing file is left alone and the command stops."
 
     /// What a movie's name must end in, for every place that names one.
-    static let namingRule = "a movie's name ends in .mp4 (H.264 and AAC) or .mkv (Matroska: H.264 and Opus)"
+    static let namingRule = NamingRules.movie
 
     /// A name that is neither .mp4 nor .mkv is a mistake: the movie would not be what its name says.
     init(_ path: String, option: String) throws {
@@ -32,7 +33,7 @@ struct MovieDestination {
 /// Checks the output paths given on the command line share.
 enum OutputPath {
     /// What a photo's name ends in, for every place that names one.
-    static let photoNamingRule = "a photo's name ends in .jpg or .jpeg (it is a JPEG with EXIF)"
+    static let photoNamingRule = NamingRules.photo
 
     /// A folder is not a file's name: the error names it and gives an example name inside it for a `what`
     /// ("movie", "photo").

@@ -28,8 +28,7 @@ struct PhotoCommand: AsyncParsableCommand {
     static let secondsRange = NumberRange(0.0...3600.0, "seconds")
     @OptionGroup var logging: LoggingOptions
 
-    @Option(help: DeviceChoice.cameraHelp)
-    var camera: String?
+    @OptionGroup var device: CameraOptions<HighestQuality>
 
     @Option(help: "Where to write the photo, a .jpg or .jpeg; with --count, %d is the photo's number (else -N is added).")
     var output = "photo.jpg"
@@ -51,9 +50,6 @@ struct PhotoCommand: AsyncParsableCommand {
             transform: secondsRange.parser)
     var deferredDelay: Double = 0.5
 
-    @Option(help: "Session preset (see `gcapture frames --help`).")
-    var preset: CaptureSession.Preset = .high
-
     @Option(parsing: .unconditional, help: "Degrees clockwise to turn the photo upright: \(NumberRanges.rotation.accepted) (default: 0).",
             transform: NumberRanges.rotation.parser)
     var rotation: Int = 0
@@ -63,9 +59,6 @@ struct PhotoCommand: AsyncParsableCommand {
 
     @Flag(inversion: .prefixedNo, help: "Zero shutter lag (the frame at the request, not the next one).")
     var zeroShutterLag = true
-
-    @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
-    var noise: Int = 0
 
     @Flag(help: "Replace a photo already at that path; without it, an existing file is left alone and the command stops.")
     var overwrite = false
@@ -99,7 +92,7 @@ struct PhotoCommand: AsyncParsableCommand {
         // Work an earlier run left here is finished by this one (in the background, once it starts), and
         // this run must not exit before it is.
         let resumesDeferredWork = CapturePhotoOutput.deferredPhotos(in: folder).contains { !$0.isFinished }
-        let choice = try DeviceChoice.camera(camera, noise: noise)
+        let choice = try DeviceChoice.camera(device.camera, noise: device.noise)
         let photos = CapturePhotoOutput()
         photos.isZeroShutterLagEnabled = zeroShutterLag
         photos.isAutoDeferredPhotoDeliveryEnabled = deferred
@@ -118,7 +111,7 @@ struct PhotoCommand: AsyncParsableCommand {
         session.beginConfiguration()
         try session.add(CaptureDeviceInput(device: choice.device))
         try session.add(photos)
-        session.sessionPreset = preset
+        session.sessionPreset = device.preset
         try session.commitAndWait()
         let interruptions = InterruptionReporter(session, json: json)
         defer { withExtendedLifetime(interruptions) {} }

@@ -1,5 +1,6 @@
 import Foundation
 import GCapture
+import GCaptureControl
 
 /// Reports a running session's system pressure as it changes: a line on stderr (the human output keeps
 /// stdout for results), or a `systemPressure` JSON event on stdout with --json. The command keeps running.
@@ -11,7 +12,7 @@ enum PressureReport {
                 guard case .systemPressureChanged(let device, let state, let response) = event else { continue }
                 if json {
                     JSONLine.print(["event": "systemPressure", "camera": device.description, "level": state.level.rawValue,
-                                    "factors": state.factors.names, "response": name(of: response)])
+                                    "factors": state.factors.names, "response": response.eventName])
                 } else {
                     let change = response == .none ? "capture unchanged" : "\(response)"
                     FileHandle.standardError.write(Data("gcapture: system pressure \(state) on \(device.localizedName): \(change)\n".utf8))
@@ -20,13 +21,4 @@ enum PressureReport {
         }
     }
 
-    /// The response's name in JSON events.
-    static func name(of response: CaptureSession.PressureResponse) -> String {
-        switch response {
-        case .none: "none"
-        case .fewerFramesToOutputs: "fewerFramesToOutputs"
-        case .reducedFrameRate: "reducedFrameRate"
-        case .interrupted: "interrupted"
-        }
-    }
 }

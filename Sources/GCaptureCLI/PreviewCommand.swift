@@ -21,11 +21,7 @@ struct PreviewCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
-    @Option(help: DeviceChoice.cameraHelp)
-    var camera: String?
-
-    @Option(help: "Session preset: \(CaptureSession.Preset.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var preset: CaptureSession.Preset = .high
+    @OptionGroup var device: CameraOptions<HighestQuality>
 
     @Option(help: "Mirror the picture: auto (a front camera's only), on or off (default: auto).")
     var mirror: Mirror = .auto
@@ -43,15 +39,12 @@ struct PreviewCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Seconds to show, \(durationRange.accepted) (default: until a signal).", transform: durationRange.parser)
     var duration: Double?
 
-    @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
-    var noise: Int = 0
-
     @Flag(help: "Print one JSON object per line (started, finished).")
     var json = false
 
     func run() async throws {
         StopSignals.shared.install()
-        let choice = try DeviceChoice.camera(camera, noise: noise)
+        let choice = try DeviceChoice.camera(device.camera, noise: device.noise)
         let session = CaptureSession(name: "gcapture-preview")
         let preview = CapturePreviewOutput()
         preview.sinkName = sink
@@ -66,7 +59,7 @@ struct PreviewCommand: AsyncParsableCommand {
         session.beginConfiguration()
         try session.add(CaptureDeviceInput(device: choice.device))
         try session.add(preview)
-        session.sessionPreset = preset
+        session.sessionPreset = device.preset
         try session.commitAndWait()
         // A branch that fails later (the window closed, the display gone) ends the run with its reason.
         let failures = session.runtimeErrors()

@@ -30,8 +30,7 @@ struct RecordCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
-    @Option(help: DeviceChoice.cameraHelp)
-    var camera: String?
+    @OptionGroup var device: CameraOptions<HighestQuality>
 
     @Option(help: DeviceChoice.microphoneHelp(none: "for a silent movie"))
     var microphone: String?
@@ -50,15 +49,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Stop before the file grows past this many bytes, \(sizeRange.accepted).", transform: sizeRange.parser)
     var maxSize: Int64?
 
-    @Option(help: "Session preset.")
-    var preset: CaptureSession.Preset = .high
-
     @Option(parsing: .unconditional, help: "Degrees clockwise players turn the picture to show it upright: \(NumberRanges.rotation.accepted) (the MP4's display matrix; pixels are turned for .mkv; default: 0).",
             transform: NumberRanges.rotation.parser)
     var rotation: Int = 0
-
-    @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
-    var noise: Int = 0
 
     @Option(help: "What a camera interruption does: `continue` (one file, the gap filled with black frames and silence) or `split` (the file ends at the interruption, recording goes on in clip-2.mp4 ... once the camera is back).")
     var onInterruption: InterruptionChoice = .continue
@@ -76,7 +69,7 @@ struct RecordCommand: AsyncParsableCommand {
         let destination = try MovieDestination(output, option: "--output")
         try destination.makeRoom(overwrite: overwrite, option: "--output")
         let url = destination.url
-        let cameraChoice = try DeviceChoice.camera(camera, noise: noise)
+        let cameraChoice = try DeviceChoice.camera(device.camera, noise: device.noise)
         let microphoneChoice = try DeviceChoice.microphone(microphone)
         let camera = cameraChoice.device, microphone = microphoneChoice?.device
         let movie = CaptureMovieFileOutput()
@@ -91,7 +84,7 @@ struct RecordCommand: AsyncParsableCommand {
         try session.add(CaptureDeviceInput(device: camera))
         if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
         try session.add(movie)
-        session.sessionPreset = preset
+        session.sessionPreset = device.preset
         try session.commitAndWait()
         let interruptions = InterruptionReporter(session, json: json)
         defer { withExtendedLifetime(interruptions) {} }

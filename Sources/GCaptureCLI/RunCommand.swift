@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GCapture
+import GCaptureControl
 import GCaptureDescription
 import GCaptureWeb
 
@@ -48,8 +49,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "With --safe: the folder every output path must stay inside; a command's PATH is relative to it.")
     var root: String?
 
-    @Option(help: DeviceChoice.cameraHelp)
-    var camera: String?
+    @OptionGroup var device: CameraOptions<HighestQuality>
 
     @Option(help: DeviceChoice.microphoneHelp(none: "for silent movies"))
     var microphone: String?
@@ -68,15 +68,9 @@ struct RunCommand: AsyncParsableCommand {
             transform: { try Self.naming($0, option: "--movie-naming", folderOption: "--movie-folder", extensions: ["mp4", "mkv"]) })
     var movieNaming = ControlledCaptureSettings.defaultMovieNaming
 
-    @Option(help: "Session preset (see `gcapture frames --help`).")
-    var preset: CaptureSession.Preset = .high
-
     @Option(parsing: .unconditional, help: "Degrees clockwise to turn photos and movies upright: \(NumberRanges.rotation.accepted) (default: 0; `rotate` changes it).",
             transform: NumberRanges.rotation.parser)
     var rotation: Int = 0
-
-    @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
-    var noise: Int = 0
 
     @Flag(help: "Show the live picture too, filling the screen: a kiosk's preview (under cage, see Examples/kiosk).")
     var preview = false
@@ -123,8 +117,8 @@ struct RunCommand: AsyncParsableCommand {
     /// options, re-applying the settings in force on reload; a description file's set-up comes in here too,
     /// as a `ControlledCapture` built from the described session, its outputs and settings, with a reload
     /// hook that re-reads the file and returns its settings.
-    func makeCapture() throws -> (ControlledCapture, CaptureController.ReloadHook) {
-        guard let file else { return (try captureFromOptions(), CaptureController.reapplyCurrentSettings) }
+    func makeCapture() throws -> ControlledRun.SetUp {
+        guard let file else { return ControlledRun.SetUp(capture: try captureFromOptions()) }
         let described = try DescriptionCommandSupport.open(file, safe: safe, root: root)
         var capture = ControlledCapture(session: described.session, photoOutput: described.photoOutput,
                                         movieOutput: described.movieOutput, streamOutput: described.streamOutput,
@@ -132,7 +126,6 @@ struct RunCommand: AsyncParsableCommand {
                                         camera: described.cameraInput.device.description,
                                         microphone: described.microphoneInput?.device.description,
                                         notices: described.checked.notices)
-        if http != nil, web.tls == nil { capture.webTLS = try Self.webTLS(of: described.checked, file: file) }
         let options = DescriptionCommandSupport.options(safe: safe, root: root)
         capture.paths.root = safe ? options.root.map(SafeRoot.init) : nil
         let reload: CaptureController.ReloadHook = { _ in
@@ -143,7 +136,9 @@ struct RunCommand: AsyncParsableCommand {
             }
             return ReloadedSetUp(settings: Self.settings(of: described), needsNewRun: report.needsRestart)
         }
-        return (capture, reload)
+        // Read only when the page is served, and not when --tls-cert/--tls-key give one.
+        let webTLS = http != nil && web.tls == nil ? try Self.webTLS(of: described.checked, file: file) : nil
+        return ControlledRun.SetUp(capture: capture, reload: reload, webTLS: webTLS)
     }
 
     /// The description's certificate and key for the page (already found readable by the check), read; a
@@ -180,7 +175,7 @@ struct RunCommand: AsyncParsableCommand {
 
     /// The set-up the options describe.
     func captureFromOptions() throws -> ControlledCapture {
-        let cameraChoice = try DeviceChoice.camera(camera, noise: noise)
+        let cameraChoice = try DeviceChoice.camera(device.camera, noise: device.noise)
         let microphoneChoice = try DeviceChoice.microphone(microphone)
         let settings = ControlledCaptureSettings(
             rotation: rotation,
@@ -204,7 +199,7 @@ struct RunCommand: AsyncParsableCommand {
             screen.sinkName = previewSink
             try session.add(screen)
         }
-        session.sessionPreset = preset
+        session.sessionPreset = device.preset
         try session.commitAndWait()
         return ControlledCapture(session: session, photoOutput: photos, movieOutput: movie, settings: settings,
                                  camera: cameraChoice.device.description, microphone: microphoneChoice?.device.description,

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GCapture
+import GCaptureControl
 import GCaptureWeb
 
 struct ServeCommand: AsyncParsableCommand {
@@ -53,14 +54,14 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         var setup = try RunCommand.parse([])
-        setup.camera = camera
+        setup.device.camera = camera
         setup.microphone = microphone
         // Made here, so that an error names this command's option rather than run's --photo-folder.
         let folder = try RunCommand.folder(output, option: "--output").path
         setup.photoFolder = folder
         setup.movieFolder = folder
         try await ControlledRun.run(json: json, web: ControlledRun.Web(options: web, listen: listen)) {
-            (try setup.captureFromOptions(), CaptureController.reapplyCurrentSettings)
+            ControlledRun.SetUp(capture: try setup.captureFromOptions())
         }
     }
 }

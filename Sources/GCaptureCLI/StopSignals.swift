@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import GCaptureControl
 import GCaptureSupport
 import Synchronization
 
@@ -202,9 +203,7 @@ enum Console {
 /// One JSON object per line (see Console).
 enum JSONLine {
     /// The object as one line of JSON, keys sorted: how every JSON the CLI says is spelt.
-    static func encode(_ object: [String: Any]) -> Data? {
-        try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-    }
+    static func encode(_ object: [String: Any]) -> Data? { ControlJSON.encode(object) }
 
     static func print(_ object: [String: Any]) {
         guard let data = encode(object) else { return }

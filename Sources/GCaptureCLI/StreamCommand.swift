@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import GCapture
+import GCaptureControl
 import GCaptureSupport
 
 struct StreamCommand: AsyncParsableCommand {
@@ -26,14 +27,10 @@ struct StreamCommand: AsyncParsableCommand {
     @Argument(help: "Where to publish: rtmp://, rtmps://, srt://, rtsp:// or a playlist path ending in .m3u8.")
     var url: String
 
-    @Option(help: DeviceChoice.cameraHelp)
-    var camera: String?
+    @OptionGroup var device: CameraOptions<LiveStreaming>
 
     @Option(help: DeviceChoice.microphoneHelp(none: "for video only"))
     var microphone: String?
-
-    @Option(help: "Session preset.")
-    var preset: CaptureSession.Preset = .hd1280x720
 
     static let bitRateRange = NumberRange(100...100_000, "kbit/s")
     static let durationRange = NumberRange(0.1...2_592_000.0, "seconds")
@@ -62,9 +59,6 @@ struct StreamCommand: AsyncParsableCommand {
     @Flag(help: MovieDestination.overwriteHelp)
     var overwrite = false
 
-    @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
-    var noise: Int = 0
-
     @Flag(help: "Print one JSON object per line: streamState (at each change), progress (each second), streamFinished.")
     var json = false
 
@@ -80,7 +74,7 @@ struct StreamCommand: AsyncParsableCommand {
         let movieDestination = try record.map { try MovieDestination($0, option: "--record") }
         try movieDestination?.makeRoom(overwrite: overwrite, option: "--record")
         let movieURL = movieDestination?.url
-        let cameraChoice = try DeviceChoice.camera(camera, noise: noise)
+        let cameraChoice = try DeviceChoice.camera(device.camera, noise: device.noise)
         let microphoneChoice = try DeviceChoice.microphone(microphone)
         let camera = cameraChoice.device, microphone = microphoneChoice?.device
 
@@ -97,7 +91,7 @@ struct StreamCommand: AsyncParsableCommand {
             return movie
         }
         if let movie { try session.add(movie) }
-        session.sessionPreset = preset
+        session.sessionPreset = device.preset
         try session.commitAndWait()
         let interruptions = InterruptionReporter(session, json: json)
         defer { withExtendedLifetime(interruptions) {} }

@@ -1,4 +1,5 @@
 import Foundation
+import GCaptureControl
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -231,15 +232,16 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         return true
     }
 
-    private func startEvents(_ events: AsyncStream<Data>, request: HTTPRequestHead, context: ChannelHandlerContext) {
+    private func startEvents(_ events: AsyncStream<ControlEvent>, request: HTTPRequestHead, context: ChannelHandlerContext) {
         streamHead(request, type: "text/event-stream; charset=utf-8", context: context)
         // retry: how soon EventSource reconnects after the stream ends.
         context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: "retry: 2000\n\n")))), promise: nil)
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let task = Task {
             for await event in events {
+                guard let json = event.json else { continue }
                 var line = ByteBuffer(string: "data: ")
-                line.writeBytes(event)
+                line.writeBytes(json)
                 line.writeString("\n\n")
                 let text = line
                 bound.eventLoop.execute {

@@ -1,26 +1,16 @@
 import Foundation
+import GCaptureControl
 
-/// What the web page drives: the commands and events of `gcapture run`'s control protocol
-/// (docs/control-protocol.md). The program that serves the page provides it; this module knows the engine's
-/// outputs and HTTP, not how a program carries out its commands.
+/// What the web page drives: the typed commands and events of `gcapture run`'s control protocol
+/// (docs/control-protocol.md), the same ones stdin's lines are read into. The program that serves the page
+/// provides it; this module reads the page's JSON into commands and writes the replies back, and does not
+/// know how a program carries the commands out.
 public protocol OperatorConsole: Sendable {
-    /// Carries out one request of the control protocol, a JSON object as one stdin line of `gcapture run`
-    /// takes it (`{"command": "photo"}`), and answers with its reply object.
-    func perform(request: Data) async -> ConsoleReply
-    /// The protocol's events from now on (photo, recordingStarted, interrupted...), each a JSON object.
-    func events() -> AsyncStream<Data>
+    /// Carries out one request the page sent, already read and allowed (see `WebCommands`), and answers it.
+    func perform(_ request: ControlRequest) async -> ControlResponse
+    /// The protocol's events from now on (photo, recordingStarted, interrupted...).
+    func events() -> AsyncStream<ControlEvent>
     /// What the capture is doing now, for a page that has just opened: JSON values (strings, numbers, booleans,
     /// NSNull, and arrays and dictionaries of them).
-    func status() async -> [String: any Sendable]
-}
-
-/// A reply of the control protocol: whether the command did what it asked, and the reply object.
-public struct ConsoleReply: Sendable {
-    public var ok: Bool
-    public var json: Data
-
-    public init(ok: Bool, json: Data) {
-        self.ok = ok
-        self.json = json
-    }
+    func status() async -> ControlFields
 }

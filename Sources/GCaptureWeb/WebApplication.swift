@@ -1,4 +1,5 @@
 import Foundation
+import GCaptureControl
 import GCaptureSupport
 import NIOCore
 import NIOHTTP1
@@ -164,7 +165,7 @@ struct WebApplication: Sendable {
         guard type.hasPrefix("application/json") else {
             return .error(.unsupportedMediaType, "a command is a JSON object sent as application/json, e.g. {\"command\": \"photo\"}")
         }
-        let reply = await console.perform(request: request.body)
+        let reply = await WebCommands.answer(request.body, console: console)
         return .bytes(reply.ok ? .ok : .unprocessableEntity, reply.json, type: "application/json")
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GCaptureControl
 import NIOCore
 import NIOHTTP1
 
@@ -62,7 +63,7 @@ enum WebResponse: Sendable {
     /// The MJPEG live view: one more viewer of it.
     case liveView(LiveView)
     /// Server-Sent Events: the console's events, as they come.
-    case events(AsyncStream<Data>)
+    case events(AsyncStream<ControlEvent>)
 
     static let securityHeaders: [(String, String)] = [
         ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY"),

@@ -1,5 +1,6 @@
 import Foundation
 import GCapture
+import GCaptureControl
 
 /// Why a run ends.
 enum RunStopReason: Sendable {
@@ -96,12 +97,12 @@ final class ControlLoop: Sendable {
         case .photo(let path):
             do {
                 let ticket = try await controller.requestPhoto(path: path, trigger: "command")
-                photos.start { [controller, output] in Self.answer(id, await controller.takePhoto(ticket), output) }
+                photos.start { [controller, output] in output.answer(ControlResponse(id: id, await controller.takePhoto(ticket))) }
             } catch {
                 output.fail(id, error.message)
             }
         case .recordStart, .recordStop, .pause, .resume, .switchCamera, .rotate, .mirror:
-            Self.answer(id, await controller.perform(request.command, trigger: "command"), output)
+            output.answer(ControlResponse(id: id, await controller.perform(request.command, trigger: "command")))
         case .help:
             output.reply(id, ControlCommand.helpFields, text: "commands: " + ControlCommand.synopsis.joined(separator: "; ") + " (see docs/control-protocol.md)")
         case .quit:
@@ -110,13 +111,6 @@ final class ControlLoop: Sendable {
             return false
         }
         return true
-    }
-
-    private static func answer(_ id: RequestID?, _ result: Result<ControlReply, ControlFailure>, _ output: ControlOutput) {
-        switch result {
-        case .success(let reply): output.reply(id, reply.fields, text: reply.text)
-        case .failure(let failure): output.fail(id, failure.message)
-        }
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GCapture
+import GCaptureControl
 import GCaptureSupport
 import GCaptureWeb
 
@@ -12,8 +13,15 @@ enum ControlledRun {
         var listen: String
     }
 
-    static func run(json: Bool, web: Web?,
-                    makeCapture: () throws -> (ControlledCapture, CaptureController.ReloadHook)) async throws {
+    /// What a run drives: the capture, how SIGHUP reloads it, and the web page's certificate when a
+    /// description names one (`web.tls-cert`/`web.tls-key`; --tls-cert/--tls-key take precedence).
+    struct SetUp {
+        var capture: ControlledCapture
+        var reload: CaptureController.ReloadHook = CaptureController.reapplyCurrentSettings
+        var webTLS: WebTLSIdentity?
+    }
+
+    static func run(json: Bool, web: Web?, makeCapture: () throws -> SetUp) async throws {
         // A file size limit of the process (ulimit -f) must end the recording with an error, not kill us.
         signal(SIGXFSZ, SIG_IGN)
         // Installed before anything else: a SIGUSR1 or SIGHUP arriving early must not kill the process.
@@ -29,8 +37,9 @@ enum ControlledRun {
         let controlLoop: ControlLoop
         var server: OperatorWebServer?
         do {
-            let (capture, reload) = try makeCapture()
-            let controller = CaptureController(capture: capture, output: output, onReload: reload) { message in
+            let setUp = try makeCapture()
+            let capture = setUp.capture
+            let controller = CaptureController(capture: capture, events: output.events, onReload: setUp.reload) { message in
                 loop.withLock { $0 }?.fail(message)
             }
             controlLoop = ControlLoop(controller: controller, output: output) { service?.stopping() }
@@ -38,7 +47,7 @@ enum ControlledRun {
             // captured), and announced once the capture runs.
             var listening: (url: String, port: Int)?
             if let web {
-                let prepared = try prepareWeb(web, capture: capture, controller: controller, output: output)
+                let prepared = try prepareWeb(web, capture: capture, tls: setUp.webTLS, controller: controller, output: output)
                 server = prepared
                 listening = try await listen(prepared)
             }
@@ -66,13 +75,13 @@ enum ControlledRun {
     }
 
     /// The server and its live view, whose output joins the session before it starts.
-    private static func prepareWeb(_ web: Web, capture: ControlledCapture, controller: CaptureController,
+    private static func prepareWeb(_ web: Web, capture: ControlledCapture, tls: WebTLSIdentity?, controller: CaptureController,
                                    output: ControlOutput) throws -> OperatorWebServer {
         // A description's folders are made with their first file; the gallery shows them from the start.
         let folders = try [capture.settings.photoFolder, capture.settings.movieFolder].map {
             try RunCommand.folder($0.path, option: "the gallery's folder")
         }
-        let (server, liveView, madeToken) = try web.options.server(listen: web.listen, folders: folders, tls: capture.webTLS,
+        let (server, liveView, madeToken) = try web.options.server(listen: web.listen, folders: folders, tls: tls,
                                                                    console: WebConsole(controller: controller, output: output))
         capture.session.beginConfiguration()
         try capture.session.add(liveView.output)

@@ -4,7 +4,7 @@ import GCapture
 extension CaptureStreamOutput.State {
     /// The state as a `streamState` event carries it, from `gcapture stream --json` and from `gcapture run`
     /// with a description's stream alike.
-    var eventFields: ControlFields {
+    public var eventFields: ControlFields {
         var fields: ControlFields = ["state": name]
         if case .reconnecting(let attempt, let next, let reason) = self {
             fields["attempt"] = attempt
@@ -13,5 +13,17 @@ extension CaptureStreamOutput.State {
         }
         if case .failed(let error) = self { fields["error"] = "\(error)" }
         return fields
+    }
+}
+
+extension CaptureSession.PressureResponse {
+    /// The response's name in JSON events (`systemPressure`, from `gcapture run` and the capture commands).
+    public var eventName: String {
+        switch self {
+        case .none: "none"
+        case .fewerFramesToOutputs: "fewerFramesToOutputs"
+        case .reducedFrameRate: "reducedFrameRate"
+        case .interrupted: "interrupted"
+        }
     }
 }

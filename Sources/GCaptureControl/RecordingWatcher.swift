@@ -4,7 +4,7 @@ import GCaptureSupport
 
 /// A value set once, awaited with a deadline: the controller must not wait for ever on a delegate call
 /// that an errored branch may never make.
-final class OneShot<Value: Sendable>: Sendable {
+public final class OneShot<Value: Sendable>: Sendable {
     private struct Waiter {
         let continuation: CheckedContinuation<Value?, Never>
         /// Resumes the waiter with nil at its deadline; cancelled when the value comes first, so that a
@@ -18,11 +18,11 @@ final class OneShot<Value: Sendable>: Sendable {
     }
     private let state = Locked(State())
 
-    init() {}
+    public init() {}
 
-    var value: Value? { state.withLock { $0.value } }
+    public var value: Value? { state.withLock { $0.value } }
 
-    func set(_ value: Value) {
+    public func set(_ value: Value) {
         let waiters = state.withLock { state -> [Waiter] in
             guard state.value == nil else { return [] }
             state.value = value
@@ -36,7 +36,7 @@ final class OneShot<Value: Sendable>: Sendable {
     }
 
     /// The value, or nil when `seconds` passed first (nil `seconds`: no deadline).
-    func wait(seconds: Double?) async -> Value? {
+    public func wait(seconds: Double?) async -> Value? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
             let (ready, id) = state.withLock { state -> (Value?, UInt64) in
                 if let value = state.value { return (value, 0) }

@@ -1,51 +1,75 @@
 import Foundation
 import GCapture
 import GCaptureDescription
-import GCaptureWeb
 
 /// A capture set-up `gcapture run` drives: a configured (committed, not yet started) session and the
-/// outputs the commands act on. Made in `RunCommand.makeCapture`: from the command line's options, or from
-/// a description file; whatever builds one, the controller runs it the same.
-struct ControlledCapture: Sendable {
-    var session: CaptureSession
+/// outputs the commands act on. Made by the program (the CLI's `RunCommand.makeCapture`): from the command
+/// line's options, or from a description file; whatever builds one, the controller runs it the same.
+public struct ControlledCapture: Sendable {
+    public var session: CaptureSession
     /// Nil when the set-up takes no photos: `photo` and SIGUSR1 then answer so.
-    var photoOutput: CapturePhotoOutput?
+    public var photoOutput: CapturePhotoOutput?
     /// Nil when the set-up records no movies: `record` answers so.
-    var movieOutput: CaptureMovieFileOutput?
+    public var movieOutput: CaptureMovieFileOutput?
     /// A description's stream: published from the start of the run to its end, its states reported.
-    var streamOutput: CaptureStreamOutput?
-    var streamLocation: String?
+    public var streamOutput: CaptureStreamOutput?
+    public var streamLocation: String?
     /// What may change while it runs (a `rotate`, a reload).
-    var settings: ControlledCaptureSettings
+    public var settings: ControlledCaptureSettings
     /// Said in the started event: the devices in use, and why a test device stands in when one does.
-    var camera: String
-    var microphone: String?
-    var notices: [String] = []
-    /// A description's certificate for the web page (`web.tls-cert`/`web.tls-key`), read and checked;
-    /// --tls-cert/--tls-key take precedence.
-    var webTLS: WebTLSIdentity?
+    public var camera: String
+    public var microphone: String?
+    public var notices: [String]
     /// Where the paths commands name go (under --safe: inside the root).
-    var paths = CommandPaths()
+    public var paths: CommandPaths
+
+    public init(session: CaptureSession, photoOutput: CapturePhotoOutput? = nil, movieOutput: CaptureMovieFileOutput? = nil,
+                streamOutput: CaptureStreamOutput? = nil, streamLocation: String? = nil, settings: ControlledCaptureSettings,
+                camera: String, microphone: String? = nil, notices: [String] = [], paths: CommandPaths = CommandPaths()) {
+        self.session = session
+        self.photoOutput = photoOutput
+        self.movieOutput = movieOutput
+        self.streamOutput = streamOutput
+        self.streamLocation = streamLocation
+        self.settings = settings
+        self.camera = camera
+        self.microphone = microphone
+        self.notices = notices
+        self.paths = paths
+    }
 }
 
 /// The part of a set-up that changes on the live session, without stopping it: `CaptureController.apply`
 /// compares two of these and applies only what differs.
-struct ControlledCaptureSettings: Sendable, Equatable {
+public struct ControlledCaptureSettings: Sendable, Equatable {
     /// Degrees clockwise to turn photos and movies upright: 0, 90, 180 or 270.
-    var rotation = 0
-    var mirrored = false
-    var photoQuality: CapturePhotoOutput.QualityPrioritization = .balanced
+    public var rotation: Int
+    public var mirrored: Bool
+    public var photoQuality: CapturePhotoOutput.QualityPrioritization
     /// Photos keep their pixels as the camera gives them and say how to turn them in EXIF.
-    var photoEXIFOrientation = false
-    var photoFolder: URL
-    var movieFolder: URL
+    public var photoEXIFOrientation: Bool
+    public var photoFolder: URL
+    public var movieFolder: URL
     /// How files are named when a command gives no path (the description files' rule: {counter}, {date}).
-    var photoNaming = defaultPhotoNaming
-    var movieNaming = defaultMovieNaming
+    public var photoNaming: FileNamePattern
+    public var movieNaming: FileNamePattern
+
+    public init(rotation: Int = 0, mirrored: Bool = false, photoQuality: CapturePhotoOutput.QualityPrioritization = .balanced,
+                photoEXIFOrientation: Bool = false, photoFolder: URL, movieFolder: URL,
+                photoNaming: FileNamePattern = defaultPhotoNaming, movieNaming: FileNamePattern = defaultMovieNaming) {
+        self.rotation = rotation
+        self.mirrored = mirrored
+        self.photoQuality = photoQuality
+        self.photoEXIFOrientation = photoEXIFOrientation
+        self.photoFolder = photoFolder
+        self.movieFolder = movieFolder
+        self.photoNaming = photoNaming
+        self.movieNaming = movieNaming
+    }
 
     // Literal patterns, checked by the tests.
-    static let defaultPhotoNaming = try! FileNamePattern(parsing: "photo-{date}-{counter}.jpg")
-    static let defaultMovieNaming = try! FileNamePattern(parsing: "movie-{date}-{counter}.mp4")
+    public static let defaultPhotoNaming = try! FileNamePattern(parsing: "photo-{date}-{counter}.jpg")
+    public static let defaultMovieNaming = try! FileNamePattern(parsing: "movie-{date}-{counter}.mp4")
 
     /// The names of the fields that differ, in a stable order, for the reload event.
     func changes(to other: ControlledCaptureSettings) -> [String] {
@@ -85,9 +109,14 @@ extension ControlledCapture {
 /// What a reload read: the settings to apply live, and the changes left as they were because they need a
 /// new run (an output added, the microphone changed), which the reloaded event names: without them an
 /// added movie output was "nothing changed".
-struct ReloadedSetUp: Sendable {
-    var settings: ControlledCaptureSettings
-    var needsNewRun: [String] = []
+public struct ReloadedSetUp: Sendable {
+    public var settings: ControlledCaptureSettings
+    public var needsNewRun: [String]
+
+    public init(settings: ControlledCaptureSettings, needsNewRun: [String] = []) {
+        self.settings = settings
+        self.needsNewRun = needsNewRun
+    }
 
     func eventFields(changed: [String]) -> ControlFields {
         var fields: ControlFields = ["changed": changed]

@@ -4,15 +4,17 @@ import GCaptureDescription
 /// Where the PATH of `photo PATH` and `record start PATH` goes: relative to the current folder; under
 /// --safe relative to the root, and never outside it (no absolute path elsewhere, no '..' out of it, no
 /// symbolic link that leads out), as the description's own folders.
-struct CommandPaths: Sendable {
+public struct CommandPaths: Sendable {
     /// Under --safe: the folder every path stays inside.
-    var root: SafeRoot?
+    public var root: SafeRoot?
+
+    public init(root: SafeRoot? = nil) { self.root = root }
 
     /// A photo is a JPEG, and its name must say so.
     func photo(_ path: String) throws(ControlFailure) -> URL {
         let url = try resolve(path)
         guard ["jpg", "jpeg"].contains(url.pathExtension.lowercased()) else {
-            throw ControlFailure("\(path): \(OutputPath.photoNamingRule)")
+            throw ControlFailure("\(path): \(NamingRules.photo)")
         }
         return url
     }

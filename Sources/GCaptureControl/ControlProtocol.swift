@@ -1,27 +1,28 @@
 import Foundation
+import GCapture
 
 /// The control protocol of `gcapture run` (docs/control-protocol.md): requests in, one per line, as a JSON
 /// object or as plain words; replies and events out, as JSON lines (--json) or plain words.
-enum ControlProtocol {
-    static let name = "gcapture-control"
+public enum ControlProtocol {
+    public static let name = "gcapture-control"
     /// Raised when a request or a reply changes incompatibly; additions (a new command, a new field) keep it.
-    static let version = 1
+    public static let version = 1
     /// A longer line is refused: a client gone wrong must not grow our memory without bound.
-    static let maxLineBytes = 65_536
+    public static let maxLineBytes = 65_536
 }
 
 /// A request's id as the client sent it (an integer or a string), given back in its reply.
-enum RequestID: Sendable, Equatable {
+public enum RequestID: Sendable, Equatable {
     case number(Int)
     case text(String)
 
-    var json: any Sendable {
+    public var json: any Sendable {
         switch self { case .number(let value): value; case .text(let value): value }
     }
 }
 
 /// One command of the protocol, in either form.
-enum ControlCommand: Sendable, Equatable {
+public enum ControlCommand: Sendable, Equatable {
     case photo(path: String?)
     case recordStart(path: String?)
     case recordStop
@@ -34,34 +35,39 @@ enum ControlCommand: Sendable, Equatable {
     case quit
 
     /// The command words, for `help` and for the did-you-mean of an unknown one.
-    static let names = ["photo", "record", "pause", "resume", "switch", "rotate", "mirror", "help", "quit"]
+    public static let names = ["photo", "record", "pause", "resume", "switch", "rotate", "mirror", "help", "quit"]
 
     /// The plain-words synopsis of every command, for `help` and the documentation's table.
-    static let synopsis = [
+    public static let synopsis = [
         "photo [PATH]", "record start [PATH]", "record stop", "pause", "resume", "switch CAMERA",
         "rotate 0|90|180|270", "mirror on|off", "help", "quit",
     ]
 
     /// `help`'s reply fields.
-    static let helpFields: [String: any Sendable] = ["commands": synopsis, "protocol": ControlProtocol.version]
+    public static let helpFields: ControlFields = ["commands": synopsis, "protocol": ControlProtocol.version]
 }
 
-struct ControlRequest: Sendable, Equatable {
-    var id: RequestID?
-    var command: ControlCommand
+public struct ControlRequest: Sendable, Equatable {
+    public var id: RequestID?
+    public var command: ControlCommand
+
+    public init(id: RequestID? = nil, command: ControlCommand) {
+        self.id = id
+        self.command = command
+    }
 }
 
 /// What is wrong with a line, in one sentence, and the line's id when it had a readable one (so that the
 /// error reply still reaches the request it answers).
-struct ControlLineError: Error, Sendable, Equatable {
-    var id: RequestID?
-    var message: String
+public struct ControlLineError: Error, Sendable, Equatable {
+    public var id: RequestID?
+    public var message: String
 }
 
 /// Reads request lines. A line whose first non-blank character is `{` is JSON; any other is plain words.
 /// Both forms are accepted whatever the output form, so that a person can type at a --json session.
-enum ControlParser {
-    static func parse(_ line: String) -> Result<ControlRequest, ControlLineError> {
+public enum ControlParser {
+    public static func parse(_ line: String) -> Result<ControlRequest, ControlLineError> {
         let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
         if trimmed.hasPrefix("{") { return parseJSON(trimmed) }
         do {
@@ -247,9 +253,10 @@ enum ControlParser {
     }
 
     private static func rotation(_ text: String) throws(ParseError) -> Int {
-        do { return try NumberRanges.rotation.parse(text) } catch {
-            throw ParseError("rotate: the angle \(text) is not one of \(NumberRanges.rotation.accepted)")
+        guard let degrees = Int(text), Rotation.angles.contains(degrees) else {
+            throw ParseError("rotate: the angle \(text) is not one of \(Rotation.accepted)")
         }
+        return degrees
     }
 
     // MARK: Did you mean
@@ -329,4 +336,18 @@ enum JSONValue: Decodable, Sendable, Equatable {
         case .object: "an object"
         }
     }
+}
+
+/// The angles `rotate` and the settings take, as the CLI's rotation options spell them: "0, 90, 180 or 270
+/// degrees". `Int(_:)` takes only an optional sign and decimal digits, as the CLI's number options do.
+enum Rotation {
+    static let angles = CaptureConnection.supportedVideoRotationAngles.map { Int($0) }
+    static let accepted = angles.dropLast().map(String.init).joined(separator: ", ") + " or \(angles.last ?? 0) degrees"
+}
+
+/// What a file's name must end in, for every place that names one (the CLI's options, `photo PATH`,
+/// `record start PATH`).
+public enum NamingRules {
+    public static let photo = "a photo's name ends in .jpg or .jpeg (it is a JPEG with EXIF)"
+    public static let movie = "a movie's name ends in .mp4 (H.264 and AAC) or .mkv (Matroska: H.264 and Opus)"
 }
