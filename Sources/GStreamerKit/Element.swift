@@ -260,3 +260,15 @@ extension Element {
         set { gst_element_set_base_time(pointer, newValue) }
     }
 }
+
+extension Element {
+    /// Makes a videoflip that is not yet playing pass frames through untouched while it is unturned. GStreamer
+    /// 1.22's videoflip starts with passthrough off and its active direction already "identity", so asking for
+    /// identity changes nothing and every frame is copied (perf: `gst_video_frame_copy` was a fifth of the CPU of
+    /// delivering 1080p30 frames to code); a direction that changes and comes back turns passthrough on. Later
+    /// directions keep it right: each turn turns passthrough off, each return to identity on again.
+    public func letVideoFlipPassFramesThrough() throws {
+        try set("video-direction", "90r")
+        try set("video-direction", "identity")
+    }
+}

@@ -139,7 +139,10 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
     }
 
     override func didJoin(_ context: OutputContext, branch: Bin?) {
-        state.withLock { $0.flip = branch?.element(named: "frame-flip") }
+        let flip = branch?.element(named: "frame-flip")
+        // Joined before the branch plays: the one moment the flip can be set to pass frames through.
+        try? flip?.letVideoFlipPassFramesThrough()
+        state.withLock { $0.flip = flip }
         applyOrientation()
         guard let sink = Self.appSink(in: branch) else { return }
         sink.setSampleHandler { [weak self] sample in self?.deliver(sample) }

@@ -33,10 +33,7 @@ final class PhotoEncoder: Sendable {
             }
             self.flip = flip
             self.sink = sink
-            // GStreamer 1.22's videoflip, made with the identity direction, still copies every frame; once
-            // its direction has changed and come back it passes frames through untouched.
-            try flip.set("video-direction", "90r")
-            try flip.set("video-direction", FrameTransform.identity.rawValue)
+            try flip.letVideoFlipPassFramesThrough()
             // Read on the pushing thread: pushes run the elements synchronously, so whatever they post about
             // a frame is here before the push returns.
             pipeline.bus.setHandler { [reported] message in

@@ -185,6 +185,8 @@ public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
     override func didJoin(_ context: OutputContext, branch: Bin?) {
         guard let branch else { return }
         let flip = branch.element(named: "preview-flip")
+        // Joined before the branch plays: the one moment the flip can be set to pass frames through.
+        try? flip?.letVideoFlipPassFramesThrough()
         state.withLock { $0.flip = flip }
         videoDeviceDidChange(context.videoDevice())
         let settings = state.withLock { $0 }
