@@ -73,6 +73,8 @@ final class SourceWatch: Sendable {
     /// The source's frame interval in nanoseconds.
     let frameInterval: UInt64
     private let stalled = Locked<Bool>(false)
+    /// `stalled` as every frame reads it, without the lock; the lock orders a stall and the resume after it.
+    private let mayBeStalled = Atomic<Bool>(false)
     private let onEvent: @Sendable (GraphEvent) -> Void
     /// Largest lateness seen since the last `takeFigures()`, in nanoseconds.
     private let worstLateness = Atomic<UInt64>(0)
@@ -103,10 +105,13 @@ final class SourceWatch: Sendable {
                 let monotonic = Self.monotonicNanoseconds()
                 if monotonic > clockTime { worstLateness.raise(to: monotonic - clockTime) }
             }
-            stalled.withLock { isStalled in
-                guard isStalled else { return }
-                isStalled = false
-                onEvent(.sourceResumed(device: device))
+            if mayBeStalled.load(ordering: .acquiring) {
+                stalled.withLock { isStalled in
+                    guard isStalled else { return }
+                    isStalled = false
+                    mayBeStalled.store(false, ordering: .releasing)
+                    onEvent(.sourceResumed(device: device))
+                }
             }
             let keep = keepOneIn.load(ordering: .relaxed)
             guard keep > 0, count % keep == 0 else {
@@ -130,6 +135,7 @@ final class SourceWatch: Sendable {
         stalled.withLock { isStalled in
             guard !isStalled else { return }
             isStalled = true
+            mayBeStalled.store(true, ordering: .releasing)
             onEvent(.sourceStalled(device: device))
         }
     }
@@ -194,12 +200,20 @@ extension Atomic where Value == UInt64 {
 /// camera's do, until released. Only tests set this (a camera has no way to ask for it).
 enum TestCameraStalls {
     private static let stalled = Locked<Set<String>>([])
+    /// How many are stalled: every test camera frame reads it, and only while one is stalled do frames pay
+    /// for the lock and the set.
+    private static let stalledCount = Atomic<Int>(0)
 
     static func set(_ uniqueID: String, stalled isStalled: Bool) {
-        stalled.withLock { if isStalled { $0.insert(uniqueID) } else { $0.remove(uniqueID) } }
+        stalled.withLock { set in
+            if isStalled { set.insert(uniqueID) } else { set.remove(uniqueID) }
+            stalledCount.store(set.count, ordering: .releasing)
+        }
     }
 
-    static func isStalled(_ uniqueID: String) -> Bool { stalled.withLock { $0.contains(uniqueID) } }
+    static func isStalled(_ uniqueID: String) -> Bool {
+        stalledCount.load(ordering: .acquiring) > 0 && stalled.withLock { $0.contains(uniqueID) }
+    }
 
     /// The probe that swallows a stalled test camera's frames, on its videotestsrc's output.
     static func install(on bin: Bin, uniqueID: String) {
