@@ -55,6 +55,8 @@ struct FrameDeliveryReport: Codable {
     var rssRatio: Double
     var cpuGoal: Double
     var meetsCPUGoal: Bool
+    var rssGoal: Double
+    var meetsRSSGoal: Bool
     var warnings: [String]
     var runs: [FrameRun]
 }
@@ -147,7 +149,7 @@ extension FrameDeliveryReport {
             row("  idle    this program, gst_init only", idleProcess),
             "  engine / plain".padding(40) + String(format: "CPU %.2f×", cpuRatio)
                 + String(format: "  goal ≤ %.2f×  ", cpuGoal) + (meetsCPUGoal ? "met" : "MISSED")
-                + String(format: "   peak RSS %.2f×", rssRatio),
+                + String(format: "   peak RSS %.2f×  goal ≤ %.2f×  ", rssRatio, rssGoal) + (meetsRSSGoal ? "met" : "MISSED"),
         ]
         lines += warnings.map { "  warning: \($0)" }
         return lines
