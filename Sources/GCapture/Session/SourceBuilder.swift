@@ -9,6 +9,9 @@ struct SourceUnit {
     let bin: Bin
     /// A stand-in (black frames, silence) for an interrupted device.
     var isFiller = false
+    /// How long the camera may deliver nothing before it counts as stalled (FrameStallWatchdog); nil for
+    /// what is not a camera (a microphone, a filler).
+    var stallTimeout: Duration?
 
     /// What identifies the source: a change means the source must be rebuilt.
     var key: String { device.uniqueID + "|" + (selection?.caps ?? "audio") }
@@ -20,23 +23,20 @@ enum SourceBuilder {
     /// Bytes of one sample frame in `audioCaps` (two 16-bit channels).
     static let audioFrameBytes = 4
 
-    /// `stallTimeout`: how long the camera may deliver nothing before the watchdog reports it stalled
+    /// `stallTimeout`: how long the camera may deliver nothing before it counts as stalled
     /// (FrameStallWatchdog; default from the frame rate).
     static func videoSource(for device: CaptureDevice, selection: FormatSelection, name: String,
                             stallTimeout: Duration? = nil) throws(CaptureError) -> SourceUnit {
         let description: String
-        // Right behind the camera's element, so it watches what the device delivers, before any decoding.
-        let watchdog = FrameStallWatchdog.fragment(
-            timeout: stallTimeout ?? FrameStallWatchdog.defaultTimeout(frameRate: selection.frameRate))
         switch device.backend {
         case .testCamera(let options):
             description = "videotestsrc name=camera is-live=true pattern=\(options.pattern.rawValue) horizontal-speed=\(options.motion) "
-                + "! \(watchdog)capsfilter name=caps caps=\"\(selection.caps)\""
+                + "! capsfilter name=caps caps=\"\(selection.caps)\""
         case .v4l2(let path):
-            description = "v4l2src device=\(path) ! \(watchdog)capsfilter name=caps caps=\"\(selection.caps)\""
+            description = "v4l2src device=\(path) ! capsfilter name=caps caps=\"\(selection.caps)\""
                 + (selection.format.isCompressed ? " ! jpegdec ! videoconvert" : "")
         case .provided:
-            description = "\(watchdog)capsfilter name=caps caps=\"\(selection.caps)\""
+            description = "capsfilter name=caps caps=\"\(selection.caps)\""
                 + (selection.format.isCompressed ? " ! jpegdec ! videoconvert" : "")
         case .testMicrophone, .pulse:
             throw .cannotAddInput("\(device) is a microphone, not a camera")
@@ -63,7 +63,8 @@ enum SourceBuilder {
             // After the noise (probes run in the order added), so the stamp stays legible.
             if options.stampsCaptureTime { addCaptureTimeStamp(to: bin, caps: selection.caps) }
         }
-        return SourceUnit(device: device, selection: selection, bin: bin)
+        return SourceUnit(device: device, selection: selection, bin: bin,
+                          stallTimeout: stallTimeout ?? FrameStallWatchdog.defaultTimeout(frameRate: selection.frameRate))
     }
 
     static func audioSource(for device: CaptureDevice, name: String) throws(CaptureError) -> SourceUnit {

@@ -66,15 +66,6 @@ final class SourceSlots: @unchecked Sendable {
     /// is `elsewhere` is the order the checks always had.
     func attribute(_ error: GStreamerError, from message: Message) -> Attribution {
         busState.withLock { state -> Attribution in
-            if FrameStallWatchdog.isStall(error) {
-                // A camera slow to give its first frame (USB cameras can take a second or two) is judged by
-                // the trial's own deadline, not the stall interval.
-                if let trial = state.trialPath, message.isFrom(inside: trial) { return .settled(nil) }
-                if let watch = sourceWatches.watch(of: message) {
-                    watch.markStalled()
-                    return .settled(nil)
-                }
-            }
             if let trial = state.trialPath, message.isFrom(inside: trial) {
                 // A source on trial is done with at its first error; the whole graph on trial (play) is not
                 // marked, so a graph that is kept after all still reports its errors.
@@ -271,7 +262,8 @@ final class SourceSlots: @unchecked Sendable {
     /// Puts a watch on a camera source: its stalls, its lateness, its frame rate under pressure.
     private func watch(_ unit: SourceUnit) {
         guard unit.device.mediaType == .video, let frameRate = unit.selection?.frameRate else { return }
-        sourceWatches.add(SourceWatch(device: unit.device, frameRate: frameRate, withheld: withheld, onEvent: emit), on: unit.bin)
+        sourceWatches.add(SourceWatch(device: unit.device, frameRate: frameRate, stallTimeout: unit.stallTimeout, withheld: withheld,
+                                      onEvent: emit), on: unit.bin)
     }
 
     private func unplug(_ unit: SourceUnit, from tee: Element) {

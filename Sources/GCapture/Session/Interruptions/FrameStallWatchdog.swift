@@ -2,26 +2,17 @@ import Foundation
 import GStreamerKit
 import Synchronization
 
-/// The frame-stall watchdog: GStreamer's `watchdog` element sits right behind the camera's own element in
-/// the video source bin and posts an error when no buffer passes for its timeout. A camera that stops
-/// delivering without a word (a wedged driver, a USB camera whose firmware hangs, vivid dropping every
-/// buffer) posts nothing itself: v4l2src just waits in poll() forever.
+/// The frame-stall watchdog: a camera that stops delivering without a word (a wedged driver, a USB camera
+/// whose firmware hangs, vivid dropping every buffer) posts nothing itself: v4l2src just waits in poll()
+/// forever. Each camera's `SourceWatch` notes when its last frame passed; the session's pressure tick
+/// (SessionPressure on SystemPressureMonitor's shared timer, every 250 ms while the graph plays) asks each
+/// watch whether that was longer ago than its interval. GStreamer's `watchdog` element did this before, at a price every frame paid: it
+/// destroyed and re-armed a GSource for each buffer and woke its own thread to do so (about 60 context
+/// switches a second at 30 fps), and it needed gst-plugins-bad.
 ///
-/// The element keeps watching after it fires: its timer is re-armed by the next buffer, so a camera that
-/// stalls again is reported again. That next buffer is what `SourceWatch` reports as the end of the stall.
+/// The watch keeps watching after it fires: the next frame ends the stall, and a camera that stalls again
+/// is reported again.
 enum FrameStallWatchdog {
-    /// The element's name inside a source bin; a stall is an error posted by an element of this name.
-    static let elementName = "stall-watchdog"
-
-    /// Whether GStreamer has the element here (gst-plugins-bad's debugutilsbad); without it, stalls go unseen.
-    static let isAvailable: Bool = {
-        let available = GStreamer.hasElement("watchdog")
-        if !available {
-            Log.session.warning("GStreamer's watchdog element (gst-plugins-bad) is missing: a camera that stops delivering frames will not be noticed")
-        }
-        return available
-    }()
-
     /// The default interval: ten frame intervals, and never under one second.
     ///
     /// Ten intervals because cameras do skip frames for good reasons (auto-exposure lengthening the
@@ -33,18 +24,6 @@ enum FrameStallWatchdog {
         guard frameRate.numerator > 0 else { return .seconds(1) }
         let tenFrames = 10.0 * Double(frameRate.denominator) / Double(frameRate.numerator)
         return .milliseconds(Int((max(1.0, tenFrames) * 1000).rounded()))
-    }
-
-    /// The gst-launch fragment that goes right behind the camera's element ("" without the element).
-    static func fragment(timeout: Duration) -> String {
-        guard isAvailable else { return "" }
-        return "watchdog name=\(elementName) timeout=\(max(1, milliseconds(timeout))) ! "
-    }
-
-    /// Whether a bus error is the watchdog saying no frame came (not a failure of the device).
-    static func isStall(_ error: GStreamerError) -> Bool {
-        guard let path = error.sourcePath, let last = path.split(separator: "/").last else { return false }
-        return last.hasSuffix(":" + elementName)
     }
 
     static func milliseconds(_ duration: Duration) -> Int {
@@ -65,13 +44,19 @@ extension CaptureDeviceInput {
     }
 }
 
-/// What the session watches on one running camera source, from its streaming thread: when frames come
-/// again after a stall, how late they leave the camera (for system pressure), and how many the session lets
-/// through under pressure. One buffer probe at the pad right behind the watchdog does all three.
+/// What the session watches on one running camera source, from its streaming thread: when its last frame
+/// passed (a stall is a long silence, and the next frame its end), how late frames leave the camera (for
+/// system pressure), and how many the session lets through under pressure. One buffer probe at the pad right
+/// behind the camera's element does all of it.
 final class SourceWatch: Sendable {
     let device: CaptureDevice
     /// The source's frame interval in nanoseconds.
     let frameInterval: UInt64
+    /// How long a silence is a stall, in nanoseconds; 0 for a source that is not judged so (a filler).
+    private let stallTimeout: UInt64
+    /// When the last frame passed (CLOCK_MONOTONIC nanoseconds); 0 before the first, which the start's (or a
+    /// switch's) own deadline waits for: a camera slow to give its first frame is not stalled.
+    private let lastFrame = Atomic<UInt64>(0)
     private let stalled = Locked<Bool>(false)
     /// `stalled` as every frame reads it, without the lock; the lock orders a stall and the resume after it.
     private let mayBeStalled = Atomic<Bool>(false)
@@ -85,9 +70,11 @@ final class SourceWatch: Sendable {
 
     private let withheld: FrameCounter
 
-    init(device: CaptureDevice, frameRate: Fraction, withheld: FrameCounter, onEvent: @escaping @Sendable (GraphEvent) -> Void) {
+    init(device: CaptureDevice, frameRate: Fraction, stallTimeout: Duration?, withheld: FrameCounter,
+         onEvent: @escaping @Sendable (GraphEvent) -> Void) {
         self.device = device
         self.withheld = withheld
+        self.stallTimeout = stallTimeout.map { UInt64(max(1, FrameStallWatchdog.milliseconds($0))) * 1_000_000 } ?? 0
         frameInterval = frameRate.numerator > 0
             ? UInt64(1_000_000_000 * Double(frameRate.denominator) / Double(frameRate.numerator)) : 33_333_333
         self.onEvent = onEvent
@@ -95,15 +82,20 @@ final class SourceWatch: Sendable {
 
     private let probe = Locked<(pad: Pad, id: UInt)?>(nil)
 
-    /// Installs the probe on the pad behind the watchdog (the caps filter's input), else on the bin's output.
+    /// Whether the watch's camera is judged by its silences (`checkForStall`).
+    var watchesForStalls: Bool { stallTimeout > 0 }
+
+    /// Installs the probe on the pad behind the camera's element (the caps filter's input), else on the bin's
+    /// output.
     func install(on bin: Bin) {
         guard let pad = bin.element(named: "caps")?.staticPad("sink") ?? bin.staticPad("src") else { return }
         let id = pad.addProbe(.buffer) { [self] info in
             let count = frames.add(1, ordering: .relaxed).newValue
             // The pipeline's clock is GStreamer's system clock, CLOCK_MONOTONIC: read the same.
-            if let clockTime = info.bufferClockTime.map(UInt64.init) {
-                let monotonic = Self.monotonicNanoseconds()
-                if monotonic > clockTime { worstLateness.raise(to: monotonic - clockTime) }
+            let monotonic = Self.monotonicNanoseconds()
+            lastFrame.store(monotonic, ordering: .relaxed)
+            if let clockTime = info.bufferClockTime.map(UInt64.init), monotonic > clockTime {
+                worstLateness.raise(to: monotonic - clockTime)
             }
             if mayBeStalled.load(ordering: .acquiring) {
                 stalled.withLock { isStalled in
@@ -130,7 +122,16 @@ final class SourceWatch: Sendable {
         pad.removeProbe(id)
     }
 
-    /// The watchdog fired: reported once, until a frame passes again.
+    /// Reports the camera stalled when its last frame passed longer than its interval ago (once, until a
+    /// frame passes again). `now`: CLOCK_MONOTONIC nanoseconds.
+    func checkForStall(now: UInt64) {
+        let last = lastFrame.load(ordering: .relaxed)
+        guard stallTimeout > 0, last > 0, now > last, now - last >= stallTimeout,
+              !mayBeStalled.load(ordering: .acquiring) else { return }
+        markStalled()
+    }
+
+    /// Reported once, until a frame passes again.
     func markStalled() {
         stalled.withLock { isStalled in
             guard !isStalled else { return }
@@ -159,7 +160,6 @@ final class SourceWatch: Sendable {
 /// read by the bus handler (which watch a stall message is about) and by system pressure.
 final class SourceWatches: Sendable {
     private let watches = Locked<[String: SourceWatch]>([:])
-
     func add(_ watch: SourceWatch, on bin: Bin) {
         watch.install(on: bin)
         watches.withLock { $0[bin.path] = watch }
@@ -176,9 +176,11 @@ final class SourceWatches: Sendable {
         }
     }
 
-    /// The watch on the source inside which `message` was posted.
-    func watch(of message: Message) -> SourceWatch? {
-        watches.withLock { watches in watches.first { message.isFrom(inside: $0.key) }?.value }
+    /// Asks every watch whether its camera has been silent too long: on the tick of the session's pressure
+    /// timer (SessionPressure), which runs only while the graph plays.
+    func checkForStalls() {
+        let now = SourceWatch.monotonicNanoseconds()
+        for watch in watches.withLock({ Array($0.values) }) { watch.checkForStall(now: now) }
     }
 
     /// The camera's watch (a graph has one camera source at a time, two only during a switch).
@@ -196,8 +198,8 @@ extension Atomic where Value == UInt64 {
     }
 }
 
-/// Test cameras that behave as if their driver hung: their frames stop before the watchdog, as a wedged
-/// camera's do, until released. Only tests set this (a camera has no way to ask for it).
+/// Test cameras that behave as if their driver hung: their frames stop before the camera's watch, as a
+/// wedged camera's do, until released. Only tests set this (a camera has no way to ask for it).
 enum TestCameraStalls {
     private static let stalled = Locked<Set<String>>([])
     /// How many are stalled: every test camera frame reads it, and only while one is stalled do frames pay

@@ -93,7 +93,11 @@ final class SessionPressure: @unchecked Sendable {
     }
 
     func start() {
-        let key = SystemPressureMonitor.shared.add { [weak self] reading in self?.evaluate(reading) }
+        // The one periodic tick of a playing graph: pressure, and the cameras' silences (FrameStallWatchdog).
+        let key = SystemPressureMonitor.shared.add { [weak self] reading in
+            self?.graph?.sourceWatches.checkForStalls()
+            self?.evaluate(reading)
+        }
         state.withLock { state in
             state.listener = key
             state.startedAt = SourceWatch.monotonicNanoseconds()
