@@ -72,7 +72,8 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     private var sink: Element?
     private let states = Broadcast<State>()
     private let workQueue = DispatchQueue(label: "gcapture.stream")
-    private var monitor: DispatchSourceTimer?
+    /// The output's listener on the session's periodic tick while it publishes (no timer of its own).
+    private var monitor: UUID?
     public let delegateQueue = DispatchQueue(label: "gcapture.stream.delegate")
     public weak var delegate: (any CaptureStreamOutputDelegate)? {
         get { locked { storedDelegate } } set { locked { storedDelegate = newValue } }
@@ -337,7 +338,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         locked {
             publication?.retry?.cancel()
             publication = nil
-            monitor?.cancel()
+            if let monitor { SystemPressureMonitor.shared.remove(monitor) }
             monitor = nil
         }
         setState(state)
@@ -357,13 +358,15 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
 
     // MARK: Monitor (every 250 ms on the work queue)
 
+    /// On the tick the running session already has (SystemPressureMonitor's shared timer, every 250 ms).
     private func startMonitor() {
-        guard locked({ monitor == nil }) else { return }
-        let timer = DispatchSource.makeTimerSource(queue: workQueue)
-        timer.schedule(deadline: .now() + 0.25, repeating: 0.25)
-        timer.setEventHandler { [weak self] in self?.check() }
-        locked { monitor = timer }
-        timer.resume()
+        locked {
+            guard monitor == nil else { return }
+            monitor = SystemPressureMonitor.shared.add { [weak self] _ in
+                guard let self else { return }
+                self.workQueue.async { self.check() }
+            }
+        }
     }
 
     /// Live once bytes leave for the server; lost when a connection sends nothing for too long (a server
