@@ -82,9 +82,6 @@ final class SourceWatch: Sendable {
 
     private let probe = Locked<(pad: Pad, id: UInt)?>(nil)
 
-    /// Whether the watch's camera is judged by its silences (`checkForStall`).
-    var watchesForStalls: Bool { stallTimeout > 0 }
-
     /// Installs the probe on the pad behind the camera's element (the caps filter's input), else on the bin's
     /// output.
     func install(on bin: Bin) {
