@@ -52,6 +52,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Replies and events on stdout as JSON lines, for programs.")
     var json = false
 
+    /// A mistake in --listen is told before anything is made: no camera opened, no --output folder left behind.
+    func validate() throws {
+        if case .failure(let error) = WebServerConfiguration.parseListenAddress(listen) {
+            throw ValidationError("--listen \(error)")
+        }
+    }
+
     func run() async throws {
         var setup = try RunCommand.parse([])
         setup.device.camera = camera

@@ -383,8 +383,11 @@ extension ServeCommandTests {
         XCTAssertEqual(second.status, 1)
         XCTAssertTrue(second.stderr.contains("cannot listen on 127.0.0.1:\(port): the port is in use"), second.stderr)
         XCTAssertFalse(second.stdout.contains("\"started\""), "the camera was opened: \(second.stdout)")
-        let badAddress = try runGCapture(["serve", "--listen", "localhost", "--camera", "test", "--microphone", "none"], timeout: 10)
-        XCTAssertNotEqual(badAddress.status, 0)
+        let unmade = try temporaryFolder().appendingPathComponent("not-made")
+        let badAddress = try runGCapture(["serve", "--listen", "localhost", "--camera", "test", "--microphone", "none",
+                                          "--output", unmade.path], timeout: 10)
+        XCTAssertEqual(badAddress.status, 64, badAddress.stderr)
         XCTAssertTrue(badAddress.stderr.contains("has no port"), badAddress.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: unmade.path), "a refused command left its --output folder behind")
     }
 }
