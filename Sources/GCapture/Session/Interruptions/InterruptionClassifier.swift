@@ -37,12 +37,8 @@ enum InterruptionClassifier {
     /// says), which ended the session (seen in the VM: a disconnect 6 s after start, under load).
     static func reasonAskingTheDevice(_ device: CaptureDevice) -> Reason? {
         guard device.mediaType == .video, case .v4l2 = device.backend, let node = device.nodePath else { return nil }
-        let fd = open(node, O_RDWR | O_NONBLOCK | O_CLOEXEC)
-        guard fd < 0 else {
-            close(fd)
-            return nil
-        }
-        return errno == ENODEV || errno == ENOENT ? .videoDeviceUnplugged : nil
+        guard let error = V4L2Node.openError(node) else { return nil }
+        return error == ENODEV || error == ENOENT ? .videoDeviceUnplugged : nil
     }
 
     /// The reason for a device the device monitor (udev) says went away.

@@ -36,10 +36,7 @@ enum SourceRecovery {
             // Without a device monitor nobody would list it again: the node it had is all there is.
             let current = registry.devices.first { $0.uniqueID == device.uniqueID }
                 ?? (registry.discoveryError != nil ? device : nil)
-            guard let current, let node = current.nodePath else { return nil }
-            let fd = open(node, O_RDWR | O_NONBLOCK | O_CLOEXEC)
-            guard fd >= 0 else { return nil }
-            close(fd)
+            guard let current, let node = current.nodePath, V4L2Node.openError(node) == nil else { return nil }
             return current
         }
     }
