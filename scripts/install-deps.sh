@@ -32,6 +32,8 @@ packages=(
   openssl curl libnss3-tools
   # The RotationCoordinator's tests: a private D-Bus bus with a stand-in iio-sensor-proxy in Python (GIO).
   dbus-daemon python3 python3-gi
+  # The C++ runtime linked into the shipped build (scripts/build-release.sh); the Swift toolchain needs it too.
+  libstdc++-12-dev
 )
 
 missing=()
