@@ -7,10 +7,12 @@ import Foundation
 /// engine recording runs with a CapturePhotoOutput (a photo every second) and a CaptureVideoDataOutput on the
 /// same session: the frame goal is every frame in the file while they run.
 enum RecordingBenchmark {
-    static let cpuGoal = 1.05
-    /// Issue 10's goal. The engine's anonymous memory is at par with gst-launch-1.0 running its graph; what is
-    /// left is the Swift runtime's and the program's code (see scripts/build-release.sh).
-    static let memoryGoal = 1.15
+    /// Issue 26's goals. CPU: against gst-launch-1.0 writing what the engine writes (the movie and its Matroska
+    /// sidecar), the engine's own work (tees, leaky queues, its probes) must cost nothing measurable.
+    static let cpuGoal = 1.00
+    /// Peak memory: against gst-launch-1.0 running the engine's own graph, so that what is compared is the
+    /// process around the graph (the Swift runtime's and the program's code, see scripts/build-release.sh).
+    static let memoryGoal = 1.10
 
     /// What runs in a child process.
     enum Kind: String, Codable, CaseIterable, Sendable {
