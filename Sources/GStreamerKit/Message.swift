@@ -107,6 +107,31 @@ public struct QualityOfService: Sendable {
     }
 }
 
+/// The kinds of message a bus handler is given. The others are dropped before any Swift runs: each message
+/// decoded costs its posting thread its object path and a Swift value, and a state change posts one message
+/// per element, on the thread changing the state (for a session, between start() and its first frame).
+public struct MessageFilter: OptionSet, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    public static let endOfStream = MessageFilter(rawValue: bits(GST_MESSAGE_EOS))
+    public static let error = MessageFilter(rawValue: bits(GST_MESSAGE_ERROR))
+    public static let warning = MessageFilter(rawValue: bits(GST_MESSAGE_WARNING))
+    public static let stateChanged = MessageFilter(rawValue: bits(GST_MESSAGE_STATE_CHANGED))
+    public static let qos = MessageFilter(rawValue: bits(GST_MESSAGE_QOS))
+    public static let element = MessageFilter(rawValue: bits(GST_MESSAGE_ELEMENT) | bits(GST_MESSAGE_APPLICATION))
+    /// Device added and removed: GStreamer's extended messages, which are numbered, not flags.
+    public static let devices = MessageFilter(rawValue: bits(GST_MESSAGE_EXTENDED))
+    public static let all = MessageFilter(rawValue: UInt32.max)
+
+    func admits(_ type: GstMessageType) -> Bool {
+        let extended = Self.bits(GST_MESSAGE_EXTENDED), type = Self.bits(type)
+        return type & extended != 0 ? rawValue & extended != 0 : rawValue & type != 0
+    }
+
+    private static func bits(_ type: GstMessageType) -> UInt32 { UInt32(bitPattern: type.rawValue) }
+}
+
 /// A pipeline's or monitor's bus.
 public final class Bus: @unchecked Sendable {
     // @unchecked Sendable: one reference to a GstBus; GstBus is thread-safe (messages are posted from
@@ -120,22 +145,28 @@ public final class Bus: @unchecked Sendable {
     }
 
     private final class HandlerBox {
+        let filter: MessageFilter
         let handler: @Sendable (Message) -> Void
-        init(_ handler: @escaping @Sendable (Message) -> Void) { self.handler = handler }
+        init(_ filter: MessageFilter, _ handler: @escaping @Sendable (Message) -> Void) {
+            self.filter = filter
+            self.handler = handler
+        }
     }
 
-    /// Delivers every message to `handler` on the thread that posts it (a streaming thread, often): the
-    /// handler must not block and must not change the pipeline's state. Replaces any previous handler.
-    public func setHandler(_ handler: @escaping @Sendable (Message) -> Void) {
+    /// Delivers the messages `filter` admits to `handler` on the thread that posts them (a streaming thread,
+    /// often), and drops the others: the handler must not block and must not change the pipeline's state.
+    /// Replaces any previous handler.
+    public func setHandler(for filter: MessageFilter = .all, _ handler: @escaping @Sendable (Message) -> Void) {
         gst_bus_set_sync_handler(pointer, nil, nil, nil)
-        let box = Unmanaged.passRetained(HandlerBox(handler)).toOpaque()
+        let box = Unmanaged.passRetained(HandlerBox(filter, handler)).toOpaque()
         // The posting thread gets the handler through the bus's lock, which TSan cannot see.
         CGstShim_tsan_published(box)
         gst_bus_set_sync_handler(pointer, { _, message, userData in
             guard let message else { return GST_BUS_DROP }
             if let userData {
                 CGstShim_tsan_received(userData)
-                Unmanaged<HandlerBox>.fromOpaque(userData).takeUnretainedValue().handler(Message(message))
+                let box = Unmanaged<HandlerBox>.fromOpaque(userData).takeUnretainedValue()
+                if box.filter.admits(message.pointee.type) { box.handler(Message(message)) }
             }
             // GST_BUS_DROP means we own the message.
             gst_message_unref(message)

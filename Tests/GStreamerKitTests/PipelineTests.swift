@@ -1,5 +1,6 @@
 import Foundation
 import GStreamerKit
+import Synchronization
 import XCTest
 
 final class PipelineTests: XCTestCase {
@@ -37,6 +38,31 @@ final class PipelineTests: XCTestCase {
         XCTAssertTrue(reachedPlaying)
         XCTAssertTrue(sawEndOfStream)
         XCTAssertEqual(pipeline.state().current, .null)
+    }
+
+    /// A handler is given only the kinds it asked for: a session's start posts a state change per element on
+    /// the thread that starts it, and each one decoded in Swift was time before the first frame.
+    func testAHandlerIsGivenOnlyTheKindsOfMessageItAskedFor() throws {
+        let pipeline = try Pipeline.launch("videotestsrc num-buffers=5 ! video/x-raw,width=64,height=48 ! fakesink")
+        let kinds = Mutex<[String]>([])
+        pipeline.bus.setHandler(for: [.endOfStream]) { message in
+            kinds.withLock { $0.append("\(message.kind)") }
+        }
+        try pipeline.setState(.playing)
+        let deadline = Date().addingTimeInterval(5)
+        while kinds.withLock({ $0.isEmpty }), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        pipeline.shutDown()
+        XCTAssertEqual(kinds.withLock { $0 }, ["endOfStream"], "state changes, stream-start and the rest are not asked for")
+
+        let everything = try Pipeline.launch("videotestsrc num-buffers=5 ! video/x-raw,width=64,height=48 ! fakesink")
+        let madeReady = Mutex(0)
+        everything.bus.setHandler { message in
+            if case .stateChanged(.null, .ready, _) = message.kind { madeReady.withLock { $0 += 1 } }
+        }
+        // Going to READY is synchronous: every element has posted it when setState returns.
+        try everything.setState(.ready)
+        everything.shutDown()
+        XCTAssertEqual(madeReady.withLock { $0 }, 4, "the source, the caps filter, the sink and the pipeline each went NULL → READY")
     }
 
     func testErrorsCarryDomainCodeDebugAndSource() async throws {

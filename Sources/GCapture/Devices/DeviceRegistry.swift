@@ -81,7 +81,7 @@ final class DeviceRegistry: Sendable {
             return monitor
         }
         guard let monitor else { return }
-        monitor.bus.setHandler { [weak self] message in
+        monitor.bus.setHandler(for: [.devices, .error, .warning]) { [weak self] message in
             switch message.kind {
             case .deviceAdded(let device): self?.added(device)
             case .deviceRemoved(let device): self?.removed(device)

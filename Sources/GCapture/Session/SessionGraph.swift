@@ -87,7 +87,7 @@ final class SessionGraph: @unchecked Sendable {
         emit = { [weak self] event in if let self { onEvent(self, event) } }
         pressure = SessionPressure(graph: self, emit: emit)
         slots = SourceSlots(pipeline: pipeline, videoTee: videoTee, audioTee: audioTee, withheld: pressure.withheld, emit: emit)
-        pipeline.bus.setHandler { [weak self] message in
+        pipeline.bus.setHandler(for: [.error, .warning, .qos]) { [weak self] message in
             guard let self else { return }
             switch message.kind {
             case .error(let error):

@@ -36,7 +36,7 @@ final class PhotoEncoder: Sendable {
             try flip.letVideoFlipPassFramesThrough()
             // Read on the pushing thread: pushes run the elements synchronously, so whatever they post about
             // a frame is here before the push returns.
-            pipeline.bus.setHandler { [reported] message in
+            pipeline.bus.setHandler(for: [.error, .warning]) { [reported] message in
                 switch message.kind {
                 case .error(let error):
                     // The capture fails with it: the log line is the detail.
