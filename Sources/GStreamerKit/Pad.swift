@@ -31,7 +31,19 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
     public var currentCaps: Caps? { gst_pad_get_current_caps(pointer).map { Caps(adopting: $0) } }
 
     public func link(to sink: Pad) throws {
-        let result = gst_pad_link(pointer, sink.pointer)
+        try check(gst_pad_link(pointer, sink.pointer), linkingTo: sink)
+    }
+
+    /// Links a source pad whose caps are already negotiated and pinned, as they are: no caps query of either side
+    /// (each walks everything behind the pad: through a tee, every branch) and no RECONFIGURE event sent upstream,
+    /// which would make the source negotiate all over again (v4l2src: STREAMOFF, a new buffer pool, STREAMON) right
+    /// after its first buffer. Caps the peer refuses fail the first buffer (not-negotiated) instead of the link.
+    public func linkAsNegotiated(to sink: Pad) throws {
+        let checks = GST_PAD_LINK_CHECK_HIERARCHY.rawValue | GST_PAD_LINK_CHECK_NO_RECONFIGURE.rawValue
+        try check(gst_pad_link_full(pointer, sink.pointer, GstPadLinkCheck(rawValue: checks)), linkingTo: sink)
+    }
+
+    private func check(_ result: GstPadLinkReturn, linkingTo sink: Pad) throws {
         guard result == GST_PAD_LINK_OK else {
             let reason = String(cString: gst_pad_link_get_name(result))
             throw GStreamerError(kind: .link, message: "cannot link \(self) to \(sink): \(reason)")

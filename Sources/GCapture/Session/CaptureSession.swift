@@ -214,12 +214,16 @@ public final class CaptureSession: Sendable {
             replaced?.discard()
             return
         }
-        // Build every new piece before touching the running graph: a failure here changes nothing.
-        let newVideo = try resolved.video.map { video throws(CaptureError) in
+        // Build every new piece before touching the running graph: a failure here changes nothing. Only a source
+        // that changes is built: the unchanged microphone's bin, parsed for nothing, cost a camera switch 13-85 ms.
+        let oldVideo = graph.videoSource, oldAudio = graph.audioSource
+        let videoChanged = oldVideo?.key != resolved.video.map { SourceUnit.key(device: $0.device, selection: $0.selection) }
+        let audioChanged = oldAudio?.key != resolved.audio.map { SourceUnit.key(device: $0, selection: nil) }
+        let newVideo = !videoChanged ? oldVideo : try resolved.video.map { video throws(CaptureError) in
             try SourceBuilder.videoSource(for: video.device, selection: video.selection, name: graph.makeSourceName(.video),
                                           stallTimeout: resolved.videoStallTimeout)
         }
-        let newAudio = try resolved.audio.map { device throws(CaptureError) in
+        let newAudio = !audioChanged ? oldAudio : try resolved.audio.map { device throws(CaptureError) in
             try SourceBuilder.audioSource(for: device, name: graph.makeSourceName(.audio))
         }
         let members = graph.members
@@ -227,9 +231,6 @@ public final class CaptureSession: Sendable {
         let removed = members.filter { output in !configuration.outputs.contains(output) }
         let branches = try added.map { output throws(CaptureError) in (output, try graph.buildBranch(for: output)) }
 
-        let oldVideo = graph.videoSource, oldAudio = graph.audioSource
-        let videoChanged = oldVideo?.key != newVideo?.key
-        let audioChanged = oldAudio?.key != newAudio?.key
         var attachedNow: [CaptureOutput] = []
         do {
             if videoChanged { try graph.setSource(newVideo, for: .video) }

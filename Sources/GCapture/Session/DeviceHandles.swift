@@ -12,11 +12,25 @@ enum DeviceHandles {
         URL(fileURLWithPath: path).resolvingSymlinksInPath().path
     }
 
-    /// Whether any file descriptor of this process is open on `node` (resolved).
+    /// Whether any file descriptor of this process is open on `node` (resolved). Straight readdir and readlinkat
+    /// on /proc/self/fd: through FileManager (an array of names, a String per link) one look took 4-100 ms in
+    /// the VM, and a camera switched back to pays for one.
     static func areOpen(on node: String) -> Bool {
-        guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return false }
-        return descriptors.contains { descriptor in
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)")) == node
+        guard let directory = opendir("/proc/self/fd") else { return false }
+        defer { closedir(directory) }
+        let directoryDescriptor = dirfd(directory)
+        var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        return node.withCString { wanted in
+            let wantedLength = strlen(wanted)
+            while let entry = readdir(directory) {
+                let length = withUnsafePointer(to: &entry.pointee.d_name) { name in
+                    name.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { name in
+                        readlinkat(directoryDescriptor, name, &target, target.count - 1)
+                    }
+                }
+                if length == wantedLength, memcmp(target, wanted, wantedLength) == 0 { return true }
+            }
+            return false
         }
     }
 

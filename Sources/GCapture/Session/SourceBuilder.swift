@@ -14,7 +14,12 @@ struct SourceUnit {
     var stallTimeout: Duration?
 
     /// What identifies the source: a change means the source must be rebuilt.
-    var key: String { device.uniqueID + "|" + (selection?.caps ?? "audio") }
+    var key: String { Self.key(device: device, selection: selection) }
+
+    /// The key of the source a device and format would get, before building it.
+    static func key(device: CaptureDevice, selection: FormatSelection?) -> String {
+        device.uniqueID + "|" + (selection?.caps ?? "audio")
+    }
 }
 
 enum SourceBuilder {

@@ -44,7 +44,11 @@ final class SourceCut: Sendable {
             state.oldSourceProbe = previousPad?.addProbe(.buffer) { _ in .drop }
             previous.unlink(from: tee)
             do {
-                try next.link(to: tee)
+                // As negotiated: the new source settled its caps (pinned by its capsfilter) while it started, and
+                // a plain link would query every branch behind the tee for caps (35-150 ms in the VM, here, on the
+                // streaming thread, before this first buffer goes on) and make it negotiate again after this buffer
+                // (v4l2src stops streaming for a new buffer pool: 100-250 ms without the second frame).
+                try link(next, to: tee)
             } catch {
                 // Nothing new reached the outputs: the old source goes on as it was.
                 restorePrevious(&state)
@@ -69,9 +73,17 @@ final class SourceCut: Sendable {
     }
 
     private func restorePrevious(_ state: inout State) {
-        try? previous.link(to: tee)
+        // It goes on with the caps it had: no reason to negotiate again.
+        try? link(previous, to: tee)
         if let probe = state.oldSourceProbe { previous.staticPad("src")?.removeProbe(probe) }
         state.oldSourceProbe = nil
         silence(previous.path, false)
+    }
+
+    private func link(_ source: Bin, to tee: Element) throws {
+        guard let output = source.staticPad("src"), let input = tee.staticPad("sink") else {
+            throw GStreamerError(kind: .link, message: "cannot link \(source) to \(tee): no pad")
+        }
+        try output.linkAsNegotiated(to: input)
     }
 }
