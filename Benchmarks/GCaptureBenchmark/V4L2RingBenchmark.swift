@@ -16,6 +16,8 @@ import Synchronization
 ///   plain-ring-copy   the same plus a second branch whose appsink keeps the last frames as deep copies, as
 ///                     deep as engine-ring-copy: what one would write by hand for a ring on a bounded pool
 /// The copy path's cost is engine-ring-copy − engine-frames against plain-ring-copy − plain, in CPU s/s.
+/// engine-frames also counts the frames that reach its output still in the camera's memory: all of them when
+/// the frames path takes the driver's buffers as they are, none when it copies (DeviceFrameCopy).
 enum V4L2RingBenchmark {
     static let device = "/dev/video0"
     /// CapturePhotoOutput's default.
@@ -55,7 +57,8 @@ enum V4L2RingBenchmark {
                 let (usage, report) = try ChildProcess.runChild(arguments, timeout: seconds + 120, label: kind.rawValue,
                                                                 as: V4L2ChildReport.self)
                 let run = V4L2Run(kind: kind, round: round, frames: report.frames, seconds: report.seconds,
-                                  cpuSeconds: usage.cpuSeconds, peakRSSMiB: usage.peakRSSMiB)
+                                  cpuSeconds: usage.cpuSeconds, peakRSSMiB: usage.peakRSSMiB,
+                                  framesInCameraMemory: report.framesInCameraMemory)
                 runs.append(run)
                 progress(String(format: "v4l2: round %d/%d  %@ %4d frames  %.3f CPU s  %.1f MiB", round, rounds,
                                 kind.rawValue.padding(toLength: 22, withPad: " ", startingAt: 0), run.frames,
@@ -74,6 +77,8 @@ struct V4L2Run: Codable {
     var seconds: Double
     var cpuSeconds: Double
     var peakRSSMiB: Double
+    /// Engine sides: frames the frame output got still in the camera's memory (not copied on the way).
+    var framesInCameraMemory: Int?
 
     var cpuPerSecond: Double { cpuSeconds / seconds }
 }
@@ -110,6 +115,13 @@ struct V4L2RingReport: Codable {
                          + String(format: " %8.0f %9.3f %10.1f   ", median(kind) { Double($0.frames) },
                                   median(kind, \.cpuPerSecond), median(kind, \.peakRSSMiB)) + ringCost)
         }
+        // Whether the engine's frames path copies each frame out of the driver's memory (DeviceFrameCopy).
+        let frameRuns = runs.filter { $0.kind == .engineFrames }
+        let lent = frameRuns.compactMap(\.framesInCameraMemory).reduce(0, +), total = frameRuns.map(\.frames).reduce(0, +)
+        lines.append("  engine frames path: \(lent) of \(total) frames in the camera's memory: "
+                     + (total > 0 && lent == total ? "zero-copy" : lent == 0 ? "every frame copied" : "some copied")
+                     + String(format: "; engine-frames / plain CPU: %.2f×",
+                              median(.engineFrames, \.cpuPerSecond) / median(.plain, \.cpuPerSecond)))
         let plainCost = cost(.plainRingCopy)
         lines.append("  copy path, engine / hand-written: " + (plainCost > 0 ? String(format: "%.2f×", cost(.engineRingCopy) / plainCost) : "n/a")
                      + String(format: "; whole engine-ring-copy / plain-ring-copy CPU: %.2f×",
@@ -128,6 +140,8 @@ struct V4L2ChildReport: Codable {
     var poolDescription: String
     var poolMinimum: Int?
     var poolMaximum: Int?
+    /// Engine sides: frames that reached the frame output still in the camera's memory.
+    var framesInCameraMemory: Int?
 }
 
 /// `gcapture-bench child v4l2-… --seconds S [--caps C]`.
@@ -163,9 +177,10 @@ enum V4L2RingChild {
         session.sessionPreset = .vga640x480
         try session.commitAndWait()
         let stream = frames.sampleBuffers()
-        let counting = Task { () -> (Int, String) in
-            var count = 0, caps = ""
+        let counting = Task { () -> (Int, String, Int) in
+            var count = 0, caps = "", inCameraMemory = 0
             for await frame in stream {
+                if frame.isInCameraMemory { inCameraMemory += 1 }
                 if count == 0 {
                     let rate = frame.videoInfo.frameRate
                     caps = "video/x-raw,format=\(frame.pixelFormat),width=\(frame.width),height=\(frame.height)"
@@ -173,14 +188,15 @@ enum V4L2RingChild {
                 }
                 count += 1
             }
-            return (count, caps)
+            return (count, caps, inCameraMemory)
         }
         try await session.start()
         try await Task.sleep(for: .seconds(seconds))
         await session.stop()
-        let (count, caps) = await counting.value
+        let (count, caps, inCameraMemory) = await counting.value
         // The engine does not show its frames' pool; the plain sides report it.
-        return V4L2ChildReport(frames: count, seconds: seconds, caps: caps, poolDescription: "")
+        return V4L2ChildReport(frames: count, seconds: seconds, caps: caps, poolDescription: "",
+                               framesInCameraMemory: inCameraMemory)
     }
 
     private static func plain(ringDepth: Int?, caps: String, seconds: Double) throws -> V4L2ChildReport {

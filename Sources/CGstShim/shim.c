@@ -28,13 +28,22 @@ GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info) {
     return buffer;
 }
 
-void CGstShim_probe_info_replace_with_deep_copy(GstPadProbeInfo *info) {
+gboolean CGstShim_probe_info_copy_if_lent_by_bounded_pool(GstPadProbeInfo *info) {
     GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
-    if (buffer == NULL) return;
+    if (buffer == NULL || buffer->pool == NULL) return FALSE;
+    // An unbounded pool (videotestsrc's, a decoder's) allocates more when its buffers are held: nothing to
+    // give back early. The pool stays alive while `buffer` refers to it.
+    GstStructure *config = gst_buffer_pool_get_config(buffer->pool);
+    if (config == NULL) return FALSE;
+    guint maximum = 0;
+    gboolean known = gst_buffer_pool_config_get_params(config, NULL, NULL, NULL, &maximum);
+    gst_structure_free(config);
+    if (!known || maximum == 0) return FALSE;
     GstBuffer *copy = gst_buffer_copy_deep(buffer);
-    if (copy == NULL) return;
+    if (copy == NULL) return FALSE;
     gst_buffer_unref(buffer);
     GST_PAD_PROBE_INFO_DATA(info) = copy;
+    return TRUE;
 }
 
 gboolean CGstShim_bin_child_posted_eos(GstBin *bin, GstElement *child) {

@@ -183,11 +183,14 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             return Array(bytes.prefix(Int(copied)))
         }
 
-        /// Replaces the passing buffer with a copy of its memory, and lets the original go back to its pool at
-        /// once: nothing downstream keeps a device's buffer (or the device) however long it holds the frame.
-        public func replaceBufferWithCopy() {
-            guard isBuffer else { return }
-            CGstShim_probe_info_replace_with_deep_copy(raw)
+        /// Replaces the passing buffer with a copy of its memory when a bounded pool lent it (a device's), and
+        /// lets the original go back to its pool at once: nothing downstream keeps a device's buffer (or the
+        /// device) however long it holds the frame. Buffers of unbounded pools pass as they are. Returns
+        /// whether it copied.
+        @discardableResult
+        public func replaceBufferWithCopyIfLentByBoundedPool() -> Bool {
+            guard isBuffer else { return false }
+            return CGstShim_probe_info_copy_if_lent_by_bounded_pool(raw) != 0
         }
 
         /// Makes the passing buffer writable and hands its memory to `body` (for in-place edits).
@@ -224,6 +227,7 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
         public init(rawValue: UInt32) { self.rawValue = rawValue }
         public static let buffer = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_BUFFER.rawValue)
         public static let downstreamEvent = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue)
+        public static let upstreamEvent = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_EVENT_UPSTREAM.rawValue)
         public static let idle = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_IDLE.rawValue)
         public static let downstreamQuery = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM.rawValue)
         public static let blockDownstream = ProbeKind(rawValue: GST_PAD_PROBE_TYPE_BLOCK_DOWNSTREAM.rawValue)
@@ -274,6 +278,18 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
     @discardableResult
     public func answerSerializedQueriesFromUpstreamAtOnce() -> UInt {
         addProbe(.downstreamQuery) { info in info.isSerializedQuery ? .drop : .ok }
+    }
+
+    /// Stops the reconfigure events sent up through this source pad (a branch linked or changed behind it), so
+    /// that the elements upstream keep the format and buffers they negotiated: for a source whose caps are
+    /// pinned, one that would renegotiate its device (v4l2src: S_FMT) while its buffers are still downstream.
+    @discardableResult
+    public func dropReconfigureFromDownstream() -> UInt {
+        addProbe(.upstreamEvent) { info in
+            guard info.raw.pointee.type.rawValue & GST_PAD_PROBE_TYPE_EVENT_UPSTREAM.rawValue != 0,
+                  let data = info.raw.pointee.data else { return .ok }
+            return UnsafeMutablePointer<GstEvent>(OpaquePointer(data)).pointee.type == GST_EVENT_RECONFIGURE ? .drop : .ok
+        }
     }
 
     /// Stops end-of-stream pushed from upstream at this sink pad, for a branch that must outlive its source

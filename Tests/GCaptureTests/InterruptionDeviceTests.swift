@@ -53,7 +53,7 @@ final class InterruptionDeviceTests: XCTestCase {
     /// from it before still holds one (GStreamer 1.22's v4l2src keeps a dup of the fd in its buffer pool after
     /// it stops; see V4L2DeviceTests), so these tests run each in a process of its own (.ci/run does). A
     /// real USB camera comes back as a new device node, which old handles do not hold.
-    private func requireFreshProcess() throws {
+    func requireFreshProcess() throws {
         let open = V4L2DeviceTests.openCameraNodes()
         if !open.isEmpty {
             // A skip even under CI: .ci/run runs each of these tests in a VM process of its own.
@@ -61,14 +61,14 @@ final class InterruptionDeviceTests: XCTestCase {
         }
     }
 
-    private func vivid() throws -> CaptureDevice {
+    func vivid() throws -> CaptureDevice {
         try XCTUnwrap(CaptureDevice.allDevices.first { $0.nodePath == "/dev/video0" }, "\(CaptureDevice.allDevices)")
     }
 
     /// Presses vivid's `disconnect` button from this process (VIDIOC_S_CTRL on a handle of our own, closed at
     /// once so the driver can come back), for a latency measured from the moment it happens. Returns it
     /// (monotonic ms).
-    private func disconnectVivid() throws -> Double {
+    func disconnectVivid() throws -> Double {
         let (time, fd) = try disconnectVividKeepingAHandle()
         close(fd)
         return time

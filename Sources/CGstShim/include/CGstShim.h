@@ -26,9 +26,10 @@ gboolean CGstShim_object_is_a(gpointer object, GType type);
 /// The GType of an instance (G_OBJECT_TYPE).
 GType CGstShim_object_type(gpointer object);
 
-/// Replaces the buffer carried by a probe with a deep copy in ordinary memory, letting go of the original
-/// (and of the pool and device memory it came from) at once.
-void CGstShim_probe_info_replace_with_deep_copy(GstPadProbeInfo *info);
+/// When the buffer carried by a probe was lent by a bounded pool (a V4L2 camera's: its memory is the driver's),
+/// replaces it with a deep copy in ordinary memory, letting go of the original (and of the pool and device
+/// memory it came from) at once. Returns whether it copied.
+gboolean CGstShim_probe_info_copy_if_lent_by_bounded_pool(GstPadProbeInfo *info);
 
 /// Whether `child` has posted end-of-stream to `bin` (which keeps its children's EOS messages until it
 /// changes state): the child handled the EOS completely, files closed and messages posted.

@@ -31,6 +31,12 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
     /// How many buffers the guard queue holds before dropping the oldest.
     var queueDepth: Int { 2 }
 
+    /// Whether the output keeps video frames past the next one (an encoder's queue and lookahead, a backlog):
+    /// a camera's frames are then copied as they enter its branch, so that none in the driver's memory stays
+    /// after the camera went (DeviceFrameCopy). Outputs that let each frame go when the next one comes say no
+    /// and take the driver's buffers as they are.
+    var keepsFrames: Bool { true }
+
     /// Whether removing the output must push end-of-stream through it first (files need finalizing).
     var drainsOnDetach: Bool { false }
 

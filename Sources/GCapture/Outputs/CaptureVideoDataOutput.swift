@@ -110,6 +110,10 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
 
     override var queueDepth: Int { alwaysDiscardsLateVideoFrames ? 2 : 60 }
 
+    /// A backlog of late frames is kept; the newest frame alone is not (a delegate or a stream keeping the
+    /// sample buffers it was given keeps the camera's memory, as with AVFoundation's pool).
+    override var keepsFrames: Bool { !alwaysDiscardsLateVideoFrames }
+
     /// An output that keeps late frames (alwaysDiscardsLateVideoFrames false) asked for every frame: it
     /// loses frames only when the camera's frame rate comes down.
     override var yieldsFramesUnderPressure: Bool { alwaysDiscardsLateVideoFrames }

@@ -27,6 +27,9 @@ public final class SampleBuffer: Sendable {
     /// GStreamer format name ("NV12", "YUY2", "RGBA"...).
     public var pixelFormat: String { videoInfo.format }
     public var byteCount: Int { sample.byteCount }
+    /// Whether the frame is still in the memory a camera lent it in (a V4L2 camera's bounded pool, delivered
+    /// without a copy): keeping this buffer keeps one of the few the camera captures into, and the camera.
+    public var isInCameraMemory: Bool { sample.bufferPool?.maximum != nil }
 
     /// The planes, mapped read-only for the duration of `body` without copying.
     public func withPlanes<R>(_ body: ([VideoPlane]) throws -> R) rethrows -> R? {

@@ -278,6 +278,10 @@ final class SessionGraph: @unchecked Sendable {
         let links = inputs.map { input in
             (tee: input.key == .audio ? audioTee : encoder?.tee ?? videoTee, sinkPad: input.value)
         }
+        // Raw camera frames kept by the branch are its own (DeviceFrameCopy); added before any frame flows.
+        if encoder == nil, output.keepsFrames, let video = inputs[.video], let pad = bin.staticPad(video) {
+            DeviceFrameCopy.copyLentFrames(enteringThrough: pad)
+        }
         do {
             let branch = try TeeBranch(attaching: bin, inputs: links, in: pipeline)
             encoder?.users += 1

@@ -52,15 +52,11 @@ enum SourceBuilder {
         }
         let bin = try makeBin(description, name: name, device: device)
         if case .v4l2 = device.backend, !selection.format.isCompressed {
-            // A frame in the driver's memory keeps the camera open for as long as any output holds it (a
-            // recording's queue, an encoder, a photo ring), and a stopped v4l2src keeps it busy until the last
-            // one comes back (v4l2_drain.c): an unplugged camera then cannot come back, nor a camera switched
-            // away from be switched back to. One copy as frames leave the source lets every one go at once,
-            // as v4l2src itself does when its buffers run short. (jpegdec's output is its own already.)
-            bin.element(named: "caps")?.staticPad("src")?.addProbe(.buffer) { info in
-                info.replaceBufferWithCopy()
-                return .ok
-            }
+            // A V4L2 camera's frames leave in the driver's memory: copied only by the outputs that keep them
+            // (DeviceFrameCopy). An output joining later (a recording) sends a reconfigure up the tee, and
+            // v4l2src would set its format again (S_FMT) while frames of it are still in the outputs: the
+            // driver answers "busy" and the camera fails. Its caps are pinned here, so nothing can change.
+            bin.element(named: "caps")?.staticPad("src")?.dropReconfigureFromDownstream()
         }
         if case .testCamera(let options) = device.backend {
             TestCameraStalls.install(on: bin, uniqueID: device.uniqueID)

@@ -60,6 +60,8 @@ final class SharedVideoEncoder: @unchecked Sendable {
             // while the session's filler and the camera after recovery have more to encode. It is never
             // drained: the outputs' branches are, behind it.
             sink.dropEndOfStreamFromUpstream()
+            // Its queue and the encoder keep frames: the camera's are copied as they enter (DeviceFrameCopy).
+            DeviceFrameCopy.copyLentFrames(enteringThrough: sink)
             branch = try TeeBranch(attaching: bin, inputs: [(videoTee, "sink")], in: pipeline) { bin in
                 guard let teeInput = tee.staticPad("sink") else {
                     throw GStreamerError(kind: .link, message: "a tee without its sink pad")

@@ -112,6 +112,11 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         Self.appSinkFragment
     }
 
+    /// The ring keeps frames, but copies by itself those the camera's pool cannot spare and hands captures
+    /// copies (FrameRing); it forgets its frames when the camera is interrupted, and a new camera's frames
+    /// push out an old one's within the ring's depth.
+    override var keepsFrames: Bool { false }
+
     override func didJoin(_ context: OutputContext, branch: Bin?) {
         guard let sink = Self.appSink(in: branch) else { return }
         let ring = FrameRing(depth: settings.withLock { $0.ringDepth })

@@ -112,6 +112,9 @@ public final class CapturePreviewOutput: CaptureOutput, @unchecked Sendable {
     /// One frame waits while the display draws the previous one: a preview shows the newest frame or none.
     override var queueDepth: Int { 1 }
 
+    /// The display lets a frame go when it shows the next.
+    override var keepsFrames: Bool { false }
+
     /// Checks a sink the user named (`sinkName`) without opening any display: an installed element that
     /// shows video, or a gst-launch fragment. Throws invalidSettings naming the mistake.
     public static func checkSinkName(_ name: String) throws(CaptureError) {
