@@ -87,7 +87,12 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     private let deferredWork: DeferredPhotoProcessor
     private let callbackOrder = Locked(CaptureCallbackOrder())
 
-    private let processingQueue = DispatchQueue(label: "gcapture.photo.processing")
+    /// Concurrent: the processing slots (PhotoCaptureQueue) bound how many photos run at once, up to
+    /// `maxInFlightCaptures`. A serial queue made those slots wait on one thread, so two cores encoded one
+    /// photo at a time and a 2160p burst at 30 a second fell behind (and was refused) as soon as that one
+    /// thread was preempted; every step of a photo (the encoder's pixel pipeline behind its lock, libjpeg
+    /// with a compressor per call, the atomic write) may run beside another.
+    private let processingQueue = DispatchQueue(label: "gcapture.photo.processing", attributes: .concurrent)
     /// Apart from the other state: making the encoder takes a while, and requests are taken meanwhile.
     private let encoder = Locked<PhotoEncoder?>(nil)
     /// Where every delegate of this output is called (capture delegates, the deferred photo handler,
