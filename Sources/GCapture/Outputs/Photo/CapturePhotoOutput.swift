@@ -201,8 +201,9 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         let deferred: Bool
         let started: ContinuousClock.Instant
         /// With zero shutter lag, the frames the ring held at the request: a capture that starts late (a
-        /// busy cooperative pool) must not find them gone from the ring.
-        let framesAtRequest: [CapturedFrame]
+        /// busy cooperative pool) must not find them gone from the ring. Taken out when its frames are
+        /// chosen, so that captures waiting their turn hold them but no longer.
+        let framesAtRequest: HeldFrames
         /// Its place in the order in which captures choose their frames.
         let selectionTurn: UInt64
     }
@@ -240,7 +241,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             atRequest = job.prioritization == .speed ? ring.newest().map { [$0] } ?? []
                 : ring.frames(atOrBefore: job.requestTime, limit: job.prioritization.frameCount)
         }
-        return Request(ring: ring, job: job, file: file, deferred: isDeferred, started: started, framesAtRequest: atRequest,
+        return Request(ring: ring, job: job, file: file, deferred: isDeferred, started: started, framesAtRequest: HeldFrames(atRequest),
                        selectionTurn: admission.selectionTurn)
     }
 
@@ -250,7 +251,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         let frames: [CapturedFrame]
         await captures.waitForSelectionTurn(request.selectionTurn)
         do throws(CaptureError) {
-            frames = try await captures.selectFrames(from: request.ring, job: job, atRequest: request.framesAtRequest)
+            frames = try await captures.selectFrames(from: request.ring, job: job, atRequest: request.framesAtRequest.take())
             captures.passSelectionTurn()
         } catch {
             captures.passSelectionTurn()
@@ -362,6 +363,19 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     public func finishDeferredPhotosWhenIdle(in directory: URL) async -> [Result<CapturePhoto, CaptureError>] {
         await deferredWork.finishWhenIdle(in: directory)
     }
+}
+
+/// Frames a capture holds until it hands them on: the request (and the task running it) lives until the
+/// photo is delivered, its frames need not. A capture whose frame at the request an earlier one took waits
+/// for a new frame; holding the old one meanwhile kept a frame alive per waiting capture, which, when the
+/// camera slowed to half its rate under a 2160p burst (the pressure monitor), reached 708 MiB at the peak.
+final class HeldFrames: Sendable {
+    private let frames: Locked<[CapturedFrame]>
+
+    init(_ frames: [CapturedFrame]) { self.frames = Locked(frames) }
+
+    /// The frames, once: later calls get none.
+    func take() -> [CapturedFrame] { frames.withLock { held in defer { held = [] }; return held } }
 }
 
 extension Result {
