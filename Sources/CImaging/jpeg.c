@@ -11,6 +11,11 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define CIMAGING_AVX2 1
+#endif
 
 #include "CImaging.h"
 #include "jpeg_messages.h"
@@ -78,6 +83,7 @@ typedef struct {
     size_t block_rows;     // rows per iMCU row: 8 × vertical sampling factor
     uint8_t *scratch;      // block_rows rows of padded_width, or NULL when rows are used in place
     void (*expand)(const uint8_t *, uint8_t *, size_t);  // limited → full range, or NULL
+    void (*split)(const uint8_t *restrict, uint8_t *restrict, uint8_t *restrict, size_t);  // of an interleaved pair
     JSAMPROW rows[32];
 } Component;
 
@@ -162,6 +168,99 @@ static void expand_chroma(const uint8_t *source, uint8_t *target, size_t count) 
     }
 }
 
+#if CIMAGING_AVX2
+// The same three loops 32 samples a step where the processor has AVX2 (the build targets plain x86-64, so
+// SSE2 is all the compiler may assume). perf of a 1080p burst: the stretch and the split were an eighth of
+// the processing thread's time beside libjpeg. Same arithmetic, same bytes out: the 256-bit unpacks and
+// packs work within each 128-bit half, so a pack undoes its unpack's order; only the split, which packs
+// two loads together, needs its halves put back in order.
+__attribute__((target("avx2")))
+static void split_pairs_avx2(const uint8_t *restrict pairs, uint8_t *restrict first, uint8_t *restrict second, size_t count) {
+    const __m256i low_bytes = _mm256_set1_epi16(0x00FF);
+    size_t index = 0;
+    for (; index + 32 <= count; index += 32) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(pairs + 2 * index));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(pairs + 2 * index + 32));
+        __m256i evens = _mm256_packus_epi16(_mm256_and_si256(a, low_bytes), _mm256_and_si256(b, low_bytes));
+        __m256i odds = _mm256_packus_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8));
+        _mm256_storeu_si256((__m256i *)(first + index), _mm256_permute4x64_epi64(evens, _MM_SHUFFLE(3, 1, 2, 0)));
+        _mm256_storeu_si256((__m256i *)(second + index), _mm256_permute4x64_epi64(odds, _MM_SHUFFLE(3, 1, 2, 0)));
+    }
+    split_pairs(pairs + 2 * index, first + index, second + index, count - index);
+}
+
+__attribute__((target("avx2")))
+static void expand_luma_avx2(const uint8_t *source, uint8_t *target, size_t count) {
+    const __m256i zero = _mm256_setzero_si256(), sixteen = _mm256_set1_epi8(16), scale = _mm256_set1_epi16(596);
+    const __m256i one = _mm256_set1_epi16(1);
+    size_t index = 0;
+    for (; index + 32 <= count; index += 32) {
+        __m256i offset = _mm256_subs_epu8(_mm256_loadu_si256((const __m256i *)(source + index)), sixteen);
+        __m256i low = _mm256_mulhi_epu16(_mm256_unpacklo_epi8(zero, offset), scale);
+        __m256i high = _mm256_mulhi_epu16(_mm256_unpackhi_epi8(zero, offset), scale);
+        low = _mm256_srli_epi16(_mm256_add_epi16(low, one), 1);
+        high = _mm256_srli_epi16(_mm256_add_epi16(high, one), 1);
+        _mm256_storeu_si256((__m256i *)(target + index), _mm256_packus_epi16(low, high));
+    }
+    expand_luma(source + index, target + index, count - index);
+}
+
+__attribute__((target("avx2")))
+static void expand_chroma_avx2(const uint8_t *source, uint8_t *target, size_t count) {
+    const __m256i zero = _mm256_setzero_si256(), bias = _mm256_set1_epi16(128), scale = _mm256_set1_epi16(1166);
+    const __m256i one = _mm256_set1_epi16(1);
+    size_t index = 0;
+    for (; index + 32 <= count; index += 32) {
+        __m256i samples = _mm256_loadu_si256((const __m256i *)(source + index));
+        __m256i low = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_unpacklo_epi8(samples, zero), bias), 7);
+        __m256i high = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_unpackhi_epi8(samples, zero), bias), 7);
+        low = _mm256_add_epi16(_mm256_srai_epi16(_mm256_add_epi16(_mm256_mulhi_epi16(low, scale), one), 1), bias);
+        high = _mm256_add_epi16(_mm256_srai_epi16(_mm256_add_epi16(_mm256_mulhi_epi16(high, scale), one), 1), bias);
+        _mm256_storeu_si256((__m256i *)(target + index), _mm256_packus_epi16(low, high));
+    }
+    expand_chroma(source + index, target + index, count - index);
+}
+
+/// AVX2 in the processor and its 256-bit registers saved by the system (XGETBV), asked once.
+static int has_avx2(void) {
+    static int known = -1;
+    if (known >= 0) return known;
+    unsigned int eax, ebx, ecx, edx;
+    int usable = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_OSXSAVE)) {
+        unsigned int xcr0_low, xcr0_high;
+        __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+        if ((xcr0_low & 6) == 6 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) usable = (ebx & bit_AVX2) != 0;
+    }
+    known = usable; // racing first calls all store the same answer
+    return usable;
+}
+#endif
+
+typedef void (*Expander)(const uint8_t *, uint8_t *, size_t);
+typedef void (*Splitter)(const uint8_t *restrict, uint8_t *restrict, uint8_t *restrict, size_t);
+
+static Expander luma_expander(void) {
+#if CIMAGING_AVX2
+    if (has_avx2()) return expand_luma_avx2;
+#endif
+    return expand_luma;
+}
+
+static Expander chroma_expander(void) {
+#if CIMAGING_AVX2
+    if (has_avx2()) return expand_chroma_avx2;
+#endif
+    return expand_chroma;
+}
+
+static Splitter pair_splitter(void) {
+#if CIMAGING_AVX2
+    if (has_avx2()) return split_pairs_avx2;
+#endif
+    return split_pairs;
+}
+
 static void pad_row(uint8_t *row, size_t width, size_t padded_width) {
     memset(row + width, row[width - 1], padded_width - width);
 }
@@ -190,9 +289,9 @@ static void component_fill(Component *component, Component *partner, size_t firs
             partner->rows[row] = second;
             // Both components point into the same plane, one byte apart: split from the lower address.
             if (component->base < partner->base) {
-                split_pairs(source, target, second, component->width);
+                component->split(source, target, second, component->width);
             } else {
-                split_pairs(source - 1, second, target, component->width);
+                component->split(source - 1, second, target, component->width);
             }
             if (component->expand != NULL) {
                 component->expand(target, target, component->width);
@@ -231,7 +330,7 @@ int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8
         component->padded_width = round_up(width, 8 * h_factor) / (luma ? 1 : h_factor);
         component->block_rows = luma ? 8 * v_factor : 8;
         component->pixel_step = 1;
-        if (image->limited_range) component->expand = luma ? expand_luma : expand_chroma;
+        if (image->limited_range) component->expand = luma ? luma_expander() : chroma_expander();
         if (luma) {
             component->base = image->planes[0];
             component->stride = image->strides[0];
@@ -244,6 +343,7 @@ int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8
             component->base = image->planes[1] + ((index == 1) == cb_first ? 0 : 1);
             component->stride = image->strides[1];
             component->pixel_step = 2;
+            component->split = pair_splitter();
         }
     }
 

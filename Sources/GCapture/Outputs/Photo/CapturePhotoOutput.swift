@@ -87,7 +87,12 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     private let deferredWork: DeferredPhotoProcessor
     private let callbackOrder = Locked(CaptureCallbackOrder())
 
-    private let processingQueue = DispatchQueue(label: "gcapture.photo.processing")
+    /// Concurrent: the processing slots (PhotoCaptureQueue) bound how many photos run at once, up to
+    /// `maxInFlightCaptures`. A serial queue made those slots wait on one thread, so two cores encoded one
+    /// photo at a time and a 2160p burst at 30 a second fell behind (and was refused) as soon as that one
+    /// thread was preempted; every step of a photo (the encoder's pixel pipeline behind its lock, libjpeg
+    /// with a compressor per call, the atomic write) may run beside another.
+    private let processingQueue = DispatchQueue(label: "gcapture.photo.processing", attributes: .concurrent)
     /// Apart from the other state: making the encoder takes a while, and requests are taken meanwhile.
     private let encoder = Locked<PhotoEncoder?>(nil)
     /// Where every delegate of this output is called (capture delegates, the deferred photo handler,
@@ -201,8 +206,9 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         let deferred: Bool
         let started: ContinuousClock.Instant
         /// With zero shutter lag, the frames the ring held at the request: a capture that starts late (a
-        /// busy cooperative pool) must not find them gone from the ring.
-        let framesAtRequest: [CapturedFrame]
+        /// busy cooperative pool) must not find them gone from the ring. Taken out when its frames are
+        /// chosen, so that captures waiting their turn hold them but no longer.
+        let framesAtRequest: HeldFrames
         /// Its place in the order in which captures choose their frames.
         let selectionTurn: UInt64
     }
@@ -240,7 +246,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             atRequest = job.prioritization == .speed ? ring.newest().map { [$0] } ?? []
                 : ring.frames(atOrBefore: job.requestTime, limit: job.prioritization.frameCount)
         }
-        return Request(ring: ring, job: job, file: file, deferred: isDeferred, started: started, framesAtRequest: atRequest,
+        return Request(ring: ring, job: job, file: file, deferred: isDeferred, started: started, framesAtRequest: HeldFrames(atRequest),
                        selectionTurn: admission.selectionTurn)
     }
 
@@ -250,7 +256,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         let frames: [CapturedFrame]
         await captures.waitForSelectionTurn(request.selectionTurn)
         do throws(CaptureError) {
-            frames = try await captures.selectFrames(from: request.ring, job: job, atRequest: request.framesAtRequest)
+            frames = try await captures.selectFrames(from: request.ring, job: job, atRequest: request.framesAtRequest.take())
             captures.passSelectionTurn()
         } catch {
             captures.passSelectionTurn()
@@ -362,6 +368,19 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     public func finishDeferredPhotosWhenIdle(in directory: URL) async -> [Result<CapturePhoto, CaptureError>] {
         await deferredWork.finishWhenIdle(in: directory)
     }
+}
+
+/// Frames a capture holds until it hands them on: the request (and the task running it) lives until the
+/// photo is delivered, its frames need not. A capture whose frame at the request an earlier one took waits
+/// for a new frame; holding the old one meanwhile kept a frame alive per waiting capture, which, when the
+/// camera slowed to half its rate under a 2160p burst (the pressure monitor), reached 708 MiB at the peak.
+final class HeldFrames: Sendable {
+    private let frames: Locked<[CapturedFrame]>
+
+    init(_ frames: [CapturedFrame]) { self.frames = Locked(frames) }
+
+    /// The frames, once: later calls get none.
+    func take() -> [CapturedFrame] { frames.withLock { held in defer { held = [] }; return held } }
 }
 
 extension Result {

@@ -250,7 +250,9 @@ final class PhotoCaptureQueue: Sendable {
 extension PhotoCaptureQueue {
     /// The frames a capture is made of: exposed at or before the request with zero shutter lag (the newest
     /// for .speed), else the next ones, waiting for them.
-    func selectFrames(from ring: FrameRing, job: PhotoJob, atRequest: [CapturedFrame]) async throws(CaptureError) -> [CapturedFrame] {
+    /// `atRequest` is consumed: frames found unusable are let go here rather than held while the capture
+    /// waits for new ones.
+    func selectFrames(from ring: FrameRing, job: PhotoJob, atRequest: consuming [CapturedFrame]) async throws(CaptureError) -> [CapturedFrame] {
         let count = job.prioritization.frameCount
         var frames: [CapturedFrame] = []
         // What frames still missing are waited for: exposed after the request, or any (nil).
@@ -258,7 +260,7 @@ extension PhotoCaptureQueue {
         // The next new frame stands in for one an earlier capture took: only it is waited for.
         var averagesEarlier = false
         if job.zeroShutterLag {
-            frames = atRequest
+            frames = consume atRequest
             // None exposed by the request yet (right after start): the first frame to reach the ring may
             // have been exposed just before it, and is then the nearest.
             if frames.isEmpty { exposedAfter = nil }
