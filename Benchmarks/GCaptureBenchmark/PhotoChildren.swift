@@ -462,7 +462,7 @@ extension BurstFigures {
             cpuMillisecondsPerPhoto: perPhoto, floorCPUMillisecondsPerFrame: floorPerFrame,
             floorPipeline: "gst-launch-1.0 \(PhotoBenchmark.stillSource) num-buffers=\(PhotoBurst.floorFrames) ! \(size.caps) "
                 + "! [jpegenc quality=\(quality) !] fakesink",
-            ratio: perPhoto / floorPerFrame, meetsCPUGoal: perPhoto / floorPerFrame <= PhotoBenchmark.cpuGoal,
+            ratio: perPhoto / floorPerFrame, meetsCPUGoal: perPhoto / floorPerFrame <= size.burstCPUGoal,
             onDemandFloorCPUMillisecondsPerFrame: onDemand, ratioToOnDemandFloor: perPhoto / onDemand,
             pageFaultsPerPhoto: faultsPerRequest(.photos), onDemandFloorPageFaultsPerFrame: faultsPerRequest(.onDemandFloor),
             meetsDeliveryGoal: lost == 0 && bursts.allSatisfy { $0.report.delivered == $0.report.requested },
