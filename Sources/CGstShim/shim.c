@@ -28,17 +28,22 @@ GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info) {
     return buffer;
 }
 
-gboolean CGstShim_probe_info_copy_if_lent_by_bounded_pool(GstPadProbeInfo *info) {
-    GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
+gboolean CGstShim_buffer_pool_bounds(GstBuffer *buffer, guint *minimum, guint *maximum) {
     if (buffer == NULL || buffer->pool == NULL) return FALSE;
-    // An unbounded pool (videotestsrc's, a decoder's) allocates more when its buffers are held: nothing to
-    // give back early. The pool stays alive while `buffer` refers to it.
+    // The pool stays alive while `buffer` refers to it.
     GstStructure *config = gst_buffer_pool_get_config(buffer->pool);
     if (config == NULL) return FALSE;
-    guint maximum = 0;
-    gboolean known = gst_buffer_pool_config_get_params(config, NULL, NULL, NULL, &maximum);
+    gboolean known = gst_buffer_pool_config_get_params(config, NULL, NULL, minimum, maximum);
     gst_structure_free(config);
-    if (!known || maximum == 0) return FALSE;
+    return known;
+}
+
+gboolean CGstShim_probe_info_copy_if_lent_by_bounded_pool(GstPadProbeInfo *info) {
+    GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
+    // An unbounded pool (videotestsrc's, a decoder's) allocates more when its buffers are held: nothing to
+    // give back early.
+    guint maximum = 0;
+    if (!CGstShim_buffer_pool_bounds(buffer, NULL, &maximum) || maximum == 0) return FALSE;
     GstBuffer *copy = gst_buffer_copy_deep(buffer);
     if (copy == NULL) return FALSE;
     gst_buffer_unref(buffer);

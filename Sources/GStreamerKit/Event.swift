@@ -23,7 +23,7 @@ public final class Event: @unchecked Sendable {
 
 /// The kind of an event seen in a probe.
 public enum EventType: Sendable, Equatable {
-    case endOfStream, caps, segment, streamStart, flushStart, flushStop, other(String)
+    case endOfStream, caps, segment, streamStart, flushStart, flushStop, reconfigure, other(String)
 
     init(_ raw: GstEventType) {
         switch raw {
@@ -33,6 +33,7 @@ public enum EventType: Sendable, Equatable {
         case GST_EVENT_STREAM_START: self = .streamStart
         case GST_EVENT_FLUSH_START: self = .flushStart
         case GST_EVENT_FLUSH_STOP: self = .flushStop
+        case GST_EVENT_RECONFIGURE: self = .reconfigure
         default: self = .other(String(cString: gst_event_type_get_name(raw)))
         }
     }

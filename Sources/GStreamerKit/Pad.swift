@@ -285,11 +285,7 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
     /// pinned, one that would renegotiate its device (v4l2src: S_FMT) while its buffers are still downstream.
     @discardableResult
     public func dropReconfigureFromDownstream() -> UInt {
-        addProbe(.upstreamEvent) { info in
-            guard info.raw.pointee.type.rawValue & GST_PAD_PROBE_TYPE_EVENT_UPSTREAM.rawValue != 0,
-                  let data = info.raw.pointee.data else { return .ok }
-            return UnsafeMutablePointer<GstEvent>(OpaquePointer(data)).pointee.type == GST_EVENT_RECONFIGURE ? .drop : .ok
-        }
+        addProbe(.upstreamEvent) { info in info.eventType == .reconfigure ? .drop : .ok }
     }
 
     /// Stops end-of-stream pushed from upstream at this sink pad, for a branch that must outlive its source

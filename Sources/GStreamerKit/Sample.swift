@@ -127,10 +127,8 @@ public final class Sample: @unchecked Sendable {
 
     /// The bounds of the pool that lent the buffer; nil when no pool did (the buffer is the sample's alone).
     public var bufferPool: BufferPoolBounds? {
-        guard let pool = buffer?.pointee.pool, let config = gst_buffer_pool_get_config(pool) else { return nil }
-        defer { gst_structure_free(config) }
-        var size: guint = 0, minimum: guint = 0, maximum: guint = 0
-        guard gst_buffer_pool_config_get_params(config, nil, &size, &minimum, &maximum) != 0 else { return nil }
+        var minimum: guint = 0, maximum: guint = 0
+        guard CGstShim_buffer_pool_bounds(buffer, &minimum, &maximum) != 0 else { return nil }
         return BufferPoolBounds(minimum: Int(minimum), maximum: maximum == 0 ? nil : Int(maximum))
     }
 

@@ -26,6 +26,10 @@ gboolean CGstShim_object_is_a(gpointer object, GType type);
 /// The GType of an instance (G_OBJECT_TYPE).
 GType CGstShim_object_type(gpointer object);
 
+/// The bounds of the pool that lent `buffer` (`maximum` 0: the pool allocates as many as are asked for).
+/// FALSE when no pool lent it or its configuration cannot be read; NULL for a bound not wanted.
+gboolean CGstShim_buffer_pool_bounds(GstBuffer *buffer, guint *minimum, guint *maximum);
+
 /// When the buffer carried by a probe was lent by a bounded pool (a V4L2 camera's: its memory is the driver's),
 /// replaces it with a deep copy in ordinary memory, letting go of the original (and of the pool and device
 /// memory it came from) at once. Returns whether it copied.
