@@ -223,8 +223,11 @@ static void expand_chroma_avx2(const uint8_t *source, uint8_t *target, size_t co
 
 /// AVX2 in the processor and its 256-bit registers saved by the system (XGETBV), asked once.
 static int has_avx2(void) {
+    // Atomic, relaxed: photos are encoded in parallel, and first calls may race; each stores the same
+    // answer, but a plain int read and written by two threads is a data race all the same.
     static int known = -1;
-    if (known >= 0) return known;
+    int answer = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (answer >= 0) return answer;
     unsigned int eax, ebx, ecx, edx;
     int usable = 0;
     if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_OSXSAVE)) {
@@ -232,7 +235,7 @@ static int has_avx2(void) {
         __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
         if ((xcr0_low & 6) == 6 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) usable = (ebx & bit_AVX2) != 0;
     }
-    known = usable; // racing first calls all store the same answer
+    __atomic_store_n(&known, usable, __ATOMIC_RELAXED);
     return usable;
 }
 #endif
