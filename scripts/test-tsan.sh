@@ -20,15 +20,16 @@ status=0
 # No test may hang: the instrumented suite takes ~3-5 min on 2 cores; GCAPTURE_TSAN_TIMEOUT overrides the limit.
 timeout --kill-after=20 "${GCAPTURE_TSAN_TIMEOUT:-1500}" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
   --disable-swift-testing "$@" 2>&1 | tee .build-tsan/test.log || status=$?
-races=$(grep -ls "WARNING: ThreadSanitizer" "$reports"/* || true)
-if [ -n "$races" ]; then
+mapfile -t races < <(grep -ls "WARNING: ThreadSanitizer" "$reports"/* || true)
+if [ "${#races[@]}" -gt 0 ]; then
   # Whole race reports (both sides' stacks), as CI shows only this output, often only its end: a race must be
   # diagnosable from it. Other files there (a CHECK that TSan's own fork handling fails in a spawned child) are
   # not races and are left out; the one-line summaries come last, where a shortened log still shows them.
+  # (`|| true`: head closing the pipe early is not a failure here.)
   echo "== ThreadSanitizer race reports (full text in $reports):"
-  cat $races | head -600
-  echo "== ThreadSanitizer: $(cat $races | grep -c "WARNING: ThreadSanitizer") report(s):"
-  cat $races | grep "^SUMMARY: ThreadSanitizer" | sort | uniq -c
+  cat "${races[@]}" | head -600 || true
+  echo "== ThreadSanitizer: $(cat "${races[@]}" | grep -c "WARNING: ThreadSanitizer") report(s):"
+  cat "${races[@]}" | grep "^SUMMARY: ThreadSanitizer" | sort | uniq -c || true
   exit 1
 fi
 if ! grep -q "^Test Suite 'All tests' \(passed\|failed\)" .build-tsan/test.log; then
