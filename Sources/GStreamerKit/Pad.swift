@@ -285,7 +285,12 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
     /// pinned, one that would renegotiate its device (v4l2src: S_FMT) while its buffers are still downstream.
     @discardableResult
     public func dropReconfigureFromDownstream() -> UInt {
-        addProbe(.upstreamEvent) { info in info.eventType == .reconfigure ? .drop : .ok }
+        // The raw type, not `info.eventType`: that names every other kind with a new String, and sinks send QoS
+        // events upstream for every frame.
+        addProbe(.upstreamEvent) { info in
+            guard let data = info.raw.pointee.data else { return .ok }
+            return UnsafeMutablePointer<GstEvent>(OpaquePointer(data)).pointee.type == GST_EVENT_RECONFIGURE ? .drop : .ok
+        }
     }
 
     /// Stops end-of-stream pushed from upstream at this sink pad, for a branch that must outlive its source
