@@ -45,6 +45,13 @@ final class DescriptionFileTests: XCTestCase {
         XCTAssertEqual(positions, positions.sorted())
     }
 
+    /// A pre-roll is kept in memory all the time: more than a minute is refused where it is written.
+    func testAPreRollOverAMinuteIsRefusedAtItsPosition() {
+        let result = DescriptionReader.read("version: 1\noutputs:\n  movie:\n    audio: false\n    pre-roll: 90\n", file: "long.yaml")
+        XCTAssertEqual(result.errors.map(\.description),
+                       ["long.yaml:5:15: error: outputs.movie.pre-roll must be from 0 to 60 seconds; 90 is not"])
+    }
+
     func testSchemaNamesMatchTheEngine() {
         XCTAssertEqual(Set(Schema.presets), Set(CaptureSession.Preset.allCases.map(\.rawValue)))
         XCTAssertEqual(Set(Schema.patterns), Set(TestCameraOptions.Pattern.allCases.map(\.rawValue)))
@@ -264,6 +271,7 @@ final class DescriptionFileTests: XCTestCase {
                 max-size: 2MiB
                 min-free-disk: 3GB
                 fragment-interval: 0.5
+                pre-roll: 4.5
                 format: matroska
             """.write(to: file, atomically: true, encoding: .utf8)
         let described = try DescribedSession(CaptureDescription.load(contentsOf: file))
@@ -272,6 +280,7 @@ final class DescriptionFileTests: XCTestCase {
         XCTAssertEqual(movie.maxRecordedFileSize, 2 * 1024 * 1024)
         XCTAssertEqual(movie.minFreeDiskSpaceLimit, 3_000_000_000)
         XCTAssertEqual(movie.movieFragmentInterval, 0.5)
+        XCTAssertEqual(movie.preRollDuration, 4.5)
         XCTAssertEqual(movie.fileType, .matroska)
         XCTAssertEqual(try described.movieFiles?.next().lastPathComponent, "movie-0001.mkv")
     }

@@ -359,8 +359,9 @@ extension XCTestCase {
     /// The capture time the test camera stamped into a picture's top rows (CaptureTimeStamp), decoded from
     /// ffmpeg's grey pixels of the file: milliseconds of CLOCK_MONOTONIC, modulo 2^32. Fails when the cells
     /// do not read as a stamp (references too close, check bits wrong).
-    /// `width` is the picture's, when known (saves asking ffprobe).
-    func captureTimeStamp(_ url: URL, width known: Int? = nil) throws -> UInt32 {
+    /// `width` is the picture's, when known (saves asking ffprobe). `lastFrame`: a movie's last frame's
+    /// stamp, not its first's.
+    func captureTimeStamp(_ url: URL, width known: Int? = nil, lastFrame: Bool = false) throws -> UInt32 {
         var width = known ?? 0
         if known == nil {
             let size = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
@@ -373,10 +374,12 @@ extension XCTestCase {
         let cell = CaptureTimeStamp.cellSize(forWidth: width)
         let raw = FileManager.default.temporaryDirectory.appendingPathComponent("stamp-\(UUID().uuidString).gray")
         defer { try? FileManager.default.removeItem(at: raw) }
-        let decoded = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", url.path, "-frames:v", "1",
-                                                       "-vf", "crop=iw:\(cell):0:0,format=gray", "-f", "rawvideo", raw.path])
+        // The last frame: every frame of the last second decoded, the last one kept.
+        let frames = lastFrame ? ["-sseof", "-1", "-i", url.path] : ["-i", url.path, "-frames:v", "1"]
+        let decoded = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error"] + frames
+                                  + ["-vf", "crop=iw:\(cell):0:0,format=gray", "-f", "rawvideo", raw.path])
         XCTAssertEqual(decoded.status, 0, decoded.stderr)
-        let pixels = [UInt8](try Data(contentsOf: raw))
+        let pixels = [UInt8]((try Data(contentsOf: raw)).suffix(width * cell))
         // Each cell's mean over its middle half, away from edges that JPEG smears.
         let levels: [Double] = (0..<CaptureTimeStamp.cellCount).map { index in
             var sum = 0, count = 0

@@ -17,6 +17,13 @@ protocol OutputGraph: AnyObject {
     /// An H.264 encode of the camera that gives `request` what it asks, shared with other outputs.
     func sharedVideoEncoder(for request: VideoEncodeRequest) throws(CaptureError) -> SharedVideoEncoder
 
+    /// Keeps a shared encoder running for something that is not a branch (a pre-roll ring) until released.
+    func holdSharedEncoder(_ encoder: SharedVideoEncoder)
+    func releaseSharedEncoder(_ encoder: SharedVideoEncoder)
+
+    /// The pad every buffer of the medium passes on its way into the session's tee (a filler's too).
+    func teeInput(_ mediaType: MediaType) -> Pad?
+
     /// Links a branch of `output` to the tees: each named sink pad of `bin` to its media's tee, the video one
     /// to `encodedVideo`'s tee when the branch takes H.264 from a shared encoder.
     func attachBranch(_ bin: Bin, of output: CaptureOutput, inputs: [MediaType: String],

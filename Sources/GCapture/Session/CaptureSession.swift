@@ -323,6 +323,7 @@ public final class CaptureSession: Sendable {
             do { try graph.play() } catch { graph.shutDown(); throw error }
         }
         state.withLock { $0.graph = graph; $0.isRunning = true }
+        for output in graph.members { output.sessionDidStartRunning(graph) }
         post(.didStartRunning)
         interruptions.sessionDidStart(graph, cameraHeldElsewhere: heldElsewhere, selection: resolved.video?.selection)
     }

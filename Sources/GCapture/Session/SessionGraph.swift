@@ -307,6 +307,18 @@ final class SessionGraph: @unchecked Sendable {
         return encoder
     }
 
+    func holdSharedEncoder(_ encoder: SharedVideoEncoder) { encoder.users += 1 }
+
+    func releaseSharedEncoder(_ encoder: SharedVideoEncoder) {
+        encoder.users -= 1
+        release(encoder)
+    }
+
+    func teeInput(_ mediaType: MediaType) -> Pad? {
+        guard hasSource(mediaType) else { return nil }
+        return (mediaType == .audio ? audioTee : videoTee).staticPad("sink")
+    }
+
     /// The shared encoders running now (for tests that make one misbehave).
     var sharedEncoders: [SharedVideoEncoder] { busState.withLock { $0.encoders } }
 
@@ -321,6 +333,7 @@ final class SessionGraph: @unchecked Sendable {
     @discardableResult
     func detachBranch(of output: CaptureOutput, drain: Bool? = nil) -> Bool {
         guard let attached = busState.withLock({ $0.branches.removeValue(forKey: ObjectIdentifier(output)) }) else { return true }
+        output.branchWillDetach()
         let drained = attached.branch.detach(drain: drain ?? output.drainsOnDetach)
         if let encoder = attached.encoder {
             encoder.users -= 1

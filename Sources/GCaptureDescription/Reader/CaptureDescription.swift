@@ -101,6 +101,8 @@ public struct CaptureDescription: Sendable, Equatable {
         public var format = "mp4"
         /// Seconds between MP4 fragments (what a crash costs at most).
         public var fragmentInterval: Double = 1
+        /// Seconds of the session each recording begins before its start (CaptureMovieFileOutput.preRollDuration).
+        public var preRoll: Double = 0
         public var maxDuration: Double?
         public var maxSize: Int64?
         public var minFreeDisk: Int64?

@@ -189,6 +189,8 @@ extension NodeReader {
         if let node = fields["audio"], let value = bool(node, "\(p).audio") { movie.audio = value }
         if let node = fields["format"], let value = choice(node, "\(p).format", among: Schema.movieFormats) { movie.format = value }
         if let node = fields["fragment-interval"], let value = seconds(node, "\(p).fragment-interval", in: 0.1...60) { movie.fragmentInterval = value }
+        // Kept in memory all the time the session runs: a minute at most (at 8 Mbit/s, 60 MB).
+        if let node = fields["pre-roll"], let value = seconds(node, "\(p).pre-roll", in: 0...60) { movie.preRoll = value }
         let longest = safe ? SafeLimits.maxDuration : 86_400 * 365
         if let node = fields["max-duration"], let value = seconds(node, "\(p).max-duration", in: 0.1...longest) { movie.maxDuration = value }
         if let node = fields["max-size"], let value = bytes(node, "\(p).max-size", minimum: 1024) {

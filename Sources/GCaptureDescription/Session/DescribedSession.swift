@@ -105,6 +105,7 @@ public final class DescribedSession: Sendable {
         }
         if let movie = description.outputs.movie, let movieOutput, let folder = checked.movieFolder {
             movieOutput.movieFragmentInterval = movie.fragmentInterval
+            movieOutput.preRollDuration = movie.preRoll
             movieOutput.maxRecordedDuration = movie.maxDuration
             movieOutput.maxRecordedFileSize = movie.maxSize
             if let minimum = movie.minFreeDisk { movieOutput.minFreeDiskSpaceLimit = minimum }

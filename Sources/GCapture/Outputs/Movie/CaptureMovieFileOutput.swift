@@ -90,6 +90,49 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         get { settings.interruptionBehavior } set { changeSettings { $0.interruptionBehavior = newValue } }
     }
 
+    /// Seconds of the session kept before every recording's start (default 0: none). While it is over 0 and
+    /// the session runs, its video is encoded all the time (a key frame every second) and the last seconds of
+    /// it, with the raw audio, stay in memory (`preRollHolding`); a recording then begins at the newest key
+    /// frame at least this long before its `startRecording` call, so the moment that made someone press
+    /// record is in the file. The files after an interruption (`.finalizeAndResume`) begin live. Setting it
+    /// while the session runs starts (or drops) the ring at once.
+    public var preRollDuration: TimeInterval {
+        get { settings.preRollDuration }
+        set {
+            let context = state.withLock { state -> OutputContext? in
+                state.settings.preRollDuration = max(0, newValue.isFinite ? newValue : 0)
+                return state.context
+            }
+            context?.onSessionQueue { graph in self.updatePreRoll(in: graph) }
+        }
+    }
+
+    /// What the pre-roll ring holds now: bytes (encoded video and raw audio) and seconds of video.
+    public var preRollHolding: (bytes: Int, seconds: Double) { state.withLock { $0.preRoll }?.holding ?? (0, 0) }
+
+    /// On the session's queue: the ring as `preRollDuration` asks, for the graph running now (nil: none).
+    private func updatePreRoll(in graph: (any OutputGraph)?) {
+        let (wanted, current) = state.withLock { ($0.context == nil ? 0 : $0.settings.preRollDuration, $0.preRoll) }
+        let nanoseconds = UInt64((wanted * 1e9).rounded())
+        if let current, current.duration == nanoseconds { return }
+        if let current {
+            state.withLock { $0.preRoll = nil }
+            current.remove()
+            graph?.releaseSharedEncoder(current.encoder)
+        }
+        guard nanoseconds > 0, let graph, graph.hasSource(.video) else { return }
+        do throws(CaptureError) {
+            let ring = try PreRollRing.start(duration: nanoseconds, for: self, in: graph, settings: settings)
+            state.withLock { $0.preRoll = ring }
+        } catch {
+            Log.session.error("the movie output's pre-roll cannot start: \(error)")
+        }
+    }
+
+    override func branchWillDetach() {
+        state.withLock { $0.recording?.branch }?.endFeed()
+    }
+
     // MARK: State
 
     /// True from startRecording until the recording's last file is finished, including the time between
@@ -127,16 +170,26 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     override var drainsOnDetach: Bool { true }
 
     override func didJoin(_ context: OutputContext, branch: Bin?) {
-        state.withLock {
+        let preRoll = state.withLock {
             $0.context = context
             $0.videoInterruption = nil
+            return $0.settings.preRollDuration > 0
         }
+        // Joined a session that runs already; else the ring starts with the session.
+        if preRoll { context.onSessionQueue { graph in self.updatePreRoll(in: graph) } }
     }
+
+    override func sessionDidStartRunning(_ graph: any OutputGraph) { updatePreRoll(in: graph) }
 
     override func didDetach() { didDetach(drained: true) }
 
     override func didDetach(drained: Bool) {
-        state.withLock { $0.context = nil }
+        // The graph and its encoders are gone: the ring only lets go of what it kept.
+        state.withLock { state in
+            defer { state.preRoll = nil }
+            state.context = nil
+            return state.preRoll
+        }?.remove()
         // The graph tried to drain the recording before it stopped; only a complete drain finalized the file.
         complete(error: nil, drained: drained)
     }
@@ -222,6 +275,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         }
         if busy { return fail(.recordingFailed(reason: "already recording to \(outputFileURL?.path ?? "a file")", underlying: nil)) }
         guard let context else { return fail(.sessionNotRunning) }
+        // The moment asked for, from the caller's side: a pre-roll counts back from it.
+        let requestRunningTime = context.runningTime()
         do throws(CaptureError) { try PhotoProcessor.checkWritable(url) } catch { return fail(error) }
         let encoding: MovieEncoding
         do throws(CaptureError) { encoding = try settings.encoding() } catch { return fail(error) }
@@ -229,6 +284,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             guard $0.recording == nil else { return false }
             $0.recording = MovieRecording(to: url, delegate: delegate, encoding: encoding,
                                           interruptionBehavior: $0.settings.interruptionBehavior)
+            $0.recording?.requestRunningTime = requestRunningTime
             return true
         }
         guard reserved else { return fail(.recordingFailed(reason: "already recording", underlying: nil)) }
@@ -306,15 +362,18 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
 
     /// On the session queue: builds the recording's branch and links it to the running tees.
     private func attachRecording(to graph: any OutputGraph, url: URL) throws(CaptureError) {
-        guard let (encoding, settings, dropsFillerFrames, paused) = state.withLock({ state in
-            state.recording.map { ($0.encoding, state.settings, $0.interruptionBehavior == .finalizeAndResume, $0.pausedAcrossFiles) }
-        }) else { throw .sessionNotRunning }
+        guard let (recording, settings, preRoll) = state.withLock({ state in state.recording.map { ($0, state.settings, state.preRoll) } }) else {
+            throw .sessionNotRunning
+        }
         let branch = try MovieRecordingBranch(
-            recording: url, for: self, in: graph, encoding: encoding, settings: settings, dropsFillerFrames: dropsFillerFrames,
-            paused: paused, sidecarLocked: { lock in state.withLock { $0.recording?.sidecarLock = lock } },
+            recording: url, for: self, in: graph, encoding: recording.encoding, settings: settings,
+            dropsFillerFrames: recording.interruptionBehavior == .finalizeAndResume, paused: recording.pausedAcrossFiles, preRoll: preRoll,
+            sidecarLocked: { lock in state.withLock { $0.recording?.sidecarLock = lock } },
             onLimit: { [weak self] reason in self?.stop(with: reason) })
         state.withLock { $0.recording?.attach(branch) }
         try graph.attachBranch(branch.bin, of: self, inputs: branch.inputs, encodedVideo: branch.sharedEncoder)
+        // Only the first file reaches back; one after an interruption would begin with the filler.
+        branch.startFeed(requestedAt: recording.filesStarted <= 1 ? recording.requestRunningTime : nil)
         startMonitoring(url: url)
     }
 

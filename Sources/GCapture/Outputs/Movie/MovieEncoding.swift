@@ -23,6 +23,32 @@ struct MovieEncoding: Sendable {
 
     /// The video comes from the session's shared encoder (SharedVideoEncoder) rather than one of its own.
     var sharesEncoder = false
+    /// The video (encoded) and the audio (raw) come from a PreRollRing, pushed into appsrcs at the bin's
+    /// head, rather than from the session's tees.
+    var fedByPreRoll = false {
+        didSet { if fedByPreRoll { sharesEncoder = true } }
+    }
+
+    /// The appsrcs a bin fed by a pre-roll ring starts with.
+    static let videoSource = "video_src", audioSource = "audio_src"
+
+    /// This encoding completed from the session: the camera's format and rate, the connection's turn, a
+    /// bit rate for the frame size when none is set (then `bitRateIsDefault`), audio when there is a source.
+    func completed(for output: CaptureMovieFileOutput, in graph: any OutputGraph) -> (MovieEncoding, bitRateIsDefault: Bool) {
+        var encoding = self
+        let selection = graph.videoSelection
+        encoding.withAudio = graph.hasSource(.audio)
+        encoding.frameRate = Int((selection?.frameRate.doubleValue ?? 30).rounded())
+        encoding.rotation = Int(output.connection.videoRotationAngle)
+        encoding.mirrored = output.connection.mirrorsCapturedFrames
+        encoding.cameraPixelFormat = selection?.format.pixelFormat
+        encoding.frameSize = selection.map { ($0.format.width, $0.format.height) }
+        let bitRateIsDefault = encoding.videoBitRate == 0
+        if bitRateIsDefault {
+            encoding.videoBitRate = Self.defaultBitRate(width: selection?.format.width ?? 1280, height: selection?.format.height ?? 720)
+        }
+        return (encoding, bitRateIsDefault)
+    }
 
     /// The picture a player is to show, from the connection's rotation and mirroring.
     var transform: FrameTransform { FrameTransform(rotation: rotation, mirrored: mirrored) }
@@ -83,7 +109,12 @@ struct MovieEncoding: Sendable {
         // 1080p: ~3 MB), not as raw frames in the input queue (3 s: 280 MB).
         let muxQueue = "queue max-size-buffers=0 max-size-bytes=0 max-size-time=\(Self.muxQueueNanoseconds)"
         // Encoded frames from a shared encoder queue here only until the branch falls behind (KeyFrameGate).
-        let video = sharesEncoder
+        // From a pre-roll ring, seconds of frames arrive at once: the appsrc holds them (unbounded: the feed
+        // bounds it), and the queues behind it wait rather than leak.
+        let ringSource = "format=time is-live=true max-bytes=0 block=false"
+        let video = fedByPreRoll
+            ? "appsrc name=\(Self.videoSource) \(ringSource) ! queue name=video_in max-size-buffers=0 max-size-bytes=0 ! h264parse"
+            : sharesEncoder
             ? "\(VideoEncode.encodedInputQueue(frameRate: frameRate)) ! h264parse"
             : videoEncode.description()
         var parts = [
@@ -101,7 +132,8 @@ struct MovieEncoding: Sendable {
                 audioEncoder = "opusenc bitrate=128000"
             }
             parts += [
-                "queue name=audio_in \(inputQueue) ! audioconvert ! audioresample "
+                (fedByPreRoll ? "appsrc name=\(Self.audioSource) \(ringSource) ! queue name=audio_in max-size-buffers=0 max-size-bytes=0"
+                              : "queue name=audio_in \(inputQueue)") + " ! audioconvert ! audioresample "
                     + "! audio/x-raw,rate=48000,channels=2 ! \(audioEncoder) ! tee name=at",
                 "at. ! \(muxQueue) ! mux.audio_0",
             ]

@@ -12,6 +12,7 @@ struct MovieOutputSettings: Sendable {
     var defragments = true
     var videoEncoder: String?
     var interruptionBehavior = CaptureMovieFileOutput.InterruptionBehavior.continueThroughGap
+    var preRollDuration: TimeInterval = 0
 
     /// The encoding a recording asks for; its branch completes it from the camera and the session.
     func encoding() throws(CaptureError) -> MovieEncoding {
@@ -27,6 +28,8 @@ struct MovieOutputState {
     var context: OutputContext?
     var recording: MovieRecording?
     var settings = MovieOutputSettings()
+    /// The last seconds of the running session, while `preRollDuration` asks for them.
+    var preRoll: PreRollRing?
     /// The session's camera is interrupted now (set and cleared by the session's hooks, on its queue).
     var videoInterruption: CaptureSession.InterruptionReason?
     var fileCounter: UInt64 = 0

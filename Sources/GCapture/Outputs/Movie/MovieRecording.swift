@@ -10,6 +10,8 @@ struct MovieRecording {
     let delegate: any CaptureFileOutputRecordingDelegate
     var encoding: MovieEncoding
     let interruptionBehavior: CaptureMovieFileOutput.InterruptionBehavior
+    /// Running time of the startRecording call: a recording with a pre-roll begins that much before it.
+    var requestRunningTime: UInt64?
     /// The file's branch, once built.
     var branch: MovieRecordingBranch?
     var monitor: RecordingLimitMonitor?

@@ -17,22 +17,22 @@ struct MovieRecordingBranch {
     /// `sidecarLocked` hears the sidecar's lock as soon as it is held, so that a failure after that can
     /// remove the sidecar it created; `onLimit` hears the timeline reach a limit.
     init(recording url: URL, for output: CaptureMovieFileOutput, in graph: any OutputGraph, encoding requested: MovieEncoding,
-         settings: MovieOutputSettings, dropsFillerFrames: Bool, paused: Bool,
+         settings: MovieOutputSettings, dropsFillerFrames: Bool, paused: Bool, preRoll: PreRollRing?,
          sidecarLocked: (SidecarLock) -> Void, onLimit: @escaping @Sendable (CaptureError) -> Void) throws(CaptureError) {
-        var encoding = requested
-        let selection = graph.videoSelection
-        encoding.withAudio = graph.hasSource(.audio)
-        encoding.frameRate = Int((selection?.frameRate.doubleValue ?? 30).rounded())
-        encoding.rotation = Int(output.connection.videoRotationAngle)
-        encoding.mirrored = output.connection.mirrorsCapturedFrames
-        encoding.cameraPixelFormat = selection?.format.pixelFormat
-        encoding.frameSize = selection.map { ($0.format.width, $0.format.height) }
-        let bitRateIsDefault = encoding.videoBitRate == 0
-        if bitRateIsDefault {
-            encoding.videoBitRate = MovieEncoding.defaultBitRate(width: selection?.format.width ?? 1280, height: selection?.format.height ?? 720)
+        var encoding: MovieEncoding
+        let bitRateIsDefault: Bool
+        if let preRoll {
+            // The ring's encode is the file's video; the file's own settings are its container's.
+            encoding = preRoll.encoding
+            (encoding.container, encoding.fragmentInterval) = (requested.container, requested.fragmentInterval)
+            encoding.withAudio = preRoll.keepsAudio
+            encoding.fedByPreRoll = true
+            bitRateIsDefault = false
+        } else {
+            (encoding, bitRateIsDefault) = requested.completed(for: output, in: graph)
+            encoding.sharesEncoder = encoding.canShareEncoder(dropsFillerFrames: dropsFillerFrames)
         }
         let mayFallBackToSoftware = settings.videoEncoder == nil
-        encoding.sharesEncoder = encoding.canShareEncoder(dropsFillerFrames: dropsFillerFrames)
         try MovieFiles.checkCreatable(url)
         let bin = try Self.makeBin(&encoding, for: output, in: graph, mayFallBackToSoftware: mayFallBackToSoftware)
         var inputs: [MediaType: String] = [:]
@@ -54,9 +54,13 @@ struct MovieRecordingBranch {
             if let file = bin.element(named: "file")?.staticPad("sink") {
                 MP4DisplayMatrix.apply(rotation: encoding.displayRotation, toMoviesPassing: file)
             }
-            let exposed = try EncodingInputs(exposedOn: bin)
-            exposed.decoupleFromUpstream()
-            (pads, inputs) = (exposed.pads, exposed.names)
+            if preRoll != nil {
+                pads = [MovieEncoding.videoSource, MovieEncoding.audioSource].compactMap { bin.element(named: $0)?.staticPad("src") }
+            } else {
+                let exposed = try EncodingInputs(exposedOn: bin)
+                exposed.decoupleFromUpstream()
+                (pads, inputs) = (exposed.pads, exposed.names)
+            }
         } catch let error as CaptureError {
             throw error
         } catch {
@@ -70,18 +74,45 @@ struct MovieRecordingBranch {
         if paused { timeline.pause() }
         // Frames from a shared encoder arrive as H.264 in the encoder's time: the file starts (and resumes)
         // at a key frame, and their running time is what the audio's is compared with.
-        let encoder = encoding.sharesEncoder
-            ? try graph.sharedVideoEncoder(for: VideoEncodeRequest(encode: encoding.videoEncode, acceptsAnyBitRate: bitRateIsDefault,
-                                                                   longestKeyInterval: encoding.longestSharedKeyInterval,
-                                                                   mayFallBackToSoftware: mayFallBackToSoftware))
-            : nil
+        var encoder = preRoll?.encoder
+        if encoder == nil, encoding.sharesEncoder {
+            encoder = try graph.sharedVideoEncoder(for: VideoEncodeRequest(encode: encoding.videoEncode, acceptsAnyBitRate: bitRateIsDefault,
+                                                                           longestKeyInterval: encoding.longestSharedKeyInterval,
+                                                                           mayFallBackToSoftware: mayFallBackToSoftware))
+        }
         if let encoder {
             // A running encode joined (a stream's) may have another rate and key interval than this file's own.
             encoding.videoEncoder = encoder.activeEncoder
             encoding.videoBitRate = encoder.encode.bitRate
         }
-        Self.addProbes(to: bin, inputs: pads, timeline: timeline, sharedEncoder: encoder)
+        Self.addProbes(to: bin, inputs: pads, timeline: timeline, sharedEncoder: encoder, gated: preRoll == nil)
         (self.bin, self.timeline, self.sharedEncoder, self.encoding, self.inputs) = (bin, timeline, encoder, encoding, inputs)
+        feed = try preRoll.map { ring throws(CaptureError) in
+            guard let video = bin.element(named: MovieEncoding.videoSource).flatMap(AppSource.init) else {
+                throw .configurationFailed(reason: "the recording's branch has no input for its pre-roll", underlying: nil)
+            }
+            let audio = bin.element(named: MovieEncoding.audioSource).flatMap(AppSource.init)
+            if let caps = ring.videoCaps { video.setCaps(caps) }
+            if let audio, let caps = ring.audioCaps { audio.setCaps(caps) }
+            return (ring, PreRollFeed(video: video, audio: audio, requestKeyFrame: { [encoder] in encoder?.requestKeyFrame() }))
+        }
+    }
+
+    /// The ring the file's media come from and the branch's end of it, when it records with a pre-roll.
+    let feed: (ring: PreRollRing, feed: PreRollFeed)?
+
+    /// Once the branch is attached: a file with a pre-roll takes what its ring kept from the pre-roll before
+    /// `requestTime` (running time; nil: from the next key frame), then the live media.
+    func startFeed(requestedAt requestTime: UInt64?) {
+        guard let feed else { return }
+        feed.ring.attach(feed.feed, requestedAt: requestTime)
+    }
+
+    /// Before the branch is drained (or cut off): its inputs end after what they hold.
+    func endFeed() {
+        guard let feed else { return }
+        feed.ring.detach(feed.feed)
+        feed.feed.end()
     }
 
     /// The recording's bin, with its encoder configured when it has its own.
@@ -100,11 +131,13 @@ struct MovieRecordingBranch {
     }
 
     /// The timeline's probes: on the bin's inputs (video first, then audio), and on the muxer's side.
-    private static func addProbes(to bin: Bin, inputs pads: [Pad], timeline: RecordingTimeline, sharedEncoder encoder: SharedVideoEncoder?) {
+    /// `gated`: encoded frames from a shared encoder pass a KeyFrameGate (a pre-roll's feed gates them itself).
+    private static func addProbes(to bin: Bin, inputs pads: [Pad], timeline: RecordingTimeline, sharedEncoder encoder: SharedVideoEncoder?,
+                                  gated: Bool) {
         if let encoder {
-            let gate = KeyFrameGate(encoder: encoder, queue: bin.element(named: "video_in"))
+            let gate = gated ? KeyFrameGate(encoder: encoder, queue: bin.element(named: "video_in")) : nil
             pads.first?.addProbe(.buffer) { info in
-                guard gate.admits(isDeltaFrame: info.isDeltaFrame) else { return .drop }
+                guard gate?.admits(isDeltaFrame: info.isDeltaFrame) ?? true else { return .drop }
                 guard let shift = timeline.admitVideo(info.bufferRunningTime, duration: info.bufferDuration,
                                                       isKeyFrame: !info.isDeltaFrame) else {
                     if timeline.isResuming { encoder.requestKeyFrame() }
