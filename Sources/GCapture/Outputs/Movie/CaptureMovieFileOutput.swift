@@ -47,6 +47,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         /// Where audio and video start in the file, seconds.
         public var firstVideoTime: Double?
         public var firstAudioTime: Double?
+        /// Seconds of the file before the startRecording call (its pre-roll; 0 without one).
+        public var preRollDuration: Double = 0
     }
 
     private let state = Locked(MovieOutputState())
@@ -153,7 +155,8 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         return ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
     }
     public var recordingStatistics: Statistics {
-        Statistics(state.withLock { $0.recording?.timeline?.stats } ?? RecordingTimeline.Statistics())
+        let (stats, requested) = state.withLock { ($0.recording?.timeline?.stats, $0.recording?.requestRunningTime) }
+        return Statistics(stats ?? RecordingTimeline.Statistics(), requestRunningTime: requested)
     }
 
     /// The current recording's branch (for tests that make it misbehave).
@@ -444,7 +447,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         finished.monitor?.cancel()
         let stats = finished.timeline?.stats ?? RecordingTimeline.Statistics()
         let defragments = state.withLock { state -> Bool in
-            state.finishedStatistics = Statistics(stats)
+            state.finishedStatistics = Statistics(stats, requestRunningTime: finished.filesStarted <= 1 ? finished.requestRunningTime : nil)
             return state.settings.defragments
         }
         // The next recording's start waits on this queue, so it never mistakes these files for a crash's.

@@ -115,9 +115,14 @@ struct MovieOutputState {
 }
 
 extension CaptureMovieFileOutput.Statistics {
-    init(_ stats: RecordingTimeline.Statistics) {
+    /// `requestRunningTime`: when startRecording was called, on the session's clock (for the pre-roll).
+    init(_ stats: RecordingTimeline.Statistics, requestRunningTime: UInt64? = nil) {
+        var preRoll = 0.0
+        if let requested = requestRunningTime, let first = stats.firstFrameRunningTime, first < requested {
+            preRoll = Double(requested - first) / 1e9
+        }
         self.init(duration: Double(stats.duration) / 1e9, frames: stats.frames, droppedFrames: stats.droppedFrames,
                   audioBuffers: stats.audioBuffers, firstVideoTime: stats.firstVideoTime.map { Double($0) / 1e9 },
-                  firstAudioTime: stats.firstAudioTime.map { Double($0) / 1e9 })
+                  firstAudioTime: stats.firstAudioTime.map { Double($0) / 1e9 }, preRollDuration: preRoll)
     }
 }

@@ -20,6 +20,8 @@ final class RecordingTimeline: Sendable {
         /// First video and first audio timestamps in the file, nanoseconds.
         var firstVideoTime: UInt64?
         var firstAudioTime: UInt64?
+        /// The first frame's running time, on the session's clock (what a pre-roll is measured on).
+        var firstFrameRunningTime: UInt64?
     }
 
     struct Limits: Sendable {
@@ -179,7 +181,10 @@ extension RecordingTimeline.State {
             pauseRequested = false
             resumeRequested = false
         }
-        if start == nil { start = time }
+        if start == nil {
+            start = time
+            statistics.firstFrameRunningTime = time
+        }
         let fileTime = time - (start ?? time) - pausedTotal
         // The frame would end past the limit (by more than timestamp jitter): the movie ends before it.
         let interval = frameInterval ?? 0

@@ -1,0 +1,249 @@
+import Dispatch
+import Foundation
+import GCaptureSupport
+
+/// Event recording, what people run motion or Frigate for (a Linux addition in the engine's style): a
+/// trigger starts a clip on a movie output, which begins the output's `preRollDuration` before it; each
+/// further trigger within the event extends it; the clip ends `postRoll` after the last trigger.
+///
+/// With an `eventGap` longer than the post-roll, the clip pauses when the post-roll is over, and a trigger
+/// within the gap resumes the same file (one clip per event, as motion's `event_gap`); the end of the gap
+/// stops it. Each clip gets a record beside it (`clip.json` for `clip.mp4`, EventClipRecord): its start, end
+/// and triggers. A trigger while a clip is being finalized starts the next clip once it is.
+///
+///     trigger ─▶ startRecording (pre-roll) ─ trigger ─ … ─ last trigger ─ post-roll ─▶ stop
+///                                                                        └ (gap > post-roll) pause ─ gap ─▶ stop
+public final class CaptureEventRecorder: @unchecked Sendable {
+    // @unchecked Sendable: every var is in `state` (Locked); the rest are lets of Sendable types.
+
+    /// Why a clip was started or extended.
+    public struct Trigger: Sendable, Codable, Equatable {
+        /// Where it came from: "motion", "stdin", "web", "signal", "schedule", or any name the app gives.
+        public var source: String
+        public var date: Date
+        /// What the source says of it (a motion box, a sensor's name), if anything.
+        public var detail: String?
+
+        public init(source: String, date: Date = Date(), detail: String? = nil) {
+            self.source = source
+            self.date = date
+            self.detail = detail
+        }
+    }
+
+    /// One event's clip.
+    public struct Clip: Sendable {
+        public var url: URL
+        public var triggers: [Trigger]
+    }
+
+    public enum Event: Sendable {
+        /// The clip's file is being written (its pre-roll in it already).
+        case began(Clip)
+        /// A trigger while the clip records (or waits in its gap) made it longer.
+        case extended(Clip, by: Trigger)
+        /// The clip is finished: `record` says what is in it; `error` is nil, or why it ended early.
+        case ended(Clip, record: EventClipRecord, error: CaptureError?)
+    }
+
+    /// What a trigger did.
+    public enum TriggerOutcome: Sendable, Equatable {
+        case began(URL)
+        case extended(URL)
+        /// The clip before is being finalized: this trigger begins the next one as soon as it is.
+        case queued
+    }
+
+    public let movieOutput: CaptureMovieFileOutput
+    public let postRoll: TimeInterval
+    public let eventGap: TimeInterval
+    private let nextFileURL: @Sendable () throws -> URL
+    private let queue = DispatchQueue(label: "gcapture.events")
+    private let broadcast = Broadcast<Event>()
+
+    private enum Phase { case starting, recording, paused, stopping }
+    private struct Current {
+        var clip: Clip
+        var phase: Phase
+        var lastTrigger: DispatchTime
+        /// Where the file's picture ends: the pause at the post-roll's end, else the stop.
+        var fileEnd: Date?
+        var timer = 0
+    }
+    private struct State {
+        var current: Current?
+        /// Triggers that came while the last clip was finalized.
+        var pending: [Trigger] = []
+        var timers = 0
+        var closed = false
+    }
+    private let state = Locked(State())
+
+    /// `nextFileURL` names each clip (the app's naming rule); `eventGap` nil (or not over `postRoll`): the
+    /// clip stops when its post-roll is over.
+    public init(movieOutput: CaptureMovieFileOutput, postRoll: TimeInterval = 5, eventGap: TimeInterval? = nil,
+                nextFileURL: @escaping @Sendable () throws -> URL) {
+        self.movieOutput = movieOutput
+        self.postRoll = max(0, postRoll)
+        self.eventGap = max(self.postRoll, eventGap ?? 0)
+        self.nextFileURL = nextFileURL
+    }
+
+    /// The events of every clip from now on.
+    public func events() -> AsyncStream<Event> { broadcast.makeStream() }
+
+    /// The clip being recorded, if an event is going on.
+    public var currentClip: Clip? { state.withLock { $0.current?.clip } }
+
+    /// Starts a clip, or extends the one going on. Any thread; returns at once (the clip's start is told
+    /// as `.began`). Throws when no clip can start: the file cannot be named, the output records something
+    /// else, or the recorder was closed.
+    @discardableResult
+    public func trigger(_ trigger: Trigger) throws(CaptureError) -> TriggerOutcome {
+        enum Step { case start(URL), extend(Clip, resume: Bool), queued }
+        let step = try state.withLock { state throws(CaptureError) -> Step in
+            guard !state.closed else { throw .recordingFailed(reason: "event recording has ended", underlying: nil) }
+            if var current = state.current {
+                guard current.phase != .stopping else {
+                    state.pending.append(trigger)
+                    return .queued
+                }
+                let resume = current.phase == .paused
+                current.clip.triggers.append(trigger)
+                current.lastTrigger = .now()
+                if resume { (current.phase, current.fileEnd) = (.recording, nil) }
+                state.current = current
+                schedule(&state, at: current.lastTrigger + postRoll)
+                return .extend(current.clip, resume: resume)
+            }
+            guard !movieOutput.isRecording else {
+                throw .recordingFailed(reason: "the movie output is recording \(movieOutput.outputFileURL?.path ?? "a file") already", underlying: nil)
+            }
+            let url: URL
+            do { url = try nextFileURL() } catch {
+                throw error as? CaptureError ?? .recordingFailed(reason: "cannot name the event's clip: \(error)", underlying: nil)
+            }
+            state.current = Current(clip: Clip(url: url, triggers: [trigger]), phase: .starting, lastTrigger: .now())
+            schedule(&state, at: .now() + postRoll)
+            return .start(url)
+        }
+        switch step {
+        case .start(let url):
+            movieOutput.startRecording(to: url, recordingDelegate: ClipDelegate(recorder: self))
+            return .began(url)
+        case .extend(let clip, let resume):
+            if resume { movieOutput.resumeRecording() }
+            broadcast.yield(.extended(clip, by: trigger))
+            return .extended(clip.url)
+        case .queued:
+            return .queued
+        }
+    }
+
+    /// Ends the event going on now (its clip finalized as after its post-roll) and takes no more triggers
+    /// when `closing`. Returns once the clip is finished, or at `timeout`.
+    public func endEvent(closing: Bool = false, timeout: Duration = .seconds(30)) async {
+        let stopping = state.withLock { state -> Bool in
+            if closing { (state.closed, state.pending) = (true, []) }
+            guard var current = state.current, current.phase != .stopping else { return state.current != nil }
+            current.phase = .stopping
+            current.fileEnd = current.fileEnd ?? Date()
+            state.current = current
+            return true
+        }
+        guard stopping else { return }
+        movieOutput.stopRecording()
+        let deadline = ContinuousClock.now + timeout
+        while state.withLock({ $0.current != nil }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    // MARK: The clip's course (on `queue`, and the delegate's queue)
+
+    private func schedule(_ state: inout State, at time: DispatchTime) {
+        state.timers += 1
+        let number = state.timers
+        state.current?.timer = number
+        queue.asyncAfter(deadline: time) { [weak self] in self?.timerFired(number) }
+    }
+
+    /// The post-roll (or the gap) after the last trigger may be over: pause or stop the clip.
+    private func timerFired(_ number: Int) {
+        enum Step { case pause, stop }
+        let step = state.withLock { state -> Step? in
+            guard var current = state.current, current.timer == number, current.phase == .recording || current.phase == .paused else {
+                return nil
+            }
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - current.lastTrigger.uptimeNanoseconds) / 1e9
+            if elapsed >= eventGap || (current.phase == .recording && eventGap <= postRoll) {
+                current.phase = .stopping
+                current.fileEnd = current.fileEnd ?? Date()
+                state.current = current
+                return .stop
+            }
+            if current.phase == .recording {
+                current.phase = .paused
+                current.fileEnd = Date()
+                state.current = current
+                schedule(&state, at: current.lastTrigger + eventGap)
+                return .pause
+            }
+            return nil
+        }
+        switch step {
+        case .pause?: movieOutput.pauseRecording()
+        case .stop?: movieOutput.stopRecording()
+        case nil: break
+        }
+    }
+
+    fileprivate func clipDidStart(_ url: URL) {
+        let clip = state.withLock { state -> Clip? in
+            guard state.current?.clip.url == url, state.current?.phase == .starting else { return nil }
+            state.current?.phase = .recording
+            return state.current?.clip
+        }
+        if let clip { broadcast.yield(.began(clip)) }
+    }
+
+    fileprivate func clipDidFinish(_ url: URL, error: CaptureError?) {
+        let (finished, pending) = state.withLock { state -> (Current?, [Trigger]) in
+            guard let current = state.current, current.clip.url == url else { return (nil, []) }
+            state.current = nil
+            defer { state.pending = [] }
+            return (current, state.pending)
+        }
+        guard let finished else { return }
+        let stats = movieOutput.lastStatistics
+        let started = finished.phase != .starting
+        let record = EventClipRecord(clip: finished.clip, statistics: stats, fileEnd: finished.fileEnd ?? Date(), postRoll: postRoll,
+                                     complete: started && (error == nil || error!.recordingFinishedSuccessfully), error: error?.description)
+        // A clip that never started has no file to describe.
+        if started { record.write(beside: url) }
+        broadcast.yield(.ended(finished.clip, record: record, error: error))
+        // Triggers that came during the finalization: the next event, its first trigger the first of them.
+        guard let first = pending.first else { return }
+        do {
+            try trigger(first)
+            for later in pending.dropFirst() { try trigger(later) }
+        } catch {
+            Log.session.error("the event after \(url.lastPathComponent) cannot start: \(error)")
+        }
+    }
+}
+
+/// The recorder's delegate for its clips (a separate object: the recorder is not a delegate to anyone else).
+private final class ClipDelegate: CaptureFileOutputRecordingDelegate, Sendable {
+    private weak let recorder: CaptureEventRecorder?
+    init(recorder: CaptureEventRecorder) { self.recorder = recorder }
+
+    func fileOutput(_ output: CaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
+        recorder?.clipDidStart(fileURL)
+    }
+
+    func fileOutput(_ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
+                    error: (any Error)?) {
+        recorder?.clipDidFinish(outputFileURL, error: error.map { $0 as? CaptureError ?? .recordingFailed(reason: "\($0)", underlying: nil) })
+    }
+}

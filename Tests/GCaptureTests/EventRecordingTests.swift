@@ -1,0 +1,105 @@
+import Foundation
+@testable import GCapture
+import GStreamerKit
+import XCTest
+
+/// CaptureEventRecorder: clips that begin before their trigger (the movie output's pre-roll) and end a
+/// post-roll after the last one, proven by the capture times the test camera stamps into the frames.
+final class EventRecordingTests: XCTestCase {
+    private let stampedCamera = CaptureDevice.makeTestCamera(uniqueID: "test-stamped-events",
+                                                             options: .init(maxFrameRate: 30, stampsCaptureTime: true))
+
+    /// The recorder's events, collected as they come.
+    private final class EventLog: @unchecked Sendable {
+        private let lock = NSLock()
+        private var events: [CaptureEventRecorder.Event] = []
+        private var task: Task<Void, Never>?
+        init(_ recorder: CaptureEventRecorder) {
+            let stream = recorder.events()
+            task = Task { [weak self] in for await event in stream { self?.lock.withLock { self?.events.append(event) } } }
+        }
+        var all: [CaptureEventRecorder.Event] { lock.withLock { events } }
+        var ended: [(clip: CaptureEventRecorder.Clip, record: EventClipRecord, error: CaptureError?)] {
+            all.compactMap { if case .ended(let clip, let record, let error) = $0 { (clip, record, error) } else { nil } }
+        }
+        func waitForEnded(_ count: Int, seconds: Double) async throws {
+            let deadline = Date().addingTimeInterval(seconds)
+            while ended.count < count {
+                guard Date() < deadline else { throw DeadlineExceeded(description: "\(count) clips did not end within \(seconds) s: \(all)") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+
+    /// A trigger, another a second later: one clip, from the pre-roll before the first to the post-roll after
+    /// the second, with its record beside it.
+    func testTwoTriggersMakeOneClipFromThePreRollToThePostRoll() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        movie.preRollDuration = 2
+        let session = try await startSession(camera: stampedCamera, microphone: .testMicrophone, outputs: [movie])
+        let counter = Locked(0)
+        let recorder = CaptureEventRecorder(movieOutput: movie, postRoll: 1.5) {
+            folder.appendingPathComponent("event-\(counter.withLock { $0 += 1; return $0 }).mp4")
+        }
+        let log = EventLog(recorder)
+        try await Task.sleep(for: .seconds(3))
+        let first = monotonicMilliseconds()
+        guard case .began(let url) = try recorder.trigger(.init(source: "test")) else { return XCTFail("the first trigger began no clip") }
+        try await Task.sleep(for: .seconds(1))
+        let second = monotonicMilliseconds()
+        XCTAssertEqual(try recorder.trigger(.init(source: "motion", detail: "box")), .extended(url))
+        try await log.waitForEnded(1, seconds: engineDeadline)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+
+        let begins = millisecondsFrom(first, to: try captureTimeStamp(url, width: 640))
+        let ends = millisecondsFrom(second, to: try captureTimeStamp(url, width: 640, lastFrame: true))
+        let probed = try probe(url)
+        let ended = try XCTUnwrap(log.ended.first)
+        print("event clip: begins \(Int(begins)) ms from the first trigger, ends \(Int(ends)) ms after the second; \(probed.duration) s; "
+              + "record: pre-roll \(ended.record.preRoll) s, duration \(ended.record.duration) s")
+        XCTAssertNil(ended.error)
+        XCTAssertLessThanOrEqual(begins, -2000 + 1, "the clip does not hold its pre-roll")
+        XCTAssertGreaterThan(begins, -3000 - 34)
+        XCTAssertEqual(ends, 1500, accuracy: 300, "the clip does not end a post-roll after the last trigger")
+        XCTAssertEqual(probed.codecs.sorted(), ["aac", "h264"])
+        XCTAssertTrue(try ffmpegDecodes(url))
+
+        let record = try EventClipRecord.read(forClip: url)
+        // As written, to the millisecond the file keeps.
+        XCTAssertEqual(record.start.timeIntervalSince(ended.record.start), 0, accuracy: 0.001)
+        XCTAssertEqual(record.end.timeIntervalSince(ended.record.end), 0, accuracy: 0.001)
+        XCTAssertEqual(record.file, url.lastPathComponent)
+        XCTAssertEqual(record.triggers.map(\.source), ["test", "motion"])
+        XCTAssertEqual(record.triggers.last?.detail, "box")
+        XCTAssertTrue(record.complete)
+        XCTAssertEqual(record.preRoll, -begins / 1000, accuracy: 0.05)
+        XCTAssertEqual(record.duration, probed.duration, accuracy: 0.1)
+        XCTAssertEqual(record.end.timeIntervalSince(record.start), probed.duration, accuracy: 0.3)
+        XCTAssertEqual(log.all.count, 3, "began, extended, ended: \(log.all)")
+    }
+
+    /// With a gap longer than the post-roll, the quiet part of an event is paused, not recorded, and a
+    /// trigger within the gap goes on in the same file; the gap's end stops it.
+    func testATriggerWithinTheGapResumesTheSameClip() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        let session = try await startSession(camera: stampedCamera, microphone: .testMicrophone, outputs: [movie])
+        let recorder = CaptureEventRecorder(movieOutput: movie, postRoll: 0.5, eventGap: 2) { folder.appendingPathComponent("gap.mp4") }
+        let log = EventLog(recorder)
+        let started = Date()
+        guard case .began(let url) = try recorder.trigger(.init(source: "test")) else { return XCTFail("no clip began") }
+        try await Task.sleep(for: .milliseconds(1500))
+        XCTAssertTrue(movie.isRecordingPaused, "the post-roll is over: the clip waits in its gap")
+        XCTAssertEqual(try recorder.trigger(.init(source: "test")), .extended(url))
+        try await log.waitForEnded(1, seconds: engineDeadline)
+        let took = Date().timeIntervalSince(started)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        let probed = try probe(url)
+        print("gap clip: \(probed.duration) s of movie over \(took) s")
+        XCTAssertEqual(probed.duration, 1.0, accuracy: 0.3, "two post-rolls of 0.5 s, the pause left out")
+        XCTAssertEqual(took, 1.5 + 2, accuracy: 0.5, "the clip stops when the gap after the last trigger is over")
+        XCTAssertTrue(try ffmpegDecodes(url))
+        XCTAssertEqual(log.ended.count, 1)
+    }
+}
