@@ -65,4 +65,8 @@ enum NumberRanges {
     static let noise = NumberRange(0...127)
     static let liveRate = NumberRange(0.5...60.0, "frames a second")
     static let rotation = NumberRange(0...270, "degrees", only: CaptureConnection.supportedVideoRotationAngles.map { Int($0) })
+    /// Kept in memory all the time the session runs: a minute at most (at 8 Mbit/s, 60 MB).
+    static let preRoll = NumberRange(0.0...60.0, "seconds")
+    static let postRoll = NumberRange(0.0...3600.0, "seconds")
+    static let eventGap = NumberRange(0.0...86400.0, "seconds")
 }

@@ -22,7 +22,7 @@ struct RunCommand: AsyncParsableCommand {
           {"id": 1, "command": "photo"}
           {"id": 2, "command": "record", "action": "start", "path": "clip.mp4"}
 
-        Signals: SIGUSR1 takes a photo (the shutter). SIGHUP reloads the set-up (without a file: the \
+        Signals: SIGUSR1 takes a photo (the shutter), SIGUSR2 triggers an event (as `trigger`). SIGHUP reloads the set-up (without a file: the \
         settings in force are applied again; a file's changes that need a new session, such as an output \
         added, are reported and left as they were). The first INT, TERM or QUIT stops cleanly: the recording is \
         finalized, the photos requested are written, exit status 0; a second one exits at once. The end of \
@@ -67,6 +67,8 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Movie file names (.mp4, or .mkv for Matroska), with {counter} and {date}.",
             transform: { try Self.naming($0, option: "--movie-naming", folderOption: "--movie-folder", extensions: ["mp4", "mkv"]) })
     var movieNaming = ControlledCaptureSettings.defaultMovieNaming
+
+    @OptionGroup var events: EventOptions
 
     @Option(parsing: .unconditional, help: "Degrees clockwise to turn photos and movies upright: \(NumberRanges.rotation.accepted) (default: 0; `rotate` changes it).",
             transform: NumberRanges.rotation.parser)
@@ -170,7 +172,9 @@ struct RunCommand: AsyncParsableCommand {
             photoFolder: folder(described.photoFiles?.folder ?? here),
             movieFolder: folder(described.movieFiles?.folder ?? here),
             photoNaming: described.photoFiles?.pattern ?? ControlledCaptureSettings.defaultPhotoNaming,
-            movieNaming: described.movieFiles?.pattern ?? ControlledCaptureSettings.defaultMovieNaming)
+            movieNaming: described.movieFiles?.pattern ?? ControlledCaptureSettings.defaultMovieNaming,
+            postRoll: description.outputs.movie?.postRoll ?? CaptureEventRecorder.defaultPostRoll,
+            eventGap: description.outputs.movie?.eventGap)
     }
 
     /// The set-up the options describe.
@@ -182,9 +186,12 @@ struct RunCommand: AsyncParsableCommand {
             photoFolder: try Self.folder(photoFolder, option: "--photo-folder"),
             movieFolder: try Self.folder(movieFolder, option: "--movie-folder"),
             photoNaming: photoNaming,
-            movieNaming: movieNaming)
+            movieNaming: movieNaming,
+            postRoll: events.postRoll,
+            eventGap: events.eventGap)
         let photos = CapturePhotoOutput()
         let movie = CaptureMovieFileOutput()
+        movie.preRollDuration = events.preRoll
         let session = CaptureSession(name: "gcapture-run")
         session.beginConfiguration()
         try session.add(CaptureDeviceInput(device: cameraChoice.device))

@@ -23,7 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
         programs send `Authorization: Bearer TOKEN`. There the token crosses the network in clear unless \
         --tls-cert and --tls-key serve the page over HTTPS (TLS 1.2 or newer; the cookie is then Secure). \
         The commands of `gcapture run` work on stdin too, and \
-        the signals as there: SIGUSR1 takes a photo, the first INT or TERM finalizes and stops.
+        the signals as there: SIGUSR1 takes a photo, SIGUSR2 triggers an event, the first INT or TERM finalizes and stops.
 
         Examples:
           gcapture serve
@@ -49,6 +49,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var web: WebOptions
 
+    @OptionGroup var events: EventOptions
+
     @Flag(help: "Replies and events on stdout as JSON lines, for programs.")
     var json = false
 
@@ -63,6 +65,7 @@ struct ServeCommand: AsyncParsableCommand {
         var setup = try RunCommand.parse([])
         setup.device.camera = camera
         setup.microphone = microphone
+        setup.events = events
         // Made here, so that an error names this command's option rather than run's --photo-folder.
         let folder = try RunCommand.folder(output, option: "--output").path
         setup.photoFolder = folder

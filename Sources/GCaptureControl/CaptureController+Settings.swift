@@ -105,10 +105,15 @@ extension CaptureController {
     }
 
     func nextFile(_ naming: FileNamePattern, in folder: URL) throws(ControlFailure) -> URL {
+        do { return try outputFiles(naming, in: folder).next() } catch { throw ControlFailure("\(error)") }
+    }
+
+    /// The files handed out in `folder` by `naming`, one numbering for every command that names by it.
+    func outputFiles(_ naming: FileNamePattern, in folder: URL) -> OutputFiles {
         let key = folder.path + "/" + naming.text
         let files = self.files[key] ?? OutputFiles(folder: folder, pattern: naming)
         self.files[key] = files
-        do { return try files.next() } catch { throw ControlFailure("\(error)") }
+        return files
     }
 
     /// SIGHUP: the reload hook re-reads the set-up, and what changed is applied on the live session. The

@@ -28,6 +28,9 @@ public actor CaptureController {
     /// The files handed out per folder and naming rule: numbering goes on after the highest in the folder.
     var files: [String: OutputFiles] = [:]
     var recording: RecordingWatcher?
+    /// Records events' clips (`trigger`), made at the first trigger with the settings then in force.
+    var eventRecorder: CaptureEventRecorder?
+    var eventReports: Task<Void, Never>?
     var progress: Task<Void, Never>?
     var photosInFlight = 0
     var photosIdle: [CheckedContinuation<Void, Never>] = []
@@ -92,6 +95,7 @@ public actor CaptureController {
             _ = await recording.finished.wait(seconds: 30)
             forget(recording)
         }
+        await endEvents()
         await photosWritten()
         if let stream = capture.streamOutput, stream.isStreaming {
             // Ended as a stream ends (HLS's playlist closed, the RTMP server told), before the session stops.
@@ -136,6 +140,7 @@ public actor CaptureController {
             case .photo(let path): return await takePhoto(try requestPhoto(path: path, trigger: trigger))
             case .recordStart(let path): return .success(try await startRecording(path: path))
             case .recordStop: return .success(try await stopRecording())
+            case .trigger(let source): return .success(try triggerEvent(source: source ?? trigger))
             case .pause: return .success(try pauseRecording())
             case .resume: return .success(try resumeRecording())
             case .switchCamera(let camera): return .success(try await switchCamera(camera))

@@ -26,6 +26,9 @@ public enum ControlCommand: Sendable, Equatable {
     case photo(path: String?)
     case recordStart(path: String?)
     case recordStop
+    /// Starts an event's clip (with the movie output's pre-roll), or extends the one going on;
+    /// `source` says what fired it ("doorbell"), by default where the command came from.
+    case trigger(source: String?)
     case pause
     case resume
     case switchCamera(String)
@@ -35,11 +38,11 @@ public enum ControlCommand: Sendable, Equatable {
     case quit
 
     /// The command words, for `help` and for the did-you-mean of an unknown one.
-    public static let names = ["photo", "record", "pause", "resume", "switch", "rotate", "mirror", "help", "quit"]
+    public static let names = ["photo", "record", "trigger", "pause", "resume", "switch", "rotate", "mirror", "help", "quit"]
 
     /// The plain-words synopsis of every command, for `help` and the documentation's table.
     public static let synopsis = [
-        "photo [PATH]", "record start [PATH]", "record stop", "pause", "resume", "switch CAMERA",
+        "photo [PATH]", "record start [PATH]", "record stop", "trigger [SOURCE]", "pause", "resume", "switch CAMERA",
         "rotate 0|90|180|270", "mirror on|off", "help", "quit",
     ]
 
@@ -136,6 +139,9 @@ public enum ControlParser {
             default:
                 throw ParseError("\"action\" of record must be \"start\" or \"stop\", not \"\(action)\"" + suggestion(for: action, among: ["start", "stop"]))
             }
+        case "trigger":
+            try allowKeys(["source"], in: object, for: name)
+            return .trigger(source: try optional("source", in: object))
         case "pause", "resume", "help", "quit":
             try allowKeys([], in: object, for: name)
             return ["pause": .pause, "resume": .resume, "help": .help, "quit": .quit][name]!
@@ -230,6 +236,9 @@ public enum ControlParser {
             default:
                 throw ParseError("record takes start or stop, not \"\(action)\"" + suggestion(for: action, among: ["start", "stop"]))
             }
+        case "trigger":
+            try expect(0...1, "trigger [SOURCE]")
+            return .trigger(source: arguments.first)
         case "pause": try expect(0...0, "pause"); return .pause
         case "resume": try expect(0...0, "resume"); return .resume
         case "help": return .help

@@ -53,10 +53,16 @@ public struct ControlledCaptureSettings: Sendable, Equatable {
     /// How files are named when a command gives no path (the description files' rule: {counter}, {date}).
     public var photoNaming: FileNamePattern
     public var movieNaming: FileNamePattern
+    /// An event's clip ends this many seconds after its last trigger (`trigger`).
+    public var postRoll: Double
+    /// Seconds after the last trigger during which another continues the same clip (paused meanwhile when
+    /// longer than the post-roll); nil: the post-roll.
+    public var eventGap: Double?
 
     public init(rotation: Int = 0, mirrored: Bool = false, photoQuality: CapturePhotoOutput.QualityPrioritization = .balanced,
                 photoEXIFOrientation: Bool = false, photoFolder: URL, movieFolder: URL,
-                photoNaming: FileNamePattern = defaultPhotoNaming, movieNaming: FileNamePattern = defaultMovieNaming) {
+                photoNaming: FileNamePattern = defaultPhotoNaming, movieNaming: FileNamePattern = defaultMovieNaming,
+                postRoll: Double = CaptureEventRecorder.defaultPostRoll, eventGap: Double? = nil) {
         self.rotation = rotation
         self.mirrored = mirrored
         self.photoQuality = photoQuality
@@ -65,6 +71,8 @@ public struct ControlledCaptureSettings: Sendable, Equatable {
         self.movieFolder = movieFolder
         self.photoNaming = photoNaming
         self.movieNaming = movieNaming
+        self.postRoll = postRoll
+        self.eventGap = eventGap
     }
 
     // Literal patterns, checked by the tests.
@@ -82,6 +90,8 @@ public struct ControlledCaptureSettings: Sendable, Equatable {
         if movieFolder != other.movieFolder { changed.append("movieFolder") }
         if photoNaming != other.photoNaming { changed.append("photoNaming") }
         if movieNaming != other.movieNaming { changed.append("movieNaming") }
+        if postRoll != other.postRoll { changed.append("postRoll") }
+        if eventGap != other.eventGap { changed.append("eventGap") }
         return changed
     }
 }

@@ -17,6 +17,8 @@ struct MediaFolders: Sendable {
         /// A movie being recorded, or one whose recording was cut short (a crash, a power cut): its recovery
         /// sidecar is beside it. It plays up to its last fragment.
         var unfinished: Bool
+        /// A movie an event recorded (CaptureEventRecorder): its record is beside it.
+        var isEventClip = false
     }
 
     enum Refusal: Error, Equatable {
@@ -61,8 +63,10 @@ struct MediaFolders: Sendable {
             for name in names where !name.hasPrefix(".") {
                 guard let kind = Self.kind(of: name), let (_, info) = try? file(folder: index, name: name) else { continue }
                 let modified = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+                let record = EventClipRecord.url(forClip: URL(fileURLWithPath: name)).lastPathComponent
                 items.append(Item(folder: index, name: name, kind: kind, bytes: Int(info.st_size), modified: modified,
-                                  unfinished: kind == .movie && present.contains(".\(name).gcapture-recovery.mkv")))
+                                  unfinished: kind == .movie && present.contains(".\(name).gcapture-recovery.mkv"),
+                                  isEventClip: kind == .movie && present.contains(record)))
             }
         }
         return items.sorted { $0.modified != $1.modified ? $0.modified > $1.modified : $0.name > $1.name }

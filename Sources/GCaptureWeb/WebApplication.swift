@@ -175,7 +175,7 @@ struct WebApplication: Sendable {
         let items = await Self.fileOpening.run { media.items() }.map { item -> [String: Any] in
             let name = item.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#;"))) ?? item.name
             return ["name": item.name, "kind": item.kind.rawValue, "bytes": item.bytes, "modified": formatter.string(from: item.modified),
-                    "unfinished": item.unfinished, "url": "/media/\(item.folder)/\(name)", "thumbnail": "/thumbs/\(item.folder)/\(name)"]
+                    "unfinished": item.unfinished, "event": item.isEventClip, "url": "/media/\(item.folder)/\(name)", "thumbnail": "/thumbs/\(item.folder)/\(name)"]
         }
         return .json(.ok, ["items": items])
     }

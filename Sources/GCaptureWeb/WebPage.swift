@@ -22,6 +22,7 @@ enum WebPage {
               <button id="shutter" type="button">Take photo</button>
               <button id="record" type="button">Record</button>
               <button id="pause" type="button" disabled>Pause</button>
+              <button id="trigger" type="button" title="Record an event: a clip from the pre-roll before now to the post-roll after the last trigger">Trigger event</button>
               <select id="camera" aria-label="camera"></select>
               <button id="switch" type="button">Switch camera</button>
             </div>
@@ -56,6 +57,7 @@ enum WebPage {
         #gallery img { width: 100%; aspect-ratio: 4 / 3; object-fit: cover; display: block; }
         #gallery figcaption { font-size: 12px; word-break: break-all; }
         #gallery a { color: #8cf; }
+        #gallery figure.event { outline: 2px solid #c80; }
         """
 
     static let script = """
@@ -95,6 +97,7 @@ enum WebPage {
           showInterruption(status.interruption);
           $("shutter").disabled = !status.photos;
           $("record").disabled = !status.movies;
+          $("trigger").disabled = !status.movies;
           const select = $("camera");
           select.replaceChildren(...(status.cameras || []).map((id) => {
             const option = document.createElement("option");
@@ -117,7 +120,8 @@ enum WebPage {
             const caption = document.createElement("figcaption");
             const download = document.createElement("a");
             download.href = item.url + "?download=1"; download.textContent = item.name;
-            caption.append(download, item.unfinished ? " (unfinished)" : "");
+            if (item.event) figure.classList.add("event");
+            caption.append(download, item.event ? " (event)" : "", item.unfinished ? " (unfinished)" : "");
             figure.append(link, caption);
             return figure;
           }));
@@ -138,7 +142,7 @@ enum WebPage {
             if (event.event === "recordingProgress") return;
             logEvent(event);
             switch (event.event) {
-              case "photo": case "recordingFinished": refreshGallery(); break;
+              case "photo": case "recordingFinished": case "eventStarted": case "eventEnded": refreshGallery(); break;
               case "recordingStarted": showRecording(event.path, false); refreshGallery(); break;
               case "recordingPaused": showRecording(recording, true); break;
               case "recordingResumed": showRecording(recording, false); break;
@@ -154,6 +158,7 @@ enum WebPage {
         $("shutter").onclick = () => command({ command: "photo" });
         $("record").onclick = () => command(recording ? { command: "record", action: "stop" } : { command: "record", action: "start" });
         $("pause").onclick = () => command({ command: paused ? "resume" : "pause" });
+        $("trigger").onclick = () => command({ command: "trigger" });
         $("switch").onclick = () => command({ command: "switch", camera: $("camera").value });
         // A live view that broke (the server restarted, the network dropped) is asked for again.
         $("live").onerror = () => setTimeout(() => { $("live").src = "/live.mjpg?" + Date.now(); }, 2000);

@@ -62,6 +62,13 @@ final class ControlLoop: Sendable {
         }
     }
 
+    /// SIGUSR2: an event's clip begins or goes on (as `trigger`); its events say which.
+    func triggerEvent() async {
+        if case .failure(let error) = await controller.perform(.trigger(source: "signal"), trigger: "signal") {
+            output.event("triggerFailed", ["error": error.message, "trigger": "SIGUSR2"], text: "trigger failed (SIGUSR2): \(error.message)")
+        }
+    }
+
     /// SIGUSR1: a photo named by the naming rule; its event says where it went.
     func shutter() async {
         do {
@@ -103,6 +110,8 @@ final class ControlLoop: Sendable {
             }
         case .recordStart, .recordStop, .pause, .resume, .switchCamera, .rotate, .mirror:
             output.answer(ControlResponse(id: id, await controller.perform(request.command, trigger: "command")))
+        case .trigger:
+            output.answer(ControlResponse(id: id, await controller.perform(request.command, trigger: "stdin")))
         case .help:
             output.reply(id, ControlCommand.helpFields, text: "commands: " + ControlCommand.synopsis.joined(separator: "; ") + " (see docs/control-protocol.md)")
         case .quit:

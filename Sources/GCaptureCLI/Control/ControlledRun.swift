@@ -28,6 +28,7 @@ enum ControlledRun {
         let loop = Locked<ControlLoop?>(nil)
         StopSignals.shared.install(actions: [
             SIGUSR1: { if let loop = loop.withLock({ $0 }) { Task { await loop.shutter() } } },
+            SIGUSR2: { if let loop = loop.withLock({ $0 }) { Task { await loop.triggerEvent() } } },
             SIGHUP: { if let loop = loop.withLock({ $0 }) { Task { await loop.controller.reload() } } },
         ])
         let output = ControlOutput(json: json)

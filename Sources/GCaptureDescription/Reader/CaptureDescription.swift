@@ -103,6 +103,10 @@ public struct CaptureDescription: Sendable, Equatable {
         public var fragmentInterval: Double = 1
         /// Seconds of the session each recording begins before its start (CaptureMovieFileOutput.preRollDuration).
         public var preRoll: Double = 0
+        /// Seconds an event's clip goes on after its last trigger; nil: the engine's default.
+        public var postRoll: Double?
+        /// Seconds after an event's last trigger within which another continues its clip; nil: the post-roll.
+        public var eventGap: Double?
         public var maxDuration: Double?
         public var maxSize: Int64?
         public var minFreeDisk: Int64?

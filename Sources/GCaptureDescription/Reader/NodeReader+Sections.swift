@@ -191,6 +191,8 @@ extension NodeReader {
         if let node = fields["fragment-interval"], let value = seconds(node, "\(p).fragment-interval", in: 0.1...60) { movie.fragmentInterval = value }
         // Kept in memory all the time the session runs: a minute at most (at 8 Mbit/s, 60 MB).
         if let node = fields["pre-roll"], let value = seconds(node, "\(p).pre-roll", in: 0...60) { movie.preRoll = value }
+        if let node = fields["post-roll"], let value = seconds(node, "\(p).post-roll", in: 0...3600) { movie.postRoll = value }
+        if let node = fields["event-gap"], let value = seconds(node, "\(p).event-gap", in: 0...86_400) { movie.eventGap = value }
         let longest = safe ? SafeLimits.maxDuration : 86_400 * 365
         if let node = fields["max-duration"], let value = seconds(node, "\(p).max-duration", in: 0.1...longest) { movie.maxDuration = value }
         if let node = fields["max-size"], let value = bytes(node, "\(p).max-size", minimum: 1024) {

@@ -54,6 +54,9 @@ public final class CaptureEventRecorder: @unchecked Sendable {
         case queued
     }
 
+    /// Frigate's: five seconds after the last trigger.
+    public static let defaultPostRoll: TimeInterval = 5
+
     public let movieOutput: CaptureMovieFileOutput
     public let postRoll: TimeInterval
     public let eventGap: TimeInterval
@@ -81,7 +84,7 @@ public final class CaptureEventRecorder: @unchecked Sendable {
 
     /// `nextFileURL` names each clip (the app's naming rule); `eventGap` nil (or not over `postRoll`): the
     /// clip stops when its post-roll is over.
-    public init(movieOutput: CaptureMovieFileOutput, postRoll: TimeInterval = 5, eventGap: TimeInterval? = nil,
+    public init(movieOutput: CaptureMovieFileOutput, postRoll: TimeInterval = defaultPostRoll, eventGap: TimeInterval? = nil,
                 nextFileURL: @escaping @Sendable () throws -> URL) {
         self.movieOutput = movieOutput
         self.postRoll = max(0, postRoll)

@@ -1,0 +1,66 @@
+import Foundation
+@testable import GCapture
+import XCTest
+
+/// Event recording through `gcapture run`: `trigger` on stdin and SIGUSR2 start and extend a clip that
+/// begins with the pre-roll and ends a post-roll after the last trigger, told by eventStarted,
+/// eventExtended and eventEnded, with the clip's record beside it.
+final class RunEventTests: XCTestCase {
+    func testATriggerAndASignalMakeOneClipWithItsPreRollAndRecord() throws {
+        let folder = try temporaryFolder()
+        let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", "test-microphone", "--preset", "vga640x480",
+                                          "--movie-folder", folder.path, "--pre-roll", "2", "--post-roll", "1", "--json"], writesStdin: true)
+        XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
+        // The ring fills for longer than the pre-roll.
+        Thread.sleep(forTimeInterval: 3)
+        run.send(#"{"id": 1, "command": "trigger", "source": "doorbell"}"#)
+        let reply = try XCTUnwrap(run.waitForReply(1), run.errorOutput)
+        XCTAssertEqual(reply["ok"] as? Bool, true, "\(reply)")
+        XCTAssertEqual(reply["event"] as? String, "began")
+        let path = try XCTUnwrap(reply["path"] as? String)
+        XCTAssertTrue(run.waitForEvent("eventStarted"), run.errorOutput)
+        Thread.sleep(forTimeInterval: 0.5)
+        run.signal(SIGUSR2)
+        XCTAssertTrue(run.waitForEvent("eventExtended"), "SIGUSR2 did not extend the clip: \(run.output)")
+        XCTAssertTrue(run.waitForEvent("eventEnded", timeout: 20), "the clip did not end: \(run.output) \(run.errorOutput)")
+        run.send(#"{"id": 2, "command": "quit"}"#)
+        XCTAssertTrue(run.waitForExit(timeout: 20))
+        XCTAssertEqual(run.status, 0, run.errorOutput)
+
+        let started = try XCTUnwrap(run.events("eventStarted").first)
+        XCTAssertEqual(started["path"] as? String, path)
+        XCTAssertEqual(started["trigger"] as? String, "doorbell")
+        XCTAssertEqual(run.events("eventExtended").first?["trigger"] as? String, "signal")
+        let ended = try XCTUnwrap(run.events("eventEnded").first)
+        XCTAssertEqual(ended["complete"] as? Bool, true, "\(ended)")
+        XCTAssertEqual(ended["triggers"] as? [String], ["doorbell", "signal"])
+        let preRoll = try XCTUnwrap(ended["preRoll"] as? Double)
+        XCTAssertTrue((2.0...3.1).contains(preRoll), "pre-roll \(preRoll) s")
+
+        let url = URL(fileURLWithPath: path)
+        let probed = try probe(url)
+        XCTAssertEqual(probed.codecs.sorted(), ["aac", "h264"])
+        // The pre-roll, the half second between the triggers, the post-roll.
+        XCTAssertEqual(probed.duration, preRoll + 0.5 + 1, accuracy: 0.4)
+        XCTAssertTrue(try ffmpegDecodes(url))
+        let record = try EventClipRecord.read(forClip: url)
+        XCTAssertEqual(record.triggers.map(\.source), ["doorbell", "signal"])
+        XCTAssertEqual(ended["record"] as? String, EventClipRecord.url(forClip: url).path)
+    }
+
+    /// A trigger needs the movie output to itself: a `record start` recording refuses it, in words.
+    func testATriggerDuringAManualRecordingIsRefused() throws {
+        let folder = try temporaryFolder()
+        let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", "none", "--preset", "vga640x480",
+                                          "--movie-folder", folder.path, "--json"], writesStdin: true)
+        XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
+        run.send(#"{"id": 1, "command": "record", "action": "start"}"#)
+        XCTAssertEqual(run.waitForReply(1)?["ok"] as? Bool, true, run.output)
+        run.send("trigger")
+        XCTAssertTrue(run.waitForLine { $0.contains("`record stop` first, then trigger") }, run.output)
+        run.send(#"{"id": 3, "command": "quit"}"#)
+        XCTAssertTrue(run.waitForExit(timeout: 20))
+        XCTAssertEqual(run.status, 0, run.errorOutput)
+        XCTAssertTrue(run.events("eventStarted").isEmpty)
+    }
+}
