@@ -109,8 +109,21 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         }
     }
 
-    /// What the pre-roll ring holds now: bytes (encoded video and raw audio) and seconds of video.
-    public var preRollHolding: (bytes: Int, seconds: Double) { state.withLock { $0.preRoll }?.holding ?? (0, 0) }
+    /// What the pre-roll ring holds: encoded video and raw audio, by reference.
+    public struct PreRollHolding: Sendable, Equatable, Codable {
+        public var videoBytes = 0
+        public var audioBytes = 0
+        /// From the oldest frame kept to the end of the newest.
+        public var seconds = 0.0
+        public var bytes: Int { videoBytes + audioBytes }
+
+        public init(videoBytes: Int = 0, audioBytes: Int = 0, seconds: Double = 0) {
+            (self.videoBytes, self.audioBytes, self.seconds) = (videoBytes, audioBytes, seconds)
+        }
+    }
+
+    /// What the pre-roll ring holds now (nothing while there is none).
+    public var preRollHolding: PreRollHolding { state.withLock { $0.preRoll }?.holding ?? PreRollHolding() }
 
     /// On the session's queue: the ring as `preRollDuration` asks, for the graph running now (nil: none).
     private func updatePreRoll(in graph: (any OutputGraph)?) {

@@ -78,11 +78,12 @@ final class PreRollRing: @unchecked Sendable {
         feed?.end()
     }
 
-    /// What the ring holds now: bytes, and seconds of video from its oldest frame to its newest.
-    var holding: (bytes: Int, seconds: Double) {
+    /// What the ring holds now.
+    var holding: CaptureMovieFileOutput.PreRollHolding {
         state.withLock { state in
             let span = (state.video.last?.end ?? 0) - (state.video.first?.runningTime ?? 0)
-            return (state.bytes, Double(span) / 1e9)
+            let audio = state.audio.reduce(0) { $0 + $1.buffer.byteCount }
+            return .init(videoBytes: state.bytes - audio, audioBytes: audio, seconds: Double(span) / 1e9)
         }
     }
 

@@ -1,0 +1,161 @@
+import Foundation
+import GCapture
+import GStreamerKit
+
+/// Pre-roll and events against the same session without them, child process by child process, alternating:
+/// - the CPU of a 1080p30 recording's seconds (the child's own getrusage over the recording alone) with a
+///   5 s pre-roll ring behind it and without one (the issue's goal: at most 2% more);
+/// - what the ring holds at its fullest against bit rate × (pre-roll + one key-frame interval) (goal: within
+///   10% of it for the video; the raw audio beside it is reported as it is);
+/// - the CPU a second of waiting costs with the ring (the encoder runs all the time) and without;
+/// - trigger → the clip's start told (CaptureEventRecorder's `.began`), from the caller's side (goal ≤ 100 ms).
+enum PreRollBenchmark {
+    static let childMode = "preroll-engine"
+    static let preRoll = 5.0
+    static let triggers = 5
+
+    struct Result: Codable, Sendable {
+        var seconds: Double
+        var rounds: Int
+        var videoBitRate: Int
+        var recordingCPUWithoutRing: Double
+        var recordingCPUWithRing: Double
+        var recordingRatio: Double
+        var idleCPUPerSecondWithoutRing: Double
+        var idleCPUPerSecondWithRing: Double
+        var ringVideoBytes: Int
+        var ringAudioBytes: Int
+        var ringSeconds: Double
+        /// Bit rate × (pre-roll + the key-frame interval of one second).
+        var videoBytesBound: Int
+        var triggerToStartMilliseconds: [Double]
+    }
+
+    struct ChildReport: Codable, Sendable {
+        var recordingCPU: Double
+        var idleCPUPerSecond: Double
+        var ring: CaptureMovieFileOutput.PreRollHolding
+        var triggerToStart: [Double]
+        var error: String?
+    }
+
+    static func run(seconds: Double, rounds: Int, progress: (String) -> Void) throws -> Result {
+        var with: [ChildReport] = [], without: [ChildReport] = []
+        for round in 1...rounds {
+            for ring in [false, true] {
+                progress("pre-roll round \(round)/\(rounds): 1080p30, \(ring ? "a \(Int(preRoll)) s ring" : "no ring"), \(seconds) s recording")
+                let (_, report) = try ChildProcess.runChild([childMode, "--seconds", String(seconds)] + (ring ? ["--pre-roll", String(preRoll)] : []),
+                                                            timeout: seconds + preRoll + 90, label: "engine \(ring ? "with" : "without") pre-roll",
+                                                            as: ChildReport.self)
+                if let error = report.error { throw BenchmarkError.child(error) }
+                if ring { with.append(report) } else { without.append(report) }
+            }
+        }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let fullest = with.max { $0.ring.videoBytes < $1.ring.videoBytes }?.ring ?? .init()
+        let bitRate = RecordingContestants.videoBitRate
+        let withCPU = median(with.map(\.recordingCPU)), withoutCPU = median(without.map(\.recordingCPU))
+        return Result(seconds: seconds, rounds: rounds, videoBitRate: bitRate,
+                      recordingCPUWithoutRing: withoutCPU, recordingCPUWithRing: withCPU, recordingRatio: withCPU / withoutCPU,
+                      idleCPUPerSecondWithoutRing: median(without.map(\.idleCPUPerSecond)),
+                      idleCPUPerSecondWithRing: median(with.map(\.idleCPUPerSecond)),
+                      ringVideoBytes: fullest.videoBytes, ringAudioBytes: fullest.audioBytes, ringSeconds: fullest.seconds,
+                      videoBytesBound: Int(Double(bitRate) / 8 * (preRoll + 1)),
+                      triggerToStartMilliseconds: (with + without).flatMap(\.triggerToStart).sorted())
+    }
+
+    static func table(_ result: Result) -> String {
+        let latencies = result.triggerToStartMilliseconds
+        let p50 = latencies.isEmpty ? .nan : latencies[latencies.count / 2], worst = latencies.last ?? .nan
+        return String(format: """
+            Pre-roll and events (1080p30 test camera and test microphone, %.0f s recordings, median of %d)
+              recording CPU, no ring      %.2f s
+              recording CPU, 5 s ring     %.2f s   (%.3fx; goal ≤ 1.02x)
+              waiting, CPU a second       %.3f s without, %.3f s with the ring (it encodes all the time)
+              ring at its fullest         %d bytes of video (bound %d: %d bit/s × 6 s; goal ≤ 1.10x: %.2fx),
+                                          %d bytes of raw audio, %.2f s
+              trigger → clip started      p50 %.0f ms, worst %.0f ms of %d (goal ≤ 100 ms)
+            """, result.seconds, result.rounds, result.recordingCPUWithoutRing, result.recordingCPUWithRing, result.recordingRatio,
+            result.idleCPUPerSecondWithoutRing, result.idleCPUPerSecondWithRing, result.ringVideoBytes, result.videoBytesBound,
+            result.videoBitRate, Double(result.ringVideoBytes) / Double(max(1, result.videoBytesBound)), result.ringAudioBytes,
+            result.ringSeconds, p50, worst, latencies.count)
+    }
+
+    /// The child: the test camera at 1080p30 and the test microphone, a movie output (with --pre-roll P, its
+    /// ring); waits P + 2 s (measuring what waiting costs and the ring's fullest), records --seconds
+    /// (measuring the recording's CPU), then times `triggers` event clips from trigger to their start.
+    static func childMain(_ arguments: [String]) async -> Int32 {
+        guard let seconds = arguments.value(after: "--seconds").flatMap(Double.init), seconds > 0 else {
+            printError("child \(childMode): needs --seconds")
+            return 2
+        }
+        let preRoll = arguments.value(after: "--pre-roll").flatMap(Double.init) ?? 0
+        return await ChildProcess.serve(childMode) {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gcapture-preroll-bench-\(getpid())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let session = CaptureSession(name: childMode)
+            let movie = CaptureMovieFileOutput()
+            movie.videoBitRate = RecordingContestants.videoBitRate
+            movie.preRollDuration = preRoll
+            session.beginConfiguration()
+            try session.add(CaptureDeviceInput(device: Contestants.makeTestCamera()))
+            try session.add(CaptureDeviceInput(device: .testMicrophone))
+            try session.add(movie)
+            session.sessionPreset = .hd1920x1080
+            try session.commitAndWait()
+            try await session.start()
+
+            let wait = preRoll + 2
+            let idleStart = processCPUSeconds()
+            var ring = CaptureMovieFileOutput.PreRollHolding()
+            let waitEnd = Date().addingTimeInterval(wait)
+            while Date() < waitEnd {
+                try await Task.sleep(for: .milliseconds(100))
+                let now = movie.preRollHolding
+                if now.videoBytes > ring.videoBytes { ring = now }
+            }
+            let idleCPU = (processCPUSeconds() - idleStart) / wait
+
+            let events = MovieEvents()
+            var iterator = events.stream.makeAsyncIterator()
+            let recordingStart = processCPUSeconds()
+            movie.startRecording(to: folder.appendingPathComponent("recording.mp4"), recordingDelegate: events)
+            guard case .started? = await iterator.next() else { return ChildReport(recordingCPU: 0, idleCPUPerSecond: idleCPU, ring: ring,
+                                                                                  triggerToStart: [], error: "the recording did not start") }
+            try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            movie.stopRecording()
+            _ = await iterator.next()
+            let recordingCPU = processCPUSeconds() - recordingStart
+
+            var latencies: [Double] = []
+            let recorder = CaptureEventRecorder(movieOutput: movie, postRoll: 0.5) {
+                folder.appendingPathComponent("event-\(UUID().uuidString).mp4")
+            }
+            for _ in 0..<triggers {
+                let clips = recorder.events()
+                let pressed = ContinuousClock.now
+                try recorder.trigger(.init(source: "benchmark"))
+                var ended = false
+                for await event in clips {
+                    switch event {
+                    case .began:
+                        let elapsed = ContinuousClock.now - pressed
+                        latencies.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+                    case .ended: ended = true
+                    case .extended: break
+                    }
+                    if ended { break }
+                }
+            }
+            await session.stop()
+            return ChildReport(recordingCPU: recordingCPU, idleCPUPerSecond: idleCPU, ring: ring, triggerToStart: latencies, error: nil)
+        }
+    }
+
+    private static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+}
