@@ -48,6 +48,33 @@ final class RunEventTests: XCTestCase {
         XCTAssertEqual(ended["record"] as? String, EventClipRecord.url(forClip: url).path)
     }
 
+    /// Killed (-9) in the middle of an event's clip: the clip so far, its pre-roll included, is recovered
+    /// from its crash sidecar as any recording is.
+    func testAnEventClipCutByAKillIsRecoveredWithItsPreRoll() throws {
+        let folder = try temporaryFolder()
+        let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", "test-microphone", "--preset", "vga640x480",
+                                          "--movie-folder", folder.path, "--pre-roll", "2", "--post-roll", "60", "--json"], writesStdin: true)
+        XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
+        Thread.sleep(forTimeInterval: 3)
+        run.send(#"{"id": 1, "command": "trigger"}"#)
+        let path = try XCTUnwrap(run.waitForReply(1)?["path"] as? String, run.output)
+        XCTAssertTrue(run.waitForEvent("eventStarted"), run.errorOutput)
+        Thread.sleep(forTimeInterval: 3)
+        run.signal(SIGKILL)
+        XCTAssertTrue(run.waitForExit(timeout: 10), "SIGKILL did not end it")
+        let clip = URL(fileURLWithPath: path)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: clip).path), "no sidecar to recover")
+
+        let results = CaptureMovieFileOutput.recoverInterruptedRecordings(in: folder)
+        XCTAssertEqual(results.count, 1)
+        XCTAssertEqual(try results.first?.get().path, clip.path)
+        let probed = try probe(clip)
+        print("event clip killed after 3 s with a 2 s pre-roll: \(probed.duration) s recovered")
+        XCTAssertGreaterThan(probed.duration, 2 + 2.5, "the recovered clip lacks its pre-roll or its last seconds")
+        XCTAssertEqual(probed.codecs.sorted(), ["aac", "h264"])
+        XCTAssertTrue(try ffmpegDecodes(clip))
+    }
+
     /// A trigger needs the movie output to itself: a `record start` recording refuses it, in words.
     func testATriggerDuringAManualRecordingIsRefused() throws {
         let folder = try temporaryFolder()
