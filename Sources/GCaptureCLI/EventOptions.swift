@@ -17,4 +17,9 @@ struct EventOptions: ParsableArguments {
             help: "Seconds after an event's last trigger within which another goes on in the same clip (the quiet part paused when longer than --post-roll), \(NumberRanges.eventGap.accepted) (default: the post-roll).",
             transform: NumberRanges.eventGap.parser)
     var eventGap: Double?
+
+    @Option(parsing: .unconditional,
+            help: "Trigger an event every this many seconds (a schedule), \(NumberRanges.triggerInterval.accepted).",
+            transform: NumberRanges.triggerInterval.parser)
+    var triggerEvery: Double?
 }

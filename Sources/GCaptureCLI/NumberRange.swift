@@ -69,4 +69,5 @@ enum NumberRanges {
     static let preRoll = NumberRange(0.0...60.0, "seconds")
     static let postRoll = NumberRange(0.0...3600.0, "seconds")
     static let eventGap = NumberRange(0.0...86400.0, "seconds")
+    static let triggerInterval = NumberRange(1.0...86400.0, "seconds")
 }

@@ -174,7 +174,8 @@ struct RunCommand: AsyncParsableCommand {
             photoNaming: described.photoFiles?.pattern ?? ControlledCaptureSettings.defaultPhotoNaming,
             movieNaming: described.movieFiles?.pattern ?? ControlledCaptureSettings.defaultMovieNaming,
             postRoll: description.outputs.movie?.postRoll ?? CaptureEventRecorder.defaultPostRoll,
-            eventGap: description.outputs.movie?.eventGap)
+            eventGap: description.outputs.movie?.eventGap,
+            triggerInterval: description.outputs.movie?.triggerEvery)
     }
 
     /// The set-up the options describe.
@@ -188,7 +189,8 @@ struct RunCommand: AsyncParsableCommand {
             photoNaming: photoNaming,
             movieNaming: movieNaming,
             postRoll: events.postRoll,
-            eventGap: events.eventGap)
+            eventGap: events.eventGap,
+            triggerInterval: events.triggerEvery)
         let photos = CapturePhotoOutput()
         let movie = CaptureMovieFileOutput()
         movie.preRollDuration = events.preRoll

@@ -57,8 +57,26 @@ extension CaptureController {
         }
     }
 
+    /// The schedule in force: a trigger every `settings.triggerInterval` seconds from now (none without one).
+    func scheduleTriggers() {
+        eventSchedule?.cancel()
+        eventSchedule = nil
+        guard let interval = settings.triggerInterval, interval > 0, capture.movieOutput != nil else { return }
+        let events = events
+        eventSchedule = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
+                guard !Task.isCancelled, let self else { return }
+                if case .failure(let error) = await self.perform(.trigger(source: "schedule"), trigger: "schedule") {
+                    events.emit("triggerFailed", ["error": error.message, "trigger": "schedule"], text: "scheduled trigger failed: \(error.message)")
+                }
+            }
+        }
+    }
+
     /// At the end of the run: the clip going on is finished (its post-roll cut short), and no trigger is taken.
     func endEvents() async {
+        eventSchedule?.cancel()
         await eventRecorder?.endEvent(closing: true)
         // Its last event told before the run's end.
         try? await Task.sleep(for: .milliseconds(50))

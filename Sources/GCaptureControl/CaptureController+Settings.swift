@@ -91,7 +91,9 @@ extension CaptureController {
         }
         let changed = settings.changes(to: new)
         if new.rotation != settings.rotation || new.mirrored != settings.mirrored { applyToConnections(new) }
+        let reschedule = new.triggerInterval != settings.triggerInterval
         settings = new
+        if reschedule { scheduleTriggers() }
         return changed
     }
 

@@ -31,6 +31,8 @@ public actor CaptureController {
     /// Records events' clips (`trigger`), made at the first trigger with the settings then in force.
     var eventRecorder: CaptureEventRecorder?
     var eventReports: Task<Void, Never>?
+    /// Triggers an event every `settings.triggerInterval` seconds while the run goes on.
+    var eventSchedule: Task<Void, Never>?
     var progress: Task<Void, Never>?
     var photosInFlight = 0
     var photosIdle: [CheckedContinuation<Void, Never>] = []
@@ -73,6 +75,7 @@ public actor CaptureController {
         let started = capture.startedEvent(camera: camera, settings: settings)
         events.emit("started", started.fields, text: started.text)
         try startStream()
+        scheduleTriggers()
     }
 
     /// A description's stream: its states as `streamState` events (as `gcapture stream --json` prints them).

@@ -58,11 +58,13 @@ public struct ControlledCaptureSettings: Sendable, Equatable {
     /// Seconds after the last trigger during which another continues the same clip (paused meanwhile when
     /// longer than the post-roll); nil: the post-roll.
     public var eventGap: Double?
+    /// A schedule: an event is triggered every this many seconds (source "schedule"); nil: none.
+    public var triggerInterval: Double?
 
     public init(rotation: Int = 0, mirrored: Bool = false, photoQuality: CapturePhotoOutput.QualityPrioritization = .balanced,
                 photoEXIFOrientation: Bool = false, photoFolder: URL, movieFolder: URL,
                 photoNaming: FileNamePattern = defaultPhotoNaming, movieNaming: FileNamePattern = defaultMovieNaming,
-                postRoll: Double = CaptureEventRecorder.defaultPostRoll, eventGap: Double? = nil) {
+                postRoll: Double = CaptureEventRecorder.defaultPostRoll, eventGap: Double? = nil, triggerInterval: Double? = nil) {
         self.rotation = rotation
         self.mirrored = mirrored
         self.photoQuality = photoQuality
@@ -73,6 +75,7 @@ public struct ControlledCaptureSettings: Sendable, Equatable {
         self.movieNaming = movieNaming
         self.postRoll = postRoll
         self.eventGap = eventGap
+        self.triggerInterval = triggerInterval
     }
 
     // Literal patterns, checked by the tests.
@@ -92,6 +95,7 @@ public struct ControlledCaptureSettings: Sendable, Equatable {
         if movieNaming != other.movieNaming { changed.append("movieNaming") }
         if postRoll != other.postRoll { changed.append("postRoll") }
         if eventGap != other.eventGap { changed.append("eventGap") }
+        if triggerInterval != other.triggerInterval { changed.append("triggerInterval") }
         return changed
     }
 }

@@ -45,8 +45,14 @@ final class DescriptionFileTests: XCTestCase {
         XCTAssertEqual(positions, positions.sorted())
     }
 
-    /// A pre-roll is kept in memory all the time: more than a minute is refused where it is written.
-    func testAPreRollOverAMinuteIsRefusedAtItsPosition() {
+    /// Event recording's keys reach the description; a pre-roll (kept in memory all the time) over a minute
+    /// is refused where it is written.
+    func testEventKeysAreReadAndAPreRollOverAMinuteIsRefusedAtItsPosition() throws {
+        let read = DescriptionReader.read("version: 1\noutputs:\n  movie:\n    audio: false\n    pre-roll: 3\n    post-roll: 10\n"
+                                          + "    event-gap: 30\n    trigger-every: 600\n", file: "events.yaml")
+        XCTAssertEqual(read.errors.map(\.description), [])
+        let movie = try XCTUnwrap(read.description?.outputs.movie)
+        XCTAssertEqual([movie.preRoll, movie.postRoll, movie.eventGap, movie.triggerEvery], [3, 10, 30, 600])
         let result = DescriptionReader.read("version: 1\noutputs:\n  movie:\n    audio: false\n    pre-roll: 90\n", file: "long.yaml")
         XCTAssertEqual(result.errors.map(\.description),
                        ["long.yaml:5:15: error: outputs.movie.pre-roll must be from 0 to 60 seconds; 90 is not"])

@@ -75,6 +75,24 @@ final class RunEventTests: XCTestCase {
         XCTAssertTrue(try ffmpegDecodes(clip))
     }
 
+    /// A schedule: --trigger-every makes one clip per interval, each told with the source "schedule".
+    func testAScheduleTriggersAClipEveryInterval() throws {
+        let folder = try temporaryFolder()
+        let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", "none", "--preset", "vga640x480",
+                                          "--movie-folder", folder.path, "--trigger-every", "1.5", "--post-roll", "0.5", "--json"],
+                             writesStdin: true)
+        XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
+        XCTAssertTrue(run.waitForEvent("eventEnded", count: 2, timeout: 20), "no two scheduled clips: \(run.output) \(run.errorOutput)")
+        run.send(#"{"id": 1, "command": "quit"}"#)
+        XCTAssertTrue(run.waitForExit(timeout: 20))
+        XCTAssertEqual(run.status, 0, run.errorOutput)
+        let ended = run.events("eventEnded")
+        XCTAssertTrue(ended.allSatisfy { $0["triggers"] as? [String] == ["schedule"] && $0["complete"] as? Bool == true }, "\(ended)")
+        let paths = Set(ended.compactMap { $0["path"] as? String })
+        XCTAssertEqual(paths.count, ended.count, "two clips got one name")
+        for path in paths { XCTAssertTrue(try ffmpegDecodes(URL(fileURLWithPath: path)), path) }
+    }
+
     /// A trigger needs the movie output to itself: a `record start` recording refuses it, in words.
     func testATriggerDuringAManualRecordingIsRefused() throws {
         let folder = try temporaryFolder()

@@ -107,6 +107,8 @@ public struct CaptureDescription: Sendable, Equatable {
         public var postRoll: Double?
         /// Seconds after an event's last trigger within which another continues its clip; nil: the post-roll.
         public var eventGap: Double?
+        /// A schedule: an event every this many seconds; nil: none.
+        public var triggerEvery: Double?
         public var maxDuration: Double?
         public var maxSize: Int64?
         public var minFreeDisk: Int64?

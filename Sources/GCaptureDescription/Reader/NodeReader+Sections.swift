@@ -193,6 +193,7 @@ extension NodeReader {
         if let node = fields["pre-roll"], let value = seconds(node, "\(p).pre-roll", in: 0...60) { movie.preRoll = value }
         if let node = fields["post-roll"], let value = seconds(node, "\(p).post-roll", in: 0...3600) { movie.postRoll = value }
         if let node = fields["event-gap"], let value = seconds(node, "\(p).event-gap", in: 0...86_400) { movie.eventGap = value }
+        if let node = fields["trigger-every"], let value = seconds(node, "\(p).trigger-every", in: 1...86_400) { movie.triggerEvery = value }
         let longest = safe ? SafeLimits.maxDuration : 86_400 * 365
         if let node = fields["max-duration"], let value = seconds(node, "\(p).max-duration", in: 0.1...longest) { movie.maxDuration = value }
         if let node = fields["max-size"], let value = bytes(node, "\(p).max-size", minimum: 1024) {
