@@ -26,6 +26,7 @@ struct RecordCommand: AsyncParsableCommand {
           gcapture record --camera /dev/video0 --microphone none --output clip.mp4 \\
               --max-size 50000000 --json
           gcapture record --camera /dev/video0 --output clip.mp4 --on-interruption split
+          gcapture record --output door.mp4 --pre-roll 5 --duration 20   (Enter starts it, 5 s back)
         """)
 
     @OptionGroup var logging: LoggingOptions
@@ -56,6 +57,11 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: "What a camera interruption does: `continue` (one file, the gap filled with black frames and silence) or `split` (the file ends at the interruption, recording goes on in clip-2.mp4 ... once the camera is back).")
     var onInterruption: InterruptionChoice = .continue
 
+    @Option(parsing: .unconditional,
+            help: "Wait for a trigger (Enter on stdin, or SIGUSR2) and record from this many seconds before it, \(NumberRanges.preRoll.accepted): meanwhile the last seconds stay in memory, encoded. --duration then counts from the trigger.",
+            transform: NumberRanges.preRoll.parser)
+    var preRoll: Double?
+
     @Flag(help: MovieDestination.overwriteHelp)
     var overwrite = false
 
@@ -65,7 +71,8 @@ struct RecordCommand: AsyncParsableCommand {
     func run() async throws {
         // A file size limit of the process (ulimit -f) must end the recording with an error, not kill us.
         signal(SIGXFSZ, SIG_IGN)
-        StopSignals.shared.install()
+        let trigger = preRoll.map { _ in TriggerWait() }
+        StopSignals.shared.install(actions: trigger.map { [SIGUSR2: $0.signalAction] } ?? [:])
         let destination = try MovieDestination(output, option: "--output")
         try destination.makeRoom(overwrite: overwrite, option: "--output")
         let url = destination.url
@@ -74,7 +81,9 @@ struct RecordCommand: AsyncParsableCommand {
         let camera = cameraChoice.device, microphone = microphoneChoice?.device
         let movie = CaptureMovieFileOutput()
         movie.maxRecordedFileSize = maxSize
-        movie.maxRecordedDuration = duration
+        // With a pre-roll the file is longer than what --duration counts (from the trigger): a timer stops it.
+        movie.maxRecordedDuration = preRoll == nil ? duration : nil
+        movie.preRollDuration = preRoll ?? 0
         movie.fileType = destination.fileType
         movie.connection.videoRotationAngle = Double(rotation)
         movie.interruptionBehavior = onInterruption.behavior
@@ -95,9 +104,26 @@ struct RecordCommand: AsyncParsableCommand {
         let events = EventPrinter(json: json)
         let recoveries = RecoveryReporter(movie, json: json)
         defer { withExtendedLifetime(recoveries) {} }
+        if let trigger, let preRoll {
+            events.emit(["event": "waitingForTrigger", "preRoll": preRoll],
+                        text: "waiting for a trigger (Enter, or SIGUSR2); the recording will begin \(Self.seconds(preRoll)) s before it")
+            guard case .triggered(let source) = await trigger.wait() else {
+                await session.stop()
+                events.emit(["event": "stoppedBeforeTrigger", "signal": StopSignals.shared.receivedName ?? NSNull()],
+                            text: "stopped before any trigger: nothing recorded")
+                return
+            }
+            events.emit(["event": "triggered", "source": source], text: "triggered (\(source))")
+        }
         let recorder = RecordingObserver()
         movie.startRecording(to: url, recordingDelegate: recorder)
         StopSignals.shared.onStop { _ in movie.stopRecording() }
+        if preRoll != nil, let duration {
+            Task {
+                try? await Task.sleep(for: .milliseconds(Int(duration * 1000)))
+                movie.stopRecording()
+            }
+        }
 
         // The recording's last word: a file that ended for any reason but an interruption (after which the
         // recording goes on in the next file), or none at all when it was stopped between files.
@@ -140,12 +166,17 @@ struct RecordCommand: AsyncParsableCommand {
         if let error = last?.error, !error.recordingFinishedSuccessfully { throw error }
     }
 
+    /// 2.5 rather than 2.500000.
+    private static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
+    }
+
     /// One line (or JSON object) per finished file, with what the recording's statistics say of it.
     private func report(finished file: URL, error: CaptureError?, stats: CaptureMovieFileOutput.Statistics, events: EventPrinter) {
         let succeeded = error == nil || error!.recordingFinishedSuccessfully
         let signal = StopSignals.shared.receivedName
         var finishedEvent: [String: Any] = ["event": "recordingFinished", "path": file.path, "duration": stats.duration,
-                                            "frames": stats.frames, "dropped": stats.droppedFrames,
+                                            "frames": stats.frames, "dropped": stats.droppedFrames, "preRoll": stats.preRollDuration,
                                             "error": error.map { "\($0)" } ?? NSNull()]
         if case .sessionWasInterrupted(let reason)? = error { finishedEvent["interruption"] = reason.rawValue }
         if let signal { finishedEvent["stoppedBy"] = signal }

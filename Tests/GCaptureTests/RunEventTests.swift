@@ -93,6 +93,41 @@ final class RunEventTests: XCTestCase {
         for path in paths { XCTAssertTrue(try ffmpegDecodes(URL(fileURLWithPath: path)), path) }
     }
 
+    /// `record --pre-roll`: the recording waits for Enter, begins the pre-roll before it and lasts --duration after it.
+    func testRecordWithAPreRollStartsAtEnterFromTheSecondsBefore() throws {
+        let folder = try temporaryFolder()
+        let movie = folder.appendingPathComponent("door.mp4")
+        let record = try launch("gcapture", ["record", "--camera", "test", "--microphone", "test-microphone", "--preset", "vga640x480",
+                                             "--output", movie.path, "--pre-roll", "2", "--duration", "1", "--json"], writesStdin: true)
+        XCTAssertTrue(record.waitForEvent("waitingForTrigger"), "not waiting: \(record.errorOutput)")
+        Thread.sleep(forTimeInterval: 3)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: movie.path), "recording before the trigger")
+        record.send("")
+        XCTAssertTrue(record.waitForExit(timeout: 30), "record did not end: \(record.output)")
+        XCTAssertEqual(record.status, 0, record.errorOutput)
+        XCTAssertEqual(record.events("triggered").first?["source"] as? String, "stdin")
+        let finished = try XCTUnwrap(record.events("recordingFinished").first, record.output)
+        let preRoll = try XCTUnwrap(finished["preRoll"] as? Double)
+        XCTAssertTrue((2.0...3.1).contains(preRoll), "pre-roll \(preRoll) s")
+        let probed = try probe(movie)
+        XCTAssertEqual(probed.duration, preRoll + 1, accuracy: 0.3)
+        XCTAssertTrue(try ffmpegDecodes(movie))
+    }
+
+    /// Stopped while waiting for its trigger, `record` makes no file and says so.
+    func testRecordStoppedBeforeItsTriggerRecordsNothing() throws {
+        let folder = try temporaryFolder()
+        let movie = folder.appendingPathComponent("never.mp4")
+        let record = try launch("gcapture", ["record", "--camera", "test", "--microphone", "none", "--output", movie.path,
+                                             "--pre-roll", "1", "--json"], writesStdin: true)
+        XCTAssertTrue(record.waitForEvent("waitingForTrigger"), "not waiting: \(record.errorOutput)")
+        record.signal(SIGINT)
+        XCTAssertTrue(record.waitForExit(timeout: 20))
+        XCTAssertEqual(record.status, 0, record.errorOutput)
+        XCTAssertEqual(record.events("stoppedBeforeTrigger").first?["signal"] as? String, "SIGINT")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: movie.path))
+    }
+
     /// A trigger needs the movie output to itself: a `record start` recording refuses it, in words.
     func testATriggerDuringAManualRecordingIsRefused() throws {
         let folder = try temporaryFolder()
