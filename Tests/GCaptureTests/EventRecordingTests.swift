@@ -79,6 +79,24 @@ final class EventRecordingTests: XCTestCase {
         XCTAssertEqual(log.all.count, 3, "began, extended, ended: \(log.all)")
     }
 
+    /// No post-roll: the clip is stopped as soon as it has started (a timer that fires before the start
+    /// looks again), and holds its pre-roll.
+    func testAClipWithoutAPostRollEndsOnceStarted() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        movie.preRollDuration = 1
+        let session = try await startSession(camera: stampedCamera, outputs: [movie])
+        let recorder = CaptureEventRecorder(movieOutput: movie, postRoll: 0) { folder.appendingPathComponent("instant.mp4") }
+        let log = EventLog(recorder)
+        try await Task.sleep(for: .seconds(2))
+        guard case .began(let url) = try recorder.trigger(.init(source: "test")) else { return XCTFail("no clip began") }
+        try await log.waitForEnded(1, seconds: engineDeadline)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        XCTAssertNil(log.ended.first?.error)
+        XCTAssertEqual(try probe(url).duration, log.ended.first?.record.preRoll ?? 0, accuracy: 0.3)
+        XCTAssertTrue(try ffmpegDecodes(url))
+    }
+
     /// With a gap longer than the post-roll, the quiet part of an event is paused, not recorded, and a
     /// trigger within the gap goes on in the same file; the gap's end stops it.
     func testATriggerWithinTheGapResumesTheSameClip() async throws {

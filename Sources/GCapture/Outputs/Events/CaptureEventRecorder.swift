@@ -175,7 +175,10 @@ public final class CaptureEventRecorder: @unchecked Sendable {
     private func timerFired(_ number: Int) {
         enum Step { case pause, stop }
         let step = state.withLock { state -> Step? in
-            guard var current = state.current, current.timer == number, current.phase == .recording || current.phase == .paused else {
+            guard var current = state.current, current.timer == number, current.phase != .stopping else { return nil }
+            // Not started yet (a short post-roll, a slow start): looked at again shortly.
+            guard current.phase != .starting else {
+                schedule(&state, at: .now() + 0.05)
                 return nil
             }
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - current.lastTrigger.uptimeNanoseconds) / 1e9
