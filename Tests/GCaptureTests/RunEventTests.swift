@@ -11,8 +11,8 @@ final class RunEventTests: XCTestCase {
         let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", "test-microphone", "--preset", "vga640x480",
                                           "--movie-folder", folder.path, "--pre-roll", "2", "--post-roll", "1", "--json"], writesStdin: true)
         XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
-        // The ring fills for longer than the pre-roll.
-        Thread.sleep(forTimeInterval: 3)
+        // The ring fills for longer than the pre-roll (the encoder starts with the session, later under load).
+        Thread.sleep(forTimeInterval: 4)
         run.send(#"{"id": 1, "command": "trigger", "source": "doorbell"}"#)
         let reply = try XCTUnwrap(run.waitForReply(1), run.errorOutput)
         XCTAssertEqual(reply["ok"] as? Bool, true, "\(reply)")
@@ -55,7 +55,7 @@ final class RunEventTests: XCTestCase {
         let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", "test-microphone", "--preset", "vga640x480",
                                           "--movie-folder", folder.path, "--pre-roll", "2", "--post-roll", "60", "--json"], writesStdin: true)
         XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
-        Thread.sleep(forTimeInterval: 3)
+        Thread.sleep(forTimeInterval: 4)
         run.send(#"{"id": 1, "command": "trigger"}"#)
         let path = try XCTUnwrap(run.waitForReply(1)?["path"] as? String, run.output)
         XCTAssertTrue(run.waitForEvent("eventStarted"), run.errorOutput)
@@ -100,7 +100,7 @@ final class RunEventTests: XCTestCase {
         let record = try launch("gcapture", ["record", "--camera", "test", "--microphone", "test-microphone", "--preset", "vga640x480",
                                              "--output", movie.path, "--pre-roll", "2", "--duration", "1", "--json"], writesStdin: true)
         XCTAssertTrue(record.waitForEvent("waitingForTrigger"), "not waiting: \(record.errorOutput)")
-        Thread.sleep(forTimeInterval: 3)
+        Thread.sleep(forTimeInterval: 4)
         XCTAssertFalse(FileManager.default.fileExists(atPath: movie.path), "recording before the trigger")
         record.send("")
         XCTAssertTrue(record.waitForExit(timeout: 30), "record did not end: \(record.output)")
