@@ -97,6 +97,27 @@ final class EventRecordingTests: XCTestCase {
         XCTAssertTrue(try ffmpegDecodes(url))
     }
 
+    /// A holding trigger (motion while it goes on) keeps the clip going past its post-roll until released;
+    /// the post-roll counts from the release.
+    func testAHoldingTriggerLastsUntilReleasedAndThePostRollCountsFromThere() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        let session = try await startSession(camera: stampedCamera, outputs: [movie])
+        let recorder = CaptureEventRecorder(movieOutput: movie, postRoll: 0.5) { folder.appendingPathComponent("held.mp4") }
+        let log = EventLog(recorder)
+        guard case .began(let url) = try recorder.trigger(.init(source: "motion"), holding: true) else { return XCTFail("no clip began") }
+        try await Task.sleep(for: .seconds(2))
+        XCTAssertTrue(movie.isRecording && !movie.isRecordingPaused, "the held clip ended or paused within its post-roll")
+        let released = monotonicMilliseconds()
+        recorder.release(source: "motion")
+        try await log.waitForEnded(1, seconds: engineDeadline)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        let ends = millisecondsFrom(released, to: try captureTimeStamp(url, width: 640, lastFrame: true))
+        XCTAssertEqual(ends, 500, accuracy: 250, "the post-roll does not count from the release")
+        XCTAssertEqual(try probe(url).duration, 2.5, accuracy: 0.3)
+        XCTAssertEqual(log.ended.first?.record.triggers.map(\.source), ["motion"])
+    }
+
     /// With a gap longer than the post-roll, the quiet part of an event is paused, not recorded, and a
     /// trigger within the gap goes on in the same file; the gap's end stops it.
     func testATriggerWithinTheGapResumesTheSameClip() async throws {

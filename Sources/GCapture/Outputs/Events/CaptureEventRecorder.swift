@@ -72,11 +72,13 @@ public final class CaptureEventRecorder: @unchecked Sendable {
         /// Where the file's picture ends: the pause at the post-roll's end, else the stop.
         var fileEnd: Date?
         var timer = 0
+        /// Sources whose trigger lasts until they release it (motion, while it goes on).
+        var holds: Set<String> = []
     }
     private struct State {
         var current: Current?
-        /// Triggers that came while the last clip was finalized.
-        var pending: [Trigger] = []
+        /// Triggers that came while the last clip was finalized (and whether each holds).
+        var pending: [(trigger: Trigger, holding: Bool)] = []
         var timers = 0
         var closed = false
     }
@@ -101,18 +103,21 @@ public final class CaptureEventRecorder: @unchecked Sendable {
     /// Starts a clip, or extends the one going on. Any thread; returns at once (the clip's start is told
     /// as `.began`). Throws when no clip can start: the file cannot be named, the output records something
     /// else, or the recorder was closed.
+    /// `holding`: the trigger lasts until `release(source:)` (motion while it goes on), and the post-roll
+    /// counts from the release.
     @discardableResult
-    public func trigger(_ trigger: Trigger) throws(CaptureError) -> TriggerOutcome {
+    public func trigger(_ trigger: Trigger, holding: Bool = false) throws(CaptureError) -> TriggerOutcome {
         enum Step { case start(URL), extend(Clip, resume: Bool), queued }
         let step = try state.withLock { state throws(CaptureError) -> Step in
             guard !state.closed else { throw .recordingFailed(reason: "event recording has ended", underlying: nil) }
             if var current = state.current {
                 guard current.phase != .stopping else {
-                    state.pending.append(trigger)
+                    state.pending.append((trigger, holding))
                     return .queued
                 }
                 let resume = current.phase == .paused
                 current.clip.triggers.append(trigger)
+                if holding { current.holds.insert(trigger.source) }
                 current.lastTrigger = .now()
                 if resume { (current.phase, current.fileEnd) = (.recording, nil) }
                 state.current = current
@@ -126,7 +131,8 @@ public final class CaptureEventRecorder: @unchecked Sendable {
             do { url = try nextFileURL() } catch {
                 throw error as? CaptureError ?? .recordingFailed(reason: "cannot name the event's clip: \(error)", underlying: nil)
             }
-            state.current = Current(clip: Clip(url: url, triggers: [trigger]), phase: .starting, lastTrigger: .now())
+            state.current = Current(clip: Clip(url: url, triggers: [trigger]), phase: .starting, lastTrigger: .now(),
+                                    holds: holding ? [trigger.source] : [])
             schedule(&state, at: .now() + postRoll)
             return .start(url)
         }
@@ -140,6 +146,18 @@ public final class CaptureEventRecorder: @unchecked Sendable {
             return .extended(clip.url)
         case .queued:
             return .queued
+        }
+    }
+
+    /// A holding trigger of `source` is over: the clip ends a post-roll from now unless something else
+    /// holds it or triggers again. Any thread; nothing happens when `source` holds nothing.
+    public func release(source: String) {
+        state.withLock { state in
+            state.pending.removeAll { $0.holding && $0.trigger.source == source }
+            guard var current = state.current, current.holds.remove(source) != nil else { return }
+            current.lastTrigger = .now()
+            state.current = current
+            if current.phase == .recording || current.phase == .starting { schedule(&state, at: current.lastTrigger + postRoll) }
         }
     }
 
@@ -181,6 +199,8 @@ public final class CaptureEventRecorder: @unchecked Sendable {
                 schedule(&state, at: .now() + 0.05)
                 return nil
             }
+            // Held (motion going on): nothing ends until the release, which schedules the post-roll.
+            guard current.holds.isEmpty else { return nil }
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - current.lastTrigger.uptimeNanoseconds) / 1e9
             if elapsed >= eventGap || (current.phase == .recording && eventGap <= postRoll) {
                 current.phase = .stopping
@@ -214,7 +234,7 @@ public final class CaptureEventRecorder: @unchecked Sendable {
     }
 
     fileprivate func clipDidFinish(_ url: URL, error: CaptureError?) {
-        let (finished, pending) = state.withLock { state -> (Current?, [Trigger]) in
+        let (finished, pending) = state.withLock { state -> (Current?, [(trigger: Trigger, holding: Bool)]) in
             guard let current = state.current, current.clip.url == url else { return (nil, []) }
             state.current = nil
             defer { state.pending = [] }
@@ -229,10 +249,9 @@ public final class CaptureEventRecorder: @unchecked Sendable {
         if started { record.write(beside: url) }
         broadcast.yield(.ended(finished.clip, record: record, error: error))
         // Triggers that came during the finalization: the next event, its first trigger the first of them.
-        guard let first = pending.first else { return }
+        guard !pending.isEmpty else { return }
         do {
-            try trigger(first)
-            for later in pending.dropFirst() { try trigger(later) }
+            for (trigger, holding) in pending { try self.trigger(trigger, holding: holding) }
         } catch {
             Log.session.error("the event after \(url.lastPathComponent) cannot start: \(error)")
         }
