@@ -6,11 +6,17 @@ import XCTest
 /// begins with the pre-roll and ends a post-roll after the last trigger, told by eventStarted,
 /// eventExtended and eventEnded, with the clip's record beside it.
 final class RunEventTests: XCTestCase {
+    /// `gcapture run` on the test camera at 640x480, movies into `folder`, once it has started.
+    private func startRun(_ folder: URL, microphone: String = "test-microphone", _ options: [String]) throws -> LaunchedCommand {
+        let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", microphone, "--preset", "vga640x480",
+                                          "--movie-folder", folder.path, "--json"] + options, writesStdin: true)
+        XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
+        return run
+    }
+
     func testATriggerAndASignalMakeOneClipWithItsPreRollAndRecord() throws {
         let folder = try temporaryFolder()
-        let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", "test-microphone", "--preset", "vga640x480",
-                                          "--movie-folder", folder.path, "--pre-roll", "2", "--post-roll", "1", "--json"], writesStdin: true)
-        XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
+        let run = try startRun(folder, ["--pre-roll", "2", "--post-roll", "1"])
         // The ring fills for longer than the pre-roll (the encoder starts with the session, later under load).
         Thread.sleep(forTimeInterval: 4)
         run.send(#"{"id": 1, "command": "trigger", "source": "doorbell"}"#)
@@ -52,9 +58,7 @@ final class RunEventTests: XCTestCase {
     /// from its crash sidecar as any recording is.
     func testAnEventClipCutByAKillIsRecoveredWithItsPreRoll() throws {
         let folder = try temporaryFolder()
-        let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", "test-microphone", "--preset", "vga640x480",
-                                          "--movie-folder", folder.path, "--pre-roll", "2", "--post-roll", "60", "--json"], writesStdin: true)
-        XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
+        let run = try startRun(folder, ["--pre-roll", "2", "--post-roll", "60"])
         Thread.sleep(forTimeInterval: 4)
         run.send(#"{"id": 1, "command": "trigger"}"#)
         let path = try XCTUnwrap(run.waitForReply(1)?["path"] as? String, run.output)
@@ -78,10 +82,7 @@ final class RunEventTests: XCTestCase {
     /// A schedule: --trigger-every makes one clip per interval, each told with the source "schedule".
     func testAScheduleTriggersAClipEveryInterval() throws {
         let folder = try temporaryFolder()
-        let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", "none", "--preset", "vga640x480",
-                                          "--movie-folder", folder.path, "--trigger-every", "1.5", "--post-roll", "0.5", "--json"],
-                             writesStdin: true)
-        XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
+        let run = try startRun(folder, microphone: "none", ["--trigger-every", "1.5", "--post-roll", "0.5"])
         XCTAssertTrue(run.waitForEvent("eventEnded", count: 2, timeout: 20), "no two scheduled clips: \(run.output) \(run.errorOutput)")
         run.send(#"{"id": 1, "command": "quit"}"#)
         XCTAssertTrue(run.waitForExit(timeout: 20))
@@ -131,9 +132,7 @@ final class RunEventTests: XCTestCase {
     /// A trigger needs the movie output to itself: a `record start` recording refuses it, in words.
     func testATriggerDuringAManualRecordingIsRefused() throws {
         let folder = try temporaryFolder()
-        let run = try launch("gcapture", ["run", "--camera", "test", "--microphone", "none", "--preset", "vga640x480",
-                                          "--movie-folder", folder.path, "--json"], writesStdin: true)
-        XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
+        let run = try startRun(folder, microphone: "none", [])
         run.send(#"{"id": 1, "command": "record", "action": "start"}"#)
         XCTAssertEqual(run.waitForReply(1)?["ok"] as? Bool, true, run.output)
         run.send("trigger")
