@@ -1,0 +1,119 @@
+import Foundation
+@testable import GCapture
+import GStreamerKit
+import Synchronization
+import XCTest
+
+/// CaptureMovieFileOutput.timelapseInterval: one frame kept every interval of capture, played at 30 fps,
+/// proven by the capture times the test camera stamps into its frames' pixels.
+final class TimelapseTests: XCTestCase {
+    private let stampedCamera = CaptureDevice.makeTestCamera(uniqueID: "test-stamped-timelapse",
+                                                             options: .init(maxFrameRate: 30, stampsCaptureTime: true))
+
+    /// Whether every video frame of the movie is a key frame, as ffprobe reads them.
+    private func keyFrameFlags(_ url: URL) throws -> [Bool] {
+        let result = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=key_frame",
+                                                      "-of", "csv=p=0", url.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        // One line a frame ("1," when the frame carries side data, which adds an empty line after it).
+        return result.stdout.split(whereSeparator: \.isNewline).filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+            .map { $0.split(separator: ",").first == "1" }
+    }
+
+    /// The yardstick: 6 s at one frame every 0.5 s make 12 frames, 0.4 s of movie at 30 fps, video
+    /// only (though the session has a microphone), every frame a key frame; the frames left out never reach
+    /// the encoder; the stamps of the first and last frames are 5.5 s apart.
+    func testSixSecondsAtHalfASecondMakeTwelveFramesAtThirtyFPS() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        movie.timelapseInterval = 0.5
+        let session = try await startSession(camera: stampedCamera, microphone: .testMicrophone, outputs: [movie])
+        let url = folder.appendingPathComponent("timelapse.mp4")
+        let waiter = await startRecording(movie, to: url)
+        // Frames reaching the recording's own encoder (none shared: the recording has one of its own).
+        let encoded = Atomic<Int>(0)
+        let encoder = try XCTUnwrap(movie.recordingVideoEncoderElement?.staticPad("sink"), "the timelapse has no encoder of its own")
+        encoder.addProbe(.buffer) { _ in
+            encoded.add(1, ordering: .relaxed)
+            return .ok
+        }
+        XCTAssertEqual(movie.activeVideoEncoder, movie.recordingVideoEncoderElement?.factoryName)
+        try await Task.sleep(for: .seconds(6))
+        movie.stopRecording()
+        try await assertFinishedWithoutError(waiter)
+        let statistics = movie.lastStatistics
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+
+        let probed = try probe(url)
+        let frames = try XCTUnwrap(probed.videoFrames)
+        let first = try captureTimeStamp(url, width: 640), last = try captureTimeStamp(url, width: 640, lastFrame: true)
+        let apart = Double(Int32(bitPattern: last &- first)) / 1000
+        print("timelapse 0.5 s for 6 s: \(frames) frames, \(probed.duration) s of movie, \(encoded.load(ordering: .relaxed)) frames "
+              + "encoded after the start, first and last frames captured \(apart) s apart; statistics \(statistics)")
+        XCTAssertEqual(frames, 12, accuracy: 1)
+        XCTAssertEqual(probed.duration, Double(frames) / 30, accuracy: 1.0 / 30 + 0.001)
+        XCTAssertEqual(probed.stream("video")?["r_frame_rate"] as? String, "30/1")
+        XCTAssertEqual(probed.codecs, ["h264"], "a timelapse has no audio track")
+        XCTAssertTrue(try ffmpegDecodes(url))
+        XCTAssertEqual(apart, Double(frames - 1) * 0.5, accuracy: 0.1, "the kept frames are not half a second of capture apart")
+        XCTAssertEqual(apart, 5.5, accuracy: 0.6)
+        XCTAssertEqual(try keyFrameFlags(url), Array(repeating: true, count: frames), "every frame of a timelapse is a key frame")
+        XCTAssertLessThanOrEqual(encoded.load(ordering: .relaxed), frames, "frames left out reached the encoder")
+        XCTAssertEqual(statistics.frames, frames)
+        XCTAssertEqual(statistics.duration, probed.duration, accuracy: 0.04, "the statistics count the movie's time")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: url).path), "a clean stop leaves no sidecar")
+    }
+
+    /// maxRecordedDuration counts capture time in a timelapse: 2 s at one frame every 0.5 s stop by
+    /// themselves after 4 frames, with a complete file.
+    func testTheDurationLimitCountsCaptureTime() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        movie.timelapseInterval = 0.5
+        movie.maxRecordedDuration = 2
+        let session = try await startSession(camera: stampedCamera, outputs: [movie])
+        let url = folder.appendingPathComponent("limited.mp4")
+        let finished = await recordUntilItEnds(movie, to: url, timeout: 20)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+
+        let answer = try XCTUnwrap(finished, "the limit did not stop the timelapse")
+        guard case .maximumDurationReached? = answer.error else { return XCTFail("ended with \(String(describing: answer.error))") }
+        let probed = try probe(url)
+        XCTAssertEqual(probed.videoFrames ?? 0, 4, accuracy: 1)
+        XCTAssertTrue(try ffmpegDecodes(url))
+        let first = try captureTimeStamp(url, width: 640), last = try captureTimeStamp(url, width: 640, lastFrame: true)
+        XCTAssertEqual(Double(Int32(bitPattern: last &- first)) / 1000, 1.5, accuracy: 0.6)
+    }
+
+    /// A pause takes its time out of the capture clock: frames are kept on the same grid after it, and
+    /// none of the paused time is in the movie.
+    func testAPauseLeavesNoFramesFromItsTime() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        movie.timelapseInterval = 0.5
+        movie.timelapseFrameRate = 10
+        let session = try await startSession(camera: stampedCamera, outputs: [movie])
+        let url = folder.appendingPathComponent("paused.mp4")
+        let waiter = await startRecording(movie, to: url)
+        try await Task.sleep(for: .seconds(2))
+        movie.pauseRecording()
+        try await Task.sleep(for: .seconds(2))
+        movie.resumeRecording()
+        try await Task.sleep(for: .seconds(2))
+        movie.stopRecording()
+        try await assertFinishedWithoutError(waiter)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+
+        let probed = try probe(url)
+        let frames = try XCTUnwrap(probed.videoFrames)
+        // About 4 s of capture recorded: 8 frames (the pause's edges may cost or give one each).
+        XCTAssertEqual(frames, 8, accuracy: 2)
+        XCTAssertEqual(probed.stream("video")?["r_frame_rate"] as? String, "10/1")
+        XCTAssertEqual(probed.duration, Double(frames) / 10, accuracy: 0.11)
+        let first = try captureTimeStamp(url, width: 640), last = try captureTimeStamp(url, width: 640, lastFrame: true)
+        // The first and last frames span the recording, pause included (about 5.5 s of the clock).
+        XCTAssertGreaterThan(Double(Int32(bitPattern: last &- first)) / 1000, Double(frames - 1) * 0.5 + 1.0,
+                             "the pause's time did not pass between the frames")
+        XCTAssertTrue(try ffmpegDecodes(url))
+    }
+}
