@@ -152,6 +152,10 @@ struct MovieRecordingBranch {
                 guard let placed = timeline.admitTimelapseFrame(info.bufferPTS, duration: info.bufferDuration, isFiller: info.isGapBuffer) else {
                     return .drop
                 }
+                // Copied here if a camera's bounded pool lent it (what DeviceFrameCopy's probe would do after this
+                // one): retiming makes the buffer writable, and the shallow copy that takes no longer says
+                // whose pool the memory is, so the later probe would let the driver's memory into the encoder.
+                if info.replaceBufferWithCopyIfLentByBoundedPool() { DeviceFrameCopy.copiedFrames.add(1, ordering: .relaxed) }
                 info.setBufferTimestamps(pts: placed.pts, duration: placed.duration)
                 return .ok
             }
