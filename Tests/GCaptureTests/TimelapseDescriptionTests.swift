@@ -1,5 +1,5 @@
 import Foundation
-import GCapture
+@testable import GCapture
 @testable import GCaptureDescription
 import XCTest
 
@@ -106,5 +106,42 @@ final class TimelapseDescriptionTests: XCTestCase {
         XCTAssertEqual(clipped.duration, 3, accuracy: 0.5)
         XCTAssertGreaterThanOrEqual(clipped.videoFrames ?? 0, 80, "the clip keeps every frame")
         XCTAssertTrue(try ffmpegDecodes(clip))
+    }
+
+    /// `gcapture run FILE`: the timelapse starts with the run and, at `quit`, is finished before the process
+    /// ends: a plain MP4, no sidecar or temporary file left beside it.
+    func testRunRecordsTheTimelapseUntilItQuits() throws {
+        let folder = try temporaryFolder()
+        let file = folder.appendingPathComponent("lapse.yaml")
+        try """
+            version: 1
+            camera: test
+            microphone: none
+            outputs:
+              timelapse:
+                interval: 0.5
+                folder: lapses
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let run = try launch("gcapture", ["run", file.path, "--json"], writesStdin: true)
+        XCTAssertTrue(run.waitForEvent("started"), "the run did not start: \(run.errorOutput)")
+        let lapse = folder.appendingPathComponent("lapses/timelapse-0001.mp4")
+        // A few frames written (the sidecar grows with each), then quit.
+        let sidecar = MovieRecovery.sidecarURL(for: lapse)
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, ((try? FileManager.default.attributesOfItem(atPath: sidecar.path)[.size] as? Int) ?? 0) < 100_000 {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        Thread.sleep(forTimeInterval: 2)
+        run.send("quit")
+        XCTAssertTrue(run.waitForExit(timeout: 30), "quit did not end the run")
+        XCTAssertEqual(run.status, 0, run.errorOutput)
+
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: lapse.deletingLastPathComponent().path), [lapse.lastPathComponent],
+                       "the finished timelapse is alone in its folder (no sidecar, no temporary file)")
+        let probed = try probe(lapse)
+        XCTAssertGreaterThanOrEqual(probed.videoFrames ?? 0, 4)
+        XCTAssertEqual(probed.codecs, ["h264"])
+        XCTAssertFalse(try topLevelBoxes(lapse).contains("moof"), "rewritten as a plain MP4 before the run ended")
+        XCTAssertTrue(try ffmpegDecodes(lapse))
     }
 }

@@ -76,6 +76,13 @@ public final class DescribedTimelapse: CaptureFileOutputRecordingDelegate, Senda
     func stop(timeout: Double = 30) async {
         guard output.isRecording else { return }
         output.stopRecording()
+        await waitUntilSettled(timeout: timeout)
+    }
+
+    /// Waits (at most `timeout` seconds) until no file is being recorded or settled: after the session's
+    /// stop drained the timelapse, its file is rewritten as a plain MP4 on the output's queue, and a process
+    /// that ended meanwhile would leave the fragmented file and its sidecar for the next run to recover.
+    public func waitUntilSettled(timeout: Double = 30) async {
         let deadline = Date().addingTimeInterval(timeout)
         while output.isRecording || currentFile != nil, Date() < deadline {
             try? await Task.sleep(for: .milliseconds(20))
