@@ -32,7 +32,8 @@ final class TimelapseTests: XCTestCase {
         let waiter = await startRecording(movie, to: url)
         // Frames reaching the recording's own encoder (none shared: the recording has one of its own).
         let encoded = Atomic<Int>(0)
-        let encoder = try XCTUnwrap(movie.recordingVideoEncoderElement?.staticPad("sink"), "the timelapse has no encoder of its own")
+        let encoder = try XCTUnwrap(movie.recordingBin?.element(named: VideoEncode.encoderName)?.staticPad("sink"),
+                                    "the timelapse has no encoder of its own")
         encoder.addProbe(.buffer) { _ in
             encoded.add(1, ordering: .relaxed)
             return .ok
@@ -115,5 +116,52 @@ final class TimelapseTests: XCTestCase {
         XCTAssertGreaterThan(Double(Int32(bitPattern: last &- first)) / 1000, Double(frames - 1) * 0.5 + 1.0,
                              "the pause's time did not pass between the frames")
         XCTAssertTrue(try ffmpegDecodes(url))
+    }
+
+    /// Beside a plain recording, which takes its H.264 from the session's shared encoder, a timelapse of
+    /// the same session encodes on its own (the shared encode sees every frame; the timelapse's encoder only
+    /// those it keeps), and both files play.
+    func testATimelapseNeverTakesTheSharedEncoder() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput(), timelapse = CaptureMovieFileOutput()
+        timelapse.timelapseInterval = 0.5
+        let session = try await startSession(camera: stampedCamera, outputs: [movie, timelapse])
+        let clip = folder.appendingPathComponent("clip.mp4"), lapse = folder.appendingPathComponent("lapse.mp4")
+        let clipWaiter = await startRecording(movie, to: clip)
+        let lapseWaiter = await startRecording(timelapse, to: lapse)
+        XCTAssertNil(movie.recordingBin?.element(named: VideoEncode.encoderName), "the plain recording is expected to share an encoder")
+        XCTAssertNotNil(timelapse.recordingBin?.element(named: VideoEncode.encoderName), "the timelapse has no encoder of its own")
+        XCTAssertEqual(try XCTUnwrap(session.runningGraph?.sharedEncoders).count, 1)
+        try await Task.sleep(for: .seconds(2))
+        movie.stopRecording()
+        timelapse.stopRecording()
+        try await assertFinishedWithoutError(clipWaiter)
+        try await assertFinishedWithoutError(lapseWaiter)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        XCTAssertGreaterThanOrEqual(try probe(clip).videoFrames ?? 0, 55)
+        XCTAssertEqual(try probe(lapse).videoFrames ?? 0, 4, accuracy: 1)
+        XCTAssertTrue(try ffmpegDecodes(clip))
+        XCTAssertTrue(try ffmpegDecodes(lapse))
+    }
+
+    /// A pre-roll asked of an output that records timelapses keeps no ring (it would encode every frame for
+    /// nothing) and feeds no recording: the timelapse begins at its start, from the camera.
+    func testATimelapseTakesNoPreRoll() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        movie.preRollDuration = 2
+        movie.timelapseInterval = 0.5
+        let session = try await startSession(camera: stampedCamera, outputs: [movie])
+        try await Task.sleep(for: .seconds(1.5))
+        XCTAssertEqual(movie.preRollHolding.bytes, 0, "a ring runs beside the timelapse")
+        let url = folder.appendingPathComponent("no-pre-roll.mp4")
+        let pressed = monotonicMilliseconds()
+        let waiter = await startRecording(movie, to: url)
+        try await Task.sleep(for: .seconds(1.5))
+        movie.stopRecording()
+        try await assertFinishedWithoutError(waiter)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        XCTAssertGreaterThan(millisecondsFrom(pressed, to: try captureTimeStamp(url, width: 640)), -100, "the timelapse began before its start")
+        XCTAssertEqual(try probe(url).videoFrames ?? 0, 3, accuracy: 1)
     }
 }
