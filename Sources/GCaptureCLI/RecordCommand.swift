@@ -29,8 +29,9 @@ struct RecordCommand: AsyncParsableCommand {
           gcapture record --output clip.mp4 --duration 10
           gcapture record --camera /dev/video0 --microphone none --output clip.mp4 \\
               --max-size 50000000 --json
-          gcapture record --camera /dev/video0 --output clip.mp4 --on-interruption split
-          gcapture record --camera /dev/video0 --output sky.mp4 --timelapse 5 --duration 3600
+          gcapture record --camera /dev/video0 --output clip.mp4 \\
+              --on-interruption split
+          gcapture record --output sky.mp4 --timelapse 5 --duration 3600
         """)
 
     @OptionGroup var logging: LoggingOptions
