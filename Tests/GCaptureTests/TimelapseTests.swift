@@ -164,4 +164,35 @@ final class TimelapseTests: XCTestCase {
         XCTAssertGreaterThan(millisecondsFrom(pressed, to: try captureTimeStamp(url, width: 640)), -100, "the timelapse began before its start")
         XCTAssertEqual(try probe(url).videoFrames ?? 0, 3, accuracy: 1)
     }
+
+    /// The choice itself, on made-up capture times: the first frame of each interval, on a grid from the
+    /// first frame (the camera's jitter never accumulates; an interval no frame fell into is skipped, not
+    /// made up), one frame apart in the movie whatever the gaps, and no rounding drift over a long shoot.
+    func testTheSelectionKeepsTheFirstFrameOfEachIntervalOnTheGrid() {
+        let timelapse = Timelapse(interval: 0.5, frameRate: 30)
+        var selection = TimelapseSelection(timelapse)
+        var kept: [(capture: UInt64, pts: UInt64, duration: UInt64)] = []
+        // 30 fps with ±3 ms of jitter, a stall from 2.0 s to 3.3 s.
+        for index in 0..<150 {
+            let capture = UInt64(index) * 33_333_333 + UInt64([0, 3_000_000, 1_000_000][index % 3])
+            if capture > 2_000_000_000, capture < 3_300_000_000 { continue }
+            guard let placed = selection.placement(at: capture) else { continue }
+            selection.keep(at: capture)
+            kept.append((capture, placed.pts, placed.duration))
+        }
+        XCTAssertEqual(kept.map { $0.capture / 500_000_000 }, [0, 1, 2, 3, 6, 7, 8, 9], "one frame an interval; the stall's skipped")
+        // Each the first of its interval (a frame and jitter into it); after the stall, the first frame that came.
+        for frame in kept where frame.capture / 500_000_000 != 6 {
+            XCTAssertLessThan(frame.capture % 500_000_000, 40_000_000, "not the first frame of its interval")
+        }
+        XCTAssertEqual(kept[4].capture, 100 * 33_333_333 + 3_000_000)
+        XCTAssertEqual(kept.map(\.pts), (0..<8).map { UInt64($0) * 1_000_000_000 / 30 })
+        XCTAssertEqual(kept.map(\.duration).reduce(0, +), 8 * 1_000_000_000 / 30, accuracy: 1)
+        XCTAssertEqual(selection.kept, 8)
+        // A day at one frame a second: 86,400 frames end exactly 2,880 s into the movie.
+        XCTAssertEqual(timelapse.movieTime(ofFrame: 86_400), 2_880_000_000_000)
+        // Fragments hold the capture's fragment interval: two frames at 0.5 s, never less than one.
+        XCTAssertEqual(timelapse.fragmentDuration(holdingCaptureOf: 1), 66_666_666)
+        XCTAssertEqual(Timelapse(interval: 10, frameRate: 30).fragmentDuration(holdingCaptureOf: 1), 33_333_333)
+    }
 }
