@@ -31,6 +31,13 @@ final class TimelapseDescriptionTests: XCTestCase {
         XCTAssertEqual(CaptureDescription.Timelapse().interval, 1)
         XCTAssertEqual(CaptureDescription.Timelapse().frameRate, 30)
         XCTAssertEqual(CaptureDescription.Timelapse().name.render(counter: 1, date: Date()), "timelapse-0001.mp4")
+        XCTAssertNil(defaults.description?.outputs.timelapse?.maxSize)
+
+        // Under --safe a timelapse stops at a movie's default size, and runs an hour at most.
+        let safe = DescriptionReader.read("version: 1\noutputs:\n  timelapse: true\n", file: "safe.yaml", safe: true)
+        XCTAssertEqual(safe.description?.outputs.timelapse?.maxSize, SafeLimits.defaultMaxSize)
+        let long = DescriptionReader.read("version: 1\noutputs:\n  timelapse:\n    max-duration: 7200\n", file: "long.yaml", safe: true)
+        XCTAssertEqual(long.errors.map(\.description), ["long.yaml:4:19: error: outputs.timelapse.max-duration must be from 0.1 to 3600 seconds; 7200 is not"])
     }
 
     /// Each bad value is an error at its own line and column; every one is reported at once.
