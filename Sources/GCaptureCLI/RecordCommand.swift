@@ -19,14 +19,21 @@ struct RecordCommand: AsyncParsableCommand {
         camera is back: clip.mp4, clip-2.mp4, ... (--on-interruption split). Each finished file is printed. \
         A file already at --output is never replaced unless --overwrite says so.
 
+        A timelapse (--timelapse SECONDS) keeps one camera frame every SECONDS of capture and plays them \
+        --timelapse-frame-rate a second (default 30): an hour at --timelapse 2 makes 1800 frames, a minute of \
+        movie. It records no audio, and --duration counts capture time ("shoot for an hour"), not the movie's.
+
         \(StopSignals.helpText)
 
         Examples:
           gcapture record --output clip.mp4 --duration 10
           gcapture record --camera /dev/video0 --microphone none --output clip.mp4 \\
               --max-size 50000000 --json
-          gcapture record --camera /dev/video0 --output clip.mp4 --on-interruption split
-          gcapture record --output door.mp4 --pre-roll 5 --duration 20   (Enter starts it, 5 s back)
+          gcapture record --camera /dev/video0 --output clip.mp4 \\
+              --on-interruption split
+          gcapture record --output sky.mp4 --timelapse 5 --duration 3600
+          gcapture record --output door.mp4 --pre-roll 5 --duration 20
+              (Enter starts it; the movie begins 5 s before)
         """)
 
     @OptionGroup var logging: LoggingOptions
@@ -62,11 +69,34 @@ struct RecordCommand: AsyncParsableCommand {
             transform: NumberRanges.preRoll.parser)
     var preRoll: Double?
 
+    static let timelapseRange = NumberRange(0.02...86_400.0, "seconds")
+    static let timelapseFrameRateRange = NumberRange(1...120, "frames a second")
+
+    @Option(parsing: .unconditional, help: "Record a timelapse: one frame every this many seconds of capture, \(timelapseRange.accepted); no audio.",
+            transform: timelapseRange.parser)
+    var timelapse: Double?
+
+    @Option(parsing: .unconditional, help: "Frames a second the timelapse plays at, \(timelapseFrameRateRange.accepted) (default: 30).",
+            transform: timelapseFrameRateRange.parser)
+    var timelapseFrameRate: Int?
+
     @Flag(help: MovieDestination.overwriteHelp)
     var overwrite = false
 
     @Flag(help: "Print one JSON object per line: recovered (a take an earlier crash interrupted), recordingStarted, progress, recordingFinished (one per file).")
     var json = false
+
+    func validate() throws {
+        if timelapseFrameRate != nil, timelapse == nil {
+            throw ValidationError("--timelapse-frame-rate is the rate of a timelapse: give --timelapse SECONDS too")
+        }
+        if timelapse != nil, let microphone, microphone != "none" {
+            throw ValidationError("a timelapse (--timelapse) records no audio: leave out --microphone \(microphone)")
+        }
+        if timelapse != nil, preRoll != nil {
+            throw ValidationError("a timelapse (--timelapse) keeps no pre-roll: leave out --pre-roll")
+        }
+    }
 
     func run() async throws {
         // A file size limit of the process (ulimit -f) must end the recording with an error, not kill us.
@@ -77,7 +107,8 @@ struct RecordCommand: AsyncParsableCommand {
         try destination.makeRoom(overwrite: overwrite, option: "--output")
         let url = destination.url
         let cameraChoice = try DeviceChoice.camera(device.camera, noise: device.noise)
-        let microphoneChoice = try DeviceChoice.microphone(microphone)
+        // A timelapse has no audio track: no microphone is opened for it.
+        let microphoneChoice = timelapse == nil ? try DeviceChoice.microphone(microphone) : nil
         let camera = cameraChoice.device, microphone = microphoneChoice?.device
         let movie = CaptureMovieFileOutput()
         movie.maxRecordedFileSize = maxSize
@@ -87,6 +118,8 @@ struct RecordCommand: AsyncParsableCommand {
         movie.fileType = destination.fileType
         movie.connection.videoRotationAngle = Double(rotation)
         movie.interruptionBehavior = onInterruption.behavior
+        movie.timelapseInterval = timelapse
+        if let timelapseFrameRate { movie.timelapseFrameRate = timelapseFrameRate }
 
         let session = CaptureSession(name: "gcapture-record")
         session.beginConfiguration()

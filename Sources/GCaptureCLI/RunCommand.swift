@@ -140,7 +140,9 @@ struct RunCommand: AsyncParsableCommand {
         }
         // Read only when the page is served, and not when --tls-cert/--tls-key give one.
         let webTLS = http != nil && web.tls == nil ? try Self.webTLS(of: described.checked, file: file) : nil
-        return ControlledRun.SetUp(capture: capture, reload: reload, webTLS: webTLS)
+        // The session's stop drains the timelapse; its file becomes a plain MP4 just after, which the run waits for.
+        return ControlledRun.SetUp(capture: capture, reload: reload, webTLS: webTLS,
+                                   settle: { await described.timelapse?.waitUntilSettled() })
     }
 
     /// The description's certificate and key for the page (already found readable by the check), read; a

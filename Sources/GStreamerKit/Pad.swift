@@ -132,6 +132,17 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             CGstShim_tsan_published(buffer)
         }
 
+        /// Gives the passing buffer new timestamps (making it writable first): how a timelapse puts the frames
+        /// it keeps one frame apart, whatever time they were captured at. A decoding time, when it has one,
+        /// becomes the new presentation time (raw frames are decoded in the order they come).
+        public func setBufferTimestamps(pts: ClockTime, duration: ClockTime) {
+            guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }
+            buffer.pointee.pts = pts
+            if buffer.pointee.dts != ClockTime.none { buffer.pointee.dts = pts }
+            buffer.pointee.duration = duration
+            CGstShim_tsan_published(buffer)
+        }
+
         /// Cuts the first `amount` of time off the passing raw-audio buffer (making it writable first): its bytes
         /// in proportion to its duration, whole frames of `frameBytes` each, and its start moved as much later.
         /// How audio captured across a cut starts exactly at it.

@@ -40,25 +40,27 @@ final class HelpAndCompletionTests: XCTestCase {
     }
 
     /// A synopsis longer than the terminal is wrapped too (ArgumentParser prints it on one line), each
-    /// continuation under the first argument, and a wider terminal gets it on fewer lines.
+    /// continuation under the first argument, and a wider terminal gets it on fewer lines. `preview`'s
+    /// (215 columns): `record` has more than twelve options since --timelapse, which ArgumentParser sums up
+    /// as `[<options>]`.
     func testTheSynopsisWrapsUnderItsFirstArgument() throws {
-        let narrow = try runProduct("gcapture", ["record", "--help"], environment: ["COLUMNS": "80"]).stdout
+        let narrow = try runProduct("gcapture", ["preview", "--help"], environment: ["COLUMNS": "80"]).stdout
         let usage = narrow.split(separator: "\n", omittingEmptySubsequences: false).drop { !$0.hasPrefix("USAGE: ") }.prefix { !$0.isEmpty }
         XCTAssertGreaterThan(usage.count, 1, narrow)
-        let column = "USAGE: gcapture record ".count
+        let column = "USAGE: gcapture preview ".count
         for line in usage.dropFirst() {
             XCTAssertEqual(line.prefix(column).trimmingCharacters(in: .whitespaces), "", "\(line)")
             XCTAssertTrue(line.dropFirst(column).hasPrefix("[") || line.dropFirst(column).hasPrefix("--"), "\(line)")
         }
         let words = { (text: Substring) in text.split(separator: " ") }
-        let wide = try runProduct("gcapture", ["record", "--help"], environment: ["COLUMNS": "300"]).stdout
+        let wide = try runProduct("gcapture", ["preview", "--help"], environment: ["COLUMNS": "300"]).stdout
         let wideUsage = wide.split(separator: "\n", omittingEmptySubsequences: false).drop { !$0.hasPrefix("USAGE: ") }.prefix { !$0.isEmpty }
         XCTAssertEqual(wideUsage.count, 1, wide)
         XCTAssertEqual(usage.flatMap(words), wideUsage.flatMap(words), "wrapping changed the synopsis")
         // A mistake on the command line shows the synopsis too, wrapped the same, on stderr, status 64.
-        let mistake = try runProduct("gcapture", ["record", "--no-such-option"], environment: ["COLUMNS": "80"])
+        let mistake = try runProduct("gcapture", ["preview", "--no-such-option"], environment: ["COLUMNS": "80"])
         XCTAssertEqual(mistake.status, 64)
-        XCTAssertTrue(mistake.stderr.contains("Usage: gcapture record [--log-level <log-level>] [--camera <camera>]\n"), mistake.stderr)
+        XCTAssertTrue(mistake.stderr.contains("Usage: gcapture preview [--log-level <log-level>] [--camera <camera>]\n"), mistake.stderr)
     }
 
     /// The bash completion parses, and completes: subcommands, a subcommand's options, a preset's values.

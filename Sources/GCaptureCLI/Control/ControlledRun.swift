@@ -19,6 +19,9 @@ enum ControlledRun {
         var capture: ControlledCapture
         var reload: CaptureController.ReloadHook = CaptureController.reapplyCurrentSettings
         var webTLS: WebTLSIdentity?
+        /// Waited for once the session has stopped, before the process ends: files the session's stop
+        /// finalized and whose output settles them on its own queue (a description's timelapse).
+        var settle: @Sendable () async -> Void = {}
     }
 
     static func run(json: Bool, web: Web?, makeCapture: () throws -> SetUp) async throws {
@@ -37,8 +40,10 @@ enum ControlledRun {
         let service = ServiceNotifications()
         let controlLoop: ControlLoop
         var server: OperatorWebServer?
+        var settle: @Sendable () async -> Void = {}
         do {
             let setUp = try makeCapture()
+            settle = setUp.settle
             let capture = setUp.capture
             let controller = CaptureController(capture: capture, events: output.events, onReload: setUp.reload) { message in
                 loop.withLock { $0 }?.fail(message)
@@ -70,9 +75,11 @@ enum ControlledRun {
             try await controlLoop.run()
         } catch {
             await server?.stop()
+            await settle()
             throw error
         }
         await server?.stop()
+        await settle()
     }
 
     /// The server and its live view, whose output joins the session before it starts.

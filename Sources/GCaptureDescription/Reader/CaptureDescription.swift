@@ -68,7 +68,8 @@ public struct CaptureDescription: Sendable, Equatable {
         public var movie: Movie?
         public var frames: Frames?
         public var stream: Stream?
-        public var isEmpty: Bool { preview == nil && photo == nil && movie == nil && frames == nil && stream == nil }
+        public var timelapse: Timelapse?
+        public var isEmpty: Bool { preview == nil && photo == nil && movie == nil && frames == nil && stream == nil && timelapse == nil }
     }
 
     /// A window showing the camera (CapturePreviewOutput).

@@ -131,6 +131,7 @@ extension NodeReader {
         if let node = fields["movie"], enabled(node, "outputs.movie") { outputs.movie = readMovie(node) }
         if let node = fields["frames"], enabled(node, "outputs.frames") { outputs.frames = readFrames(node) }
         if let node = fields["stream"], enabled(node, "outputs.stream") { outputs.stream = readStream(node) }
+        if let node = fields["timelapse"], enabled(node, "outputs.timelapse") { outputs.timelapse = readTimelapse(node) }
         return outputs
     }
 

@@ -8,13 +8,14 @@ enum Schema {
     static let keys: [String: [String]] = [
         "": ["version", "camera", "microphone", "rotation", "mirror", "outputs", "filters", "web"],
         "camera": ["id", "position", "preset", "mount", "source", "pattern", "noise"],
-        "outputs": ["preview", "photo", "movie", "frames", "stream"],
+        "outputs": ["preview", "photo", "movie", "frames", "stream", "timelapse"],
         "outputs.preview": ["sink", "gravity", "fullscreen", "mirror"],
         "outputs.photo": ["quality", "zero-shutter-lag", "deferred", "folder", "name", "exif-orientation"],
         "outputs.movie": ["audio", "format", "fragment-interval", "pre-roll", "post-roll", "event-gap", "trigger-every", "max-duration", "max-size", "min-free-disk",
                           "encoder", "bit-rate", "folder", "name"],
         "outputs.frames": ["format", "width", "height", "discard-late"],
         "outputs.stream": ["url", "bit-rate", "key-interval", "profile", "encoder", "audio-codec"],
+        "outputs.timelapse": ["interval", "frame-rate", "max-duration", "folder", "name"],
         "web": ["tls-cert", "tls-key"],
     ]
 

@@ -15,6 +15,8 @@ public final class DescribedSession: Sendable {
     public let previewOutput: CapturePreviewOutput?
     /// Publishes from `start` on to `checked.streamLocation`.
     public let streamOutput: CaptureStreamOutput?
+    /// Records from every start of the session to its stop (`outputs.timelapse`).
+    public let timelapse: DescribedTimelapse?
 
     private struct State {
         var checked: CheckedDescription
@@ -47,6 +49,7 @@ public final class DescribedSession: Sendable {
         movieOutput = description.outputs.movie.map { _ in CaptureMovieFileOutput() }
         frameOutput = description.outputs.frames.map { _ in CaptureVideoDataOutput() }
         streamOutput = description.outputs.stream.map { _ in CaptureStreamOutput() }
+        timelapse = description.outputs.timelapse.map { _ in DescribedTimelapse() }
         previewOutput = description.outputs.preview.map { preview in
             let output = CapturePreviewOutput()
             output.sinkName = preview.sink == "auto" ? nil : preview.sink
@@ -66,6 +69,7 @@ public final class DescribedSession: Sendable {
         for output in outputs { try session.add(output) }
         session.sessionPreset = CaptureSession.Preset(rawValue: description.camera.preset) ?? .high
         try session.commitAndWait()
+        timelapse?.follow(session)
     }
 
     /// Reads, checks and builds in one step; errors are the description's, with their positions.
@@ -75,6 +79,7 @@ public final class DescribedSession: Sendable {
 
     public var outputs: [CaptureOutput] {
         [previewOutput as CaptureOutput?, photoOutput, movieOutput, frameOutput, streamOutput].compactMap { $0 }
+            + [timelapse?.output].compactMap { $0 }
     }
 
     /// Starts the session, and the stream if the description has one.
@@ -90,7 +95,11 @@ public final class DescribedSession: Sendable {
         try streamOutput.startStreaming(to: location)
     }
 
-    public func stop() async { await session.stop() }
+    /// Finalizes the timelapse (waiting for its file), then stops the session.
+    public func stop() async {
+        await timelapse?.stop()
+        await session.stop()
+    }
 
     /// The settings of outputs that can change while the session runs (they apply from the next photo or
     /// recording), and their files.
@@ -123,6 +132,7 @@ public final class DescribedSession: Sendable {
             streamOutput.videoEncoder = stream.encoder
             streamOutput.audioCodec = CaptureStreamOutput.AudioCodec(rawValue: stream.audioCodec) ?? .aac
         }
+        if let settings = description.outputs.timelapse { timelapse?.configure(settings, folder: checked.timelapseFolder) }
         if let frames = description.outputs.frames, let frameOutput {
             frameOutput.alwaysDiscardsLateVideoFrames = frames.discardLate
         }
@@ -170,7 +180,7 @@ public final class DescribedSession: Sendable {
         let mirrored = isMirrored
         // The preview turns with what is captured, so that it shows what the photos will; its mirroring is its own.
         previewOutput?.connection.videoRotationAngle = angle
-        for output in [photoOutput as CaptureOutput?, movieOutput, frameOutput].compactMap({ $0 }) {
+        for output in [photoOutput as CaptureOutput?, movieOutput, frameOutput, timelapse?.output].compactMap({ $0 }) {
             output.connection.videoRotationAngle = angle
             // The description says whether what is captured is mirrored (it is not, unless it says so: what
             // automatic adjustment also gives it); AVFoundation allows setting it only by hand.
@@ -246,6 +256,7 @@ public final class DescribedSession: Sendable {
             // A movie output added or removed is outputs.movie's change, not the microphone's.
             ("microphone", old.microphone != new.microphone
                 || was.outputs.movie != nil && now.outputs.movie != nil && was.outputs.movie?.audio != now.outputs.movie?.audio),
+            ("outputs.timelapse", (was.outputs.timelapse == nil) != (now.outputs.timelapse == nil)),
             // The web page's certificate is read when the run starts.
             ("web", was.web != now.web),
         ]
@@ -256,6 +267,9 @@ public final class DescribedSession: Sendable {
                                ("outputs.frames", was.outputs.frames?.discardLate != now.outputs.frames?.discardLate
                                     && !report.needsRestart.contains("outputs.frames"))] where changed {
             report.applied.append(key)
+        }
+        if was.outputs.timelapse != now.outputs.timelapse, !report.needsRestart.contains("outputs.timelapse") {
+            report.applied.append("outputs.timelapse")
         }
         if was.rotation != now.rotation { report.applied.append("rotation") }
         if was.mirrored != now.mirrored { report.applied.append("mirror") }

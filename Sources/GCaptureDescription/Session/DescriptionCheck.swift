@@ -33,6 +33,7 @@ public struct CheckedDescription: Sendable {
     /// Where photos and movies go, absolute (created when the session is built).
     public let photoFolder: URL?
     public let movieFolder: URL?
+    public internal(set) var timelapseFolder: URL?
     /// Where the stream goes, as CaptureStreamOutput takes it (an HLS playlist's path made absolute).
     public let streamLocation: String?
     /// The web page's certificate and key (`web.tls-cert`, `web.tls-key`), absolute, files this user can
@@ -107,10 +108,12 @@ extension CaptureDescription {
         let all = (reading.diagnostics + checker.diagnostics).ordered()
         let errors = all.filter { $0.severity == .error }
         guard errors.isEmpty, let result else { throw DescriptionError(errors) }
-        return CheckedDescription(description: description, camera: result.camera, microphone: result.microphone,
+        var checked = CheckedDescription(description: description, camera: result.camera, microphone: result.microphone,
                                   photoFolder: result.photoFolder, movieFolder: result.movieFolder,
                                   streamLocation: result.streamLocation, tlsCertificate: result.tlsCertificate,
                                   tlsKey: result.tlsKey, warnings: all.filter { $0.severity == .warning }, notices: checker.notices)
+        checked.timelapseFolder = result.timelapseFolder
+        return checked
     }
 }
 
@@ -133,6 +136,7 @@ struct MachineCheck {
         var microphone: CaptureDevice?
         var photoFolder: URL?
         var movieFolder: URL?
+        var timelapseFolder: URL?
         var streamLocation: String?
         var tlsCertificate: URL?
         var tlsKey: URL?
@@ -169,6 +173,7 @@ struct MachineCheck {
         found?.photoFolder = photoFolder
         found?.movieFolder = movieFolder
         found?.streamLocation = description.outputs.stream.flatMap { checkStream($0) }
+        found?.timelapseFolder = description.outputs.timelapse.flatMap { folder($0.folder, "outputs.timelapse.folder") }
         found?.tlsCertificate = description.web.tlsCertificate.flatMap { readableFile($0, "web.tls-cert") }
         found?.tlsKey = description.web.tlsKey.flatMap { readableFile($0, "web.tls-key") }
         return found

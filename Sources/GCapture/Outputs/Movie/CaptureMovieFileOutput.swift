@@ -109,6 +109,32 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         }
     }
 
+    /// Timelapse: seconds of capture between the frames a recording keeps (nil, the default: every frame).
+    /// Set, a recording keeps the camera's first frame, then the first of every following `timelapseInterval`
+    /// of capture (by the session's running time, pauses excluded), and writes them `timelapseFrameRate` a
+    /// second: ten minutes at 1 s make 600 frames, 20 s of movie at 30 fps. No audio track; the recording's
+    /// own encoder (never one shared with a stream, never the pre-roll ring: no pre-roll is kept while it is
+    /// set), which never sees the frames left out; every frame a key frame. In a timelapse
+    /// `maxRecordedDuration` and `movieFragmentInterval` (what a crash may cost) count capture time, pauses
+    /// excluded, as for any recording: "shoot for 8 hours"; `recordedDuration` and the statistics describe
+    /// the file, so they count the movie's time. An interval shorter than the camera's frame interval keeps
+    /// every frame. Takes effect at the next recording.
+    public var timelapseInterval: TimeInterval? {
+        get { settings.timelapseInterval }
+        set {
+            let context = state.withLock { state -> OutputContext? in
+                state.settings.timelapseInterval = newValue.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
+                return state.context
+            }
+            context?.onSessionQueue { graph in self.updatePreRoll(in: graph) }
+        }
+    }
+
+    /// Frames a second of a timelapse's movie (see `timelapseInterval`). Default 30.
+    public var timelapseFrameRate: Int {
+        get { settings.timelapseFrameRate } set { changeSettings { $0.timelapseFrameRate = max(1, newValue) } }
+    }
+
     /// What the pre-roll ring holds: encoded video and raw audio, by reference.
     public struct PreRollHolding: Sendable, Equatable, Codable {
         public var videoBytes = 0
@@ -127,7 +153,10 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
 
     /// On the session's queue: the ring as `preRollDuration` asks, for the graph running now (nil: none).
     private func updatePreRoll(in graph: (any OutputGraph)?) {
-        let (wanted, current) = state.withLock { ($0.context == nil ? 0 : $0.settings.preRollDuration, $0.preRoll) }
+        // A timelapse takes no pre-roll: the ring would encode every frame all the time for nothing.
+        let (wanted, current) = state.withLock {
+            ($0.context == nil || $0.settings.timelapseInterval != nil ? 0 : $0.settings.preRollDuration, $0.preRoll)
+        }
         let nanoseconds = UInt64((wanted * 1e9).rounded())
         if let current, current.duration == nanoseconds { return }
         if let current {
@@ -291,8 +320,10 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         }
         if busy { return fail(.recordingFailed(reason: "already recording to \(outputFileURL?.path ?? "a file")", underlying: nil)) }
         guard let context else { return fail(.sessionNotRunning) }
-        // The moment asked for, from the caller's side: a pre-roll counts back from it.
+        // The moment asked for, from the caller's side: a pre-roll counts back from it, and the ring keeps
+        // what it needs for that until the recording attaches.
         let requestRunningTime = context.runningTime()
+        if let requestRunningTime { state.withLock { $0.preRoll }?.pin(requestedAt: requestRunningTime) }
         do throws(CaptureError) { try PhotoProcessor.checkWritable(url) } catch { return fail(error) }
         let encoding: MovieEncoding
         do throws(CaptureError) { encoding = try settings.encoding() } catch { return fail(error) }
@@ -378,7 +409,9 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
 
     /// On the session queue: builds the recording's branch and links it to the running tees.
     private func attachRecording(to graph: any OutputGraph, url: URL) throws(CaptureError) {
-        guard let (recording, settings, preRoll) = state.withLock({ state in state.recording.map { ($0, state.settings, state.preRoll) } }) else {
+        guard let (recording, settings, preRoll) = state.withLock({ state in
+            state.recording.map { ($0, state.settings, $0.encoding.timelapse == nil ? state.preRoll : nil) }
+        }) else {
             throw .sessionNotRunning
         }
         let branch = try MovieRecordingBranch(
@@ -411,7 +444,9 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     private func limitReading() -> RecordingLimitMonitor.Reading? {
         let (settings, encoding) = state.withLock { ($0.settings, $0.recording?.encoding) }
         guard let encoding else { return nil }
-        return .init(maxDuration: settings.maxDuration, minFreeDisk: settings.minFreeDisk, encoding: encoding,
+        // A timelapse's duration limit counts capture time, which only its timeline sees (frame by frame;
+        // the session's filler keeps frames coming while the camera is away); recordedDuration is the movie's.
+        return .init(maxDuration: encoding.timelapse == nil ? settings.maxDuration : nil, minFreeDisk: settings.minFreeDisk, encoding: encoding,
                      recordedDuration: recordedDuration)
     }
 

@@ -29,6 +29,10 @@ struct MovieEncoding: Sendable {
         didSet { if fedByPreRoll { sharesEncoder = true } }
     }
 
+    /// One frame kept every so often, played at its own rate, without audio (nil: every frame, as captured).
+    /// Always encoded by the recording's own encoder: the frames it drops never reach one.
+    var timelapse: Timelapse?
+
     /// The appsrcs a bin fed by a pre-roll ring starts with.
     static let videoSource = "video_src", audioSource = "audio_src"
 
@@ -41,6 +45,10 @@ struct MovieEncoding: Sendable {
         encoding.frameRate = Int((selection?.frameRate.doubleValue ?? 30).rounded())
         encoding.rotation = Int(output.connection.videoRotationAngle)
         encoding.mirrored = output.connection.mirrorsCapturedFrames
+        if let timelapse = encoding.timelapse {
+            encoding.withAudio = false
+            encoding.frameRate = timelapse.frameRate
+        }
         encoding.cameraPixelFormat = selection?.format.pixelFormat
         encoding.frameSize = selection.map { ($0.format.width, $0.format.height) }
         let bitRateIsDefault = encoding.videoBitRate == 0
@@ -79,7 +87,14 @@ struct MovieEncoding: Sendable {
     /// Every encoded buffer passes the sink pad of the tee named `encodedVideo` or `encodedAudio` on its way
     /// to both files: where the recording counts what it writes and enforces its size limit.
     /// A key frame a second: each fragment can start with one, and a cut loses at most a second's frames.
-    var keyInterval: Int { max(1, frameRate) }
+    /// A timelapse's frames are far apart in time and little alike: each is a key frame, so a fragment
+    /// can end after any of them and a crash costs the sidecar at most the one being written.
+    var keyInterval: Int { timelapse == nil ? max(1, frameRate) : 1 }
+
+    /// The muxer's fragment, in the movie's time (see Timelapse.fragmentDuration), nanoseconds.
+    var muxFragmentDuration: UInt64 {
+        timelapse?.fragmentDuration(holdingCaptureOf: fragmentInterval) ?? UInt64((fragmentInterval * 1e9).rounded())
+    }
 
     /// The H.264 the recording's video is: Main profile, the profile streams are pinned to by default, so
     /// that a stream of the same session can carry the recording's encode.
@@ -97,7 +112,7 @@ struct MovieEncoding: Sendable {
     /// Whether the recording can take its video from an encoder it shares: not when its pixels are turned
     /// (no one else wants them so), nor when it must tell the session's filler frames from the camera's
     /// (`dropsFillerFrames`: the mark of a filler frame does not survive the encoder).
-    func canShareEncoder(dropsFillerFrames: Bool) -> Bool { pixelTransform == .identity && !dropsFillerFrames }
+    func canShareEncoder(dropsFillerFrames: Bool) -> Bool { pixelTransform == .identity && !dropsFillerFrames && timelapse == nil }
 
     static let encodedVideo = "vt"
     static let encodedAudio = "at"
@@ -140,7 +155,7 @@ struct MovieEncoding: Sendable {
             if container == .mp4 { parts.append("at. ! \(muxQueue) ! sidecar.audio_0") }
         }
         let muxer = container == .mp4
-            ? "mp4mux name=mux fragment-duration=\(Int(fragmentInterval * 1000))"
+            ? "mp4mux name=mux fragment-duration=\(max(1, muxFragmentDuration / 1_000_000))"
             : "matroskamux name=mux"
         // Unbuffered, both files: what the muxers have written is on disk, so a kill cuts the movie only
         // inside a fragment being written then (filesink's own 64 KiB buffer left the last fragment

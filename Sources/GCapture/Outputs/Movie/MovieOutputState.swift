@@ -13,12 +13,17 @@ struct MovieOutputSettings: Sendable {
     var videoEncoder: String?
     var interruptionBehavior = CaptureMovieFileOutput.InterruptionBehavior.continueThroughGap
     var preRollDuration: TimeInterval = 0
+    /// Seconds of capture between the frames a timelapse keeps; nil: every frame.
+    var timelapseInterval: TimeInterval?
+    var timelapseFrameRate = 30
 
     /// The encoding a recording asks for; its branch completes it from the camera and the session.
     func encoding() throws(CaptureError) -> MovieEncoding {
-        MovieEncoding(container: fileType == .mp4 ? .mp4 : .matroska, videoBitRate: videoBitRate ?? 0,
-                      frameRate: 30, fragmentInterval: fragmentInterval, withAudio: false,
-                      videoEncoder: try H264Encoder.choose(videoEncoder))
+        var encoding = MovieEncoding(container: fileType == .mp4 ? .mp4 : .matroska, videoBitRate: videoBitRate ?? 0,
+                                     frameRate: 30, fragmentInterval: fragmentInterval, withAudio: false,
+                                     videoEncoder: try H264Encoder.choose(videoEncoder))
+        encoding.timelapse = timelapseInterval.map { Timelapse(interval: $0, frameRate: timelapseFrameRate) }
+        return encoding
     }
 }
 

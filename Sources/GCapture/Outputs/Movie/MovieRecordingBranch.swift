@@ -68,8 +68,8 @@ struct MovieRecordingBranch {
         }
         let timeline = RecordingTimeline(
             limits: .init(maxDuration: settings.maxDuration.map { UInt64(($0 * 1e9).rounded()) }, maxFileSize: settings.maxFileSize),
-            size: MovieSizeEstimate(fragmentDuration: UInt64(encoding.fragmentInterval * 1e9), withAudio: encoding.withAudio),
-            dropsFillerFrames: dropsFillerFrames,
+            size: MovieSizeEstimate(fragmentDuration: encoding.muxFragmentDuration, withAudio: encoding.withAudio),
+            dropsFillerFrames: dropsFillerFrames, timelapse: encoding.timelapse,
             onLimit: onLimit)
         if paused { timeline.pause() }
         // Frames from a shared encoder arrive as H.264 in the encoder's time: the file starts (and resumes)
@@ -144,6 +144,19 @@ struct MovieRecordingBranch {
                     return .drop
                 }
                 info.shiftBufferTimestamps(earlierBy: shift)
+                return .ok
+            }
+        } else if timeline.isTimelapse {
+            // Frames a timelapse does not keep are dropped here, before the input queue and the encoder.
+            pads.first?.addProbe(.buffer) { info in
+                guard let placed = timeline.admitTimelapseFrame(info.bufferPTS, duration: info.bufferDuration, isFiller: info.isGapBuffer) else {
+                    return .drop
+                }
+                // Copied here if a camera's bounded pool lent it (what DeviceFrameCopy's probe would do after this
+                // one): retiming makes the buffer writable, and the shallow copy that takes no longer says
+                // whose pool the memory is, so the later probe would let the driver's memory into the encoder.
+                if info.replaceBufferWithCopyIfLentByBoundedPool() { DeviceFrameCopy.copiedFrames.add(1, ordering: .relaxed) }
+                info.setBufferTimestamps(pts: placed.pts, duration: placed.duration)
                 return .ok
             }
         } else {

@@ -31,7 +31,15 @@ final class PreRollRing: @unchecked Sendable {
         var bytes = 0
         var feed: PreRollFeed?
         var removed = false
+        /// A recording asked for at this running time is on its way to `attach`: what it will begin with is
+        /// kept meanwhile, whatever arrives (frames keep coming between the call and the attach, and
+        /// trimming by them alone dropped the key frame the recording was to begin at). Until `pinExpiry`.
+        var pinnedRequest: UInt64?
+        var pinExpiry: ContinuousClock.Instant?
     }
+
+    /// How long a pin holds at most: a recording that never attaches must not keep the ring from trimming.
+    static let pinLifetime: Duration = .seconds(5)
 
     /// Nanoseconds kept before a recording's start.
     let duration: UInt64
@@ -119,9 +127,17 @@ final class PreRollRing: @unchecked Sendable {
                      offset: Int64(clamping: running) - Int64(clamping: pts), isKeyFrame: isKeyFrame)
     }
 
-    /// Keeps the newest key frame at least `duration` before `newest`, and everything after it.
+    /// Keeps the newest key frame at least `duration` before `newest` (or before a pinned request), and
+    /// everything after it.
     private func trim(_ state: inout State, newest: UInt64) {
-        let cutoff = newest.subtractingClamped(duration)
+        var cutoff = newest.subtractingClamped(duration)
+        if let pinned = state.pinnedRequest, let expiry = state.pinExpiry {
+            if ContinuousClock.now < expiry {
+                cutoff = min(cutoff, pinned.subtractingClamped(duration))
+            } else {
+                (state.pinnedRequest, state.pinExpiry) = (nil, nil)
+            }
+        }
         var keep = 0
         for (index, entry) in state.video.enumerated() {
             guard entry.runningTime <= cutoff else { break }
@@ -153,6 +169,15 @@ final class PreRollRing: @unchecked Sendable {
         return start
     }
 
+    /// At the startRecording call (any thread): keeps what a recording asked for at `requestTime` will
+    /// begin with until it attaches (at most `pinLifetime`).
+    func pin(requestedAt requestTime: UInt64) {
+        state.withLock { state in
+            state.pinnedRequest = min(state.pinnedRequest ?? requestTime, requestTime)
+            state.pinExpiry = ContinuousClock.now + Self.pinLifetime
+        }
+    }
+
     /// Gives `feed` what the ring holds from the newest key frame at least `duration` before `requestTime`
     /// (nil: nothing kept, from the next key frame on), then every buffer as it arrives until `detach`.
     /// Returns the running time the feed begins at, nil when it waits for the next key frame.
@@ -165,6 +190,7 @@ final class PreRollRing: @unchecked Sendable {
             }
             state.feed?.end()
             state.feed = feed
+            (state.pinnedRequest, state.pinExpiry) = (nil, nil)
             guard let requestTime, let start = Self.startIndex(in: state.video, before: requestTime.subtractingClamped(duration)) else {
                 return nil
             }

@@ -58,19 +58,22 @@ final class RecordingTimeline: Sendable {
         /// The first encoded frame's timestamp: encoders may offset theirs (x264enc by 1000 hours).
         var firstMuxedVideo: UInt64?
         var statistics = Statistics()
+        /// A timelapse's choice of frames (its duration limit counts capture time, as any recording's does).
+        var timelapse: TimelapseSelection?
     }
 
     private let state: Locked<State>
     private let onLimit: @Sendable (CaptureError) -> Void
 
     init(limits: Limits = Limits(), size: MovieSizeEstimate = MovieSizeEstimate(fragmentDuration: 1_000_000_000, withAudio: false),
-         dropsFillerFrames: Bool = false, onLimit: @escaping @Sendable (CaptureError) -> Void = { _ in }) {
-        state = Locked(State(limits: limits, dropsFillerFrames: dropsFillerFrames, size: size))
+         dropsFillerFrames: Bool = false, timelapse: Timelapse? = nil, onLimit: @escaping @Sendable (CaptureError) -> Void = { _ in }) {
+        state = Locked(State(limits: limits, dropsFillerFrames: dropsFillerFrames, size: size, timelapse: timelapse.map(TimelapseSelection.init)))
         self.onLimit = onLimit
     }
 
     var stats: Statistics { state.withLock { $0.statistics } }
     var isPaused: Bool { state.withLock { $0.pauseRequested } }
+    var isTimelapse: Bool { state.withLock { $0.timelapse != nil } }
     /// A resume is asked for and waits for its first frame (with encoded frames: a key frame).
     var isResuming: Bool { state.withLock { $0.resumeRequested } }
 
@@ -96,6 +99,18 @@ final class RecordingTimeline: Sendable {
         return state.withLock {
             $0.admitVideo(at: UInt64(pts), duration: duration, isFiller: isFiller, isKeyFrame: isKeyFrame, reachedLimit: &reached)
         }
+    }
+
+    /// For a timelapse's video input probe: nil when the frame stays out of the file (paused, filler kept
+    /// out, not the first of its slot, past the limit), else the timestamps it takes in the movie. Pauses,
+    /// the file's start and the duration limit are any recording's: they count capture time.
+    func admitTimelapseFrame(_ pts: ClockTime?, duration: ClockTime?, isFiller: Bool) -> (pts: ClockTime, duration: ClockTime)? {
+        guard let pts else { return nil }
+        var reached = false
+        defer { report(.maximumDurationReached, if: reached) }
+        return state.withLock {
+            $0.admitTimelapseFrame(at: UInt64(pts), duration: duration, isFiller: isFiller, reachedLimit: &reached)
+        }.map { (ClockTime($0.pts), ClockTime($0.duration)) }
     }
 
     /// For the audio input's probe: audio enters only while video is being recorded; nil keeps the buffer
@@ -194,6 +209,16 @@ extension RecordingTimeline.State {
         }
         lastVideoEnd = time + interval
         return ClockTime((start ?? time) + pausedTotal)
+    }
+
+    /// See RecordingTimeline.admitTimelapseFrame.
+    mutating func admitTimelapseFrame(at time: UInt64, duration: ClockTime?, isFiller: Bool,
+                                      reachedLimit reached: inout Bool) -> (pts: UInt64, duration: UInt64)? {
+        guard timelapse != nil,
+              let shift = admitVideo(at: time, duration: duration, isFiller: isFiller, isKeyFrame: true, reachedLimit: &reached),
+              let placement = timelapse?.placement(at: time - UInt64(shift)) else { return nil }
+        timelapse?.keep(at: time - UInt64(shift))
+        return placement
     }
 
     /// See RecordingTimeline.admitAudio.
