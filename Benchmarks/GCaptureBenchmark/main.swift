@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve }
+    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve, motion }
 
     var seconds = 10.0
     var rounds = 3
@@ -27,6 +27,7 @@ struct Options {
                gcapture-bench --only stream [--seconds S] [--rounds N] [--json]   (needs nginx + libnginx-mod-rtmp)
                gcapture-bench --only switch [--rounds N] [--json]                 (where /dev/video0 and 1 are vivid)
                gcapture-bench --only serve [--seconds S] [--rounds N] [--json]    (the web page's live view, 1 and 10 viewers)
+               gcapture-bench --only motion [--seconds S] [--rounds N] [--json]   (a CaptureMotionOutput's CPU)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -57,6 +58,8 @@ struct Options {
         switch → the new camera's first frame against a plain v4l2src's start on it, and the gap across each switch.
         `--only serve` (never part of the default run) runs `gcapture serve` and compares its CPU with ten MJPEG viewers
         against one: the live view is encoded once, so ten should cost at most 1.2x one.
+        `--only motion` (never part of the default run) runs the 1080p30 session with and without a CaptureMotionOutput,
+        alternating, and prints the difference of their CPU as a share of one core (goal ≤ 3 %).
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -94,7 +97,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch or serve, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, serve or motion, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -104,7 +107,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve, .motion].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -117,6 +120,7 @@ if arguments.first == "child" {
     if childArguments.first?.hasPrefix("soak-") == true { exit(await SoakChild.childMain(childArguments)) }
     if childArguments.first?.hasPrefix("v4l2-") == true { exit(await V4L2RingChild.childMain(childArguments)) }
     if childArguments.first == PlainStartChild.childMode { exit(await PlainStartChild.childMain(childArguments)) }
+    if childArguments.first == MotionBenchmark.childMode { exit(await MotionBenchmark.childMain(Array(childArguments.dropFirst()))) }
     if childArguments.first == PreviewBenchmark.childMode { exit(await PreviewBenchmark.childMain(Array(childArguments.dropFirst()))) }
     exit(await FrameChild.main(childArguments))
 }
@@ -150,6 +154,9 @@ switch options.only {
 case .preview?:
     await reportAlone({ try PreviewBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
                       table: PreviewBenchmark.table)
+case .motion?:
+    await reportAlone({ try MotionBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
+                      table: MotionBenchmark.table)
 case .serve?:
     await reportAlone({ try ServeBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
                       table: ServeBenchmark.table)
