@@ -196,16 +196,16 @@ public final class CaptureMotionOutput: CaptureOutput, @unchecked Sendable {
     private func deliver(_ event: Event?) {
         guard let event else { return }
         let delivery = self.delivery.withLock { $0 }
+        // Set before anyone hears of the event, so that whoever does reads the same state.
+        if case .motionBegan = event { motionDetected.store(true, ordering: .relaxed) } else { motionDetected.store(false, ordering: .relaxed) }
         streams.yield(event)
         switch event {
         case .motionBegan(let motion):
-            motionDetected.store(true, ordering: .relaxed)
             if let delegate = delivery.delegate, let queue = delivery.delegateQueue {
                 queue.async { delegate.captureOutput(self, didBeginMotion: motion) }
             }
             if let hook = delivery.onMotionBegan { hookQueue.async { hook(motion) } }
         case .motionEnded(let motion):
-            motionDetected.store(false, ordering: .relaxed)
             if let delegate = delivery.delegate, let queue = delivery.delegateQueue {
                 queue.async { delegate.captureOutput(self, didEndMotion: motion) }
             }
