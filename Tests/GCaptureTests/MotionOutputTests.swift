@@ -147,6 +147,21 @@ final class MotionOutputTests: XCTestCase {
         try await expectOnlyTheControlToSeeTheObject(zoned, "zoned")
     }
 
+    /// The scene is part of the test camera's options: encoded and decoded with them, and options written
+    /// before there were scenes still decode (without one).
+    func testTestCameraOptionsWithASceneStayCodable() throws {
+        let options = TestCameraOptions(pattern: .smpte, motion: 0, scene: .init(
+            object: .init(rect: Self.objectRect, luma: 16, appearsAfter: 2.5), brightnessRamp: -0.5))
+        let decoded = try JSONDecoder().decode(TestCameraOptions.self, from: JSONEncoder().encode(options))
+        XCTAssertEqual(decoded, options)
+        XCTAssertEqual(decoded.scene?.object?.rect, Self.objectRect)
+        var plain = try JSONSerialization.jsonObject(with: JSONEncoder().encode(TestCameraOptions())) as? [String: Any]
+        plain?["scene"] = nil
+        let older = try JSONSerialization.data(withJSONObject: try XCTUnwrap(plain))
+        XCTAssertNil(try JSONDecoder().decode(TestCameraOptions.self, from: older).scene)
+        XCTAssertNotEqual(options, TestCameraOptions(pattern: .smpte, motion: 0), "the scene is not part of the options' identity")
+    }
+
     private func expectOnlyTheControlToSeeTheObject(_ restricted: CaptureMotionOutput, _ name: String) async throws {
         let control = CaptureMotionOutput()
         let controlEvents = control.events()
