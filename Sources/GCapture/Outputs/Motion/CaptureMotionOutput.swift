@@ -158,7 +158,8 @@ public final class CaptureMotionOutput: CaptureOutput, @unchecked Sendable {
     override func didJoin(_ context: OutputContext, branch: Bin?) {
         deliver(analysis.withLock { $0.restart() })
         guard let sink = Self.appSink(in: branch) else { return }
-        sink.setSampleHandler { [weak self] sample in self?.analyze(sample) }
+        // Each frame is read where it lies and let go at once: no Sample, no allocation per frame.
+        sink.setMappedFrameHandler(layoutCache: layoutCache) { [weak self] frame in self?.analyze(frame) }
     }
 
     override func didDetach() {
@@ -180,16 +181,14 @@ public final class CaptureMotionOutput: CaptureOutput, @unchecked Sendable {
         deliver(analysis.withLock { $0.restart() })
     }
 
-    private func analyze(_ sample: Sample) {
-        guard let layout = sample.videoInfo(cache: layoutCache), layout.format == "GRAY8" else { return }
+    private func analyze(_ frame: AppSink.MappedFrame) {
+        guard frame.layout.format == "GRAY8" else { return }
         let settings = self.settings.withLock { $0 }
-        let presentationTime = UInt64(sample.presentationTime ?? 0)
-        let event: Event? = sample.withBytes { bytes in
-            analysis.withLock { analysis in
-                analysis.analyze(bytes, width: layout.width, height: layout.height, stride: layout.strides[0],
-                                 presentationTime: presentationTime, settings: settings)
-            }
-        } ?? nil
+        let event = analysis.withLock { analysis in
+            analysis.analyze(frame.bytes, width: frame.layout.width, height: frame.layout.height,
+                             stride: frame.layout.strides[0], presentationTime: UInt64(frame.presentationTime ?? 0),
+                             settings: settings)
+        }
         deliver(event)
     }
 
