@@ -147,6 +147,30 @@ final class MotionOutputTests: XCTestCase {
         try await expectOnlyTheControlToSeeTheObject(zoned, "zoned")
     }
 
+    /// The camera interrupted (black frames in its place) and back is no motion: the output pauses while the
+    /// session fills the gap and learns the picture anew after it.
+    func testAnInterruptionIsNotMotion() async throws {
+        let motion = CaptureMotionOutput()
+        let events = MotionEventLog(motion)
+        let session = try await startSession(camera: sceneCamera("interrupted", appearsAfter: nil), outputs: [motion])
+        defer { XCTAssertNoThrow(try withinBlocking(engineDeadline, "session.stopRunning()") { session.stopRunning() }) }
+        let log = SessionEventLog(session)
+        try await within(engineDeadline, "a second of frames") {
+            while motion.analyzedFrameCount < Self.frameRate { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        session.queue.async { session.interruptions.interrupt(.video, reason: .videoDeviceStalled) }
+        let interrupted = await log.wait(timeout: engineDeadline) { !$0.interruptions.isEmpty }
+        XCTAssertTrue(interrupted, "the session was not interrupted")
+        let ended = await log.wait(timeout: engineDeadline) { !$0.endings.isEmpty }
+        XCTAssertTrue(ended, "the interruption did not end")
+        let resumed = motion.analyzedFrameCount
+        try await within(engineDeadline, "a second of frames after the interruption") {
+            while motion.analyzedFrameCount < resumed + Self.frameRate { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        print("motion: interrupted and back, \(motion.analyzedFrameCount) frames analyzed, events \(events.all)")
+        XCTAssertEqual(events.all, [], "the interruption was taken for motion")
+    }
+
     /// The scene is part of the test camera's options: encoded and decoded with them, and options written
     /// before there were scenes still decode (without one).
     func testTestCameraOptionsWithASceneStayCodable() throws {
