@@ -148,9 +148,9 @@ public final class CaptureMotionOutput: CaptureOutput, @unchecked Sendable {
     override var keepsFrames: Bool { false }
 
     override func branchDescription() throws(CaptureError) -> String? {
-        // Scaled before converting: nearest-neighbour reads only the samples it keeps, so a 1080p frame costs
-        // about as much as a 160-pixel one, and the conversion to grey runs on the small picture. The height
-        // follows from the width at square pixels. Late frames are dropped by the guard queue in front.
+        // Scaled before converting: nearest-neighbour reads only the rows and samples it keeps, and the
+        // conversion to grey then runs on the small picture, not on the camera's. The height follows from the
+        // width at square pixels. Late frames are dropped by the guard queue in front.
         "videoscale method=nearest-neighbour ! videoconvert ! capsfilter caps=\"video/x-raw,format=GRAY8,"
             + "width=\(Self.analysisWidth),pixel-aspect-ratio=1/1\" ! " + Self.appSinkFragment
     }
