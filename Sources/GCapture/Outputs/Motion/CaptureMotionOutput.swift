@@ -147,6 +147,11 @@ public final class CaptureMotionOutput: CaptureOutput, @unchecked Sendable {
     /// Frames are let go as soon as they are analyzed: the camera's buffers are taken as they are.
     override var keepsFrames: Bool { false }
 
+    /// Not thinned under system pressure: its work per frame is small (a 160-pixel picture), and how soon
+    /// motion is seen is what a recorder started by it waits for. (Critical pressure halves the camera's
+    /// frames for every output, this one too.)
+    override var yieldsFramesUnderPressure: Bool { false }
+
     override func branchDescription() throws(CaptureError) -> String? {
         // Scaled before converting: nearest-neighbour reads only the rows and samples it keeps, and the
         // conversion to grey then runs on the small picture, not on the camera's. The height follows from the
