@@ -119,14 +119,14 @@ final class MotionOutputTests: XCTestCase {
         try await within(Double(seconds) + engineDeadline, "\(seconds) s of frames analyzed") {
             while motion.analyzedFrameCount < seconds * Self.frameRate { try await Task.sleep(for: .milliseconds(100)) }
         }
-        let state = try XCTUnwrap(motion.lastNoiseAndBrightnessChange)
+        let state = motion.statistics
         let entries = log.all
         let firstLuma: Double = entries.prefix(10).map(\.regionLuma).reduce(0, +)
         let lastLuma: Double = entries.suffix(10).map(\.regionLuma).reduce(0, +)
         let brightening = (lastLuma - firstLuma) / 10
         print("motion: \(motion.analyzedFrameCount) frames of noise ±10 and a light ramp (the bars brightened by "
               + "\(Int(brightening)) steps); events \(events.all.count), largest score while still "
-              + "\(motion.largestStillScore) (minimum area \(motion.minimumArea)), noise \(state.noise) steps")
+              + "\(state.largestStillScore) (minimum area \(motion.minimumArea)), noise \(state.noise) steps")
         XCTAssertEqual(events.all, [], "noise or light taken for motion")
         // The scene did what it was asked: the light changed, and there was noise to ignore.
         XCTAssertGreaterThan(brightening, 60, "the light did not change by the ramp's 72 steps")
@@ -199,7 +199,7 @@ final class MotionOutputTests: XCTestCase {
             while restricted.analyzedFrameCount < seen + Self.frameRate { try await Task.sleep(for: .milliseconds(10)) }
         }
         print("motion (\(name)): the control saw the object; the \(name) output \(restricted.analyzedFrameCount) frames, "
-              + "largest score \(restricted.largestStillScore)")
+              + "largest score \(restricted.statistics.largestStillScore)")
         XCTAssertEqual(restrictedEvents.all, [], "the \(name) output saw the object")
         XCTAssertTrue(control.isMotionDetected)
         XCTAssertFalse(restricted.isMotionDetected)

@@ -133,13 +133,25 @@ public final class CaptureMotionOutput: CaptureOutput, @unchecked Sendable {
     /// Frames analyzed since the output was created.
     public var analyzedFrameCount: Int { analysis.withLock { $0.analyzedFrames } }
 
-    /// The highest score of any frame analyzed while no motion ran: how close the scene's noise came to
-    /// `minimumArea`.
-    public var largestStillScore: Double { analysis.withLock { $0.largestStillScore } }
+    /// What the analysis has seen so far: how close the scene's noise came to motion, and the picture now.
+    public struct Statistics: Sendable, Hashable {
+        public var analyzedFrames: Int
+        /// Frames whose changed share reached `minimumArea`.
+        public var framesWithMotion: Int
+        /// The highest score of a frame analyzed while no motion ran.
+        public var largestStillScore: Double
+        /// The last frame's mean pixel noise, in luma steps (0 before the first frame).
+        public var noise: Double
+        /// How many luma steps the last frame's whole picture differed from the background (taken out).
+        public var brightnessChange: Int
+    }
 
-    /// The last frame's mean pixel noise and brightness change, in luma steps (nil before the first frame).
-    public var lastNoiseAndBrightnessChange: (noise: Double, brightnessChange: Int)? {
-        analysis.withLock { $0.lastMeasurement.map { ($0.noise, $0.brightnessChange) } }
+    public var statistics: Statistics {
+        analysis.withLock { analysis in
+            Statistics(analyzedFrames: analysis.analyzedFrames, framesWithMotion: analysis.framesWithMotion,
+                       largestStillScore: analysis.largestStillScore, noise: analysis.lastMeasurement?.noise ?? 0,
+                       brightnessChange: analysis.lastMeasurement?.brightnessChange ?? 0)
+        }
     }
 
     // MARK: The branch
