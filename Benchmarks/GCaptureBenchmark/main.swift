@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve, preroll }
+    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve, preroll, motion }
 
     var seconds = 10.0
     var rounds = 3
@@ -28,6 +28,7 @@ struct Options {
                gcapture-bench --only switch [--rounds N] [--json]                 (where /dev/video0 and 1 are vivid)
                gcapture-bench --only serve [--seconds S] [--rounds N] [--json]    (the web page's live view, 1 and 10 viewers)
                gcapture-bench --only preroll [--seconds S] [--rounds N] [--json]  (a recording with a 5 s pre-roll ring and without)
+               gcapture-bench --only motion [--seconds S] [--rounds N] [--json]   (a CaptureMotionOutput's CPU)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -60,6 +61,8 @@ struct Options {
         against one: the live view is encoded once, so ten should cost at most 1.2x one.
         `--only preroll` (never part of the default run) records with a 5 s pre-roll ring and without: the recording's
         CPU, what waiting costs, the ring's size against bit rate × seconds, and trigger → event clip started.
+        `--only motion` (never part of the default run) runs the 1080p30 session with and without a CaptureMotionOutput,
+        alternating, and prints the difference of their CPU as a share of one core (goal ≤ 3 %).
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -97,7 +100,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, serve or preroll, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, serve, preroll or motion, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -107,7 +110,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve, .preroll].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve, .preroll, .motion].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -121,6 +124,7 @@ if arguments.first == "child" {
     if childArguments.first?.hasPrefix("v4l2-") == true { exit(await V4L2RingChild.childMain(childArguments)) }
     if childArguments.first == PlainStartChild.childMode { exit(await PlainStartChild.childMain(childArguments)) }
     if childArguments.first == PreRollBenchmark.childMode { exit(await PreRollBenchmark.childMain(Array(childArguments.dropFirst()))) }
+    if childArguments.first == MotionBenchmark.childMode { exit(await MotionBenchmark.childMain(Array(childArguments.dropFirst()))) }
     if childArguments.first == PreviewBenchmark.childMode { exit(await PreviewBenchmark.childMain(Array(childArguments.dropFirst()))) }
     exit(await FrameChild.main(childArguments))
 }
@@ -154,6 +158,9 @@ switch options.only {
 case .preview?:
     await reportAlone({ try PreviewBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
                       table: PreviewBenchmark.table)
+case .motion?:
+    await reportAlone({ try MotionBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
+                      table: MotionBenchmark.table)
 case .serve?:
     await reportAlone({ try ServeBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
                       table: ServeBenchmark.table)

@@ -250,7 +250,11 @@ public final class VideoInfoCache: Sendable {
 
     func entry(for sample: Sample) -> Entry? {
         guard let caps = gst_sample_get_caps(sample.pointer) else { return nil }
-        return entry.withLock { entry -> Entry? in
+        return entry(forCaps: caps)
+    }
+
+    func entry(forCaps caps: UnsafeMutablePointer<GstCaps>) -> Entry? {
+        entry.withLock { entry -> Entry? in
             // The cache keeps its caps alive, so an equal pointer is the same caps.
             if let entry, entry.caps == caps { return entry }
             var raw = GstVideoInfo()

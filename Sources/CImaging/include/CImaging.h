@@ -52,4 +52,70 @@ int CImaging_jpeg_thumbnail(const uint8_t *jpeg, size_t jpeg_length, int max_dim
                             uint8_t **thumbnail, size_t *thumbnail_length, int *decoded_width, int *decoded_height,
                             char *error, size_t error_capacity);
 
+// MARK: Motion detection (motion.c)
+
+/// What a pixel of the detector's picture counts for.
+enum {
+    /// Ignored entirely (a mask): neither motion nor the picture's brightness.
+    CImagingMotionRegionMasked = 0,
+    /// Outside every zone: read for the picture's brightness, never counted as motion.
+    CImagingMotionRegionWatchedForLight = 1,
+    /// Inside a zone: motion here counts.
+    CImagingMotionRegionZone = 2,
+};
+
+/// A detector's state for pictures of one size: its background, each pixel's noise, and the map of regions.
+typedef struct CImagingMotionDetector CImagingMotionDetector;
+
+typedef struct {
+    /// A pixel changed when it differs from its background (after the picture's brightness change) by more
+    /// than this many times its own mean absolute deviation...
+    float threshold_scale;
+    /// ...and by more than this many luma steps. Also each pixel's noise before it is learnt.
+    int minimum_threshold;
+    /// The lowest noise a pixel is taken to have, in 1/256 luma steps (a synthetic picture has none).
+    int minimum_deviation_q8;
+    /// The background follows a still pixel by 1/2^still_shift of the difference per frame, a changed one by
+    /// 1/2^changed_shift; the noise estimate by 1/2^deviation_shift.
+    int still_shift;
+    int changed_shift;
+    int deviation_shift;
+    /// A changed pixel counts when at least this many of its eight neighbours changed too.
+    int confirming_neighbours;
+    /// Frames after the first that only teach the background and the noise (no motion is reported).
+    int learning_frames;
+} CImagingMotionParameters;
+
+typedef struct {
+    /// Nonzero while the detector is still learning the background: nothing else in the result counts.
+    int learning;
+    /// Changed pixels inside the zones (confirmed by their neighbours), and the zones' pixels.
+    int changed_pixels;
+    int zone_pixels;
+    /// Bounding box of the changed pixels: left/top inclusive, right/bottom exclusive (all 0 when none).
+    int left, top, right, bottom;
+    /// How many luma steps the whole picture moved from its background (compensated before comparing).
+    int brightness_change;
+    /// The pixels' mean noise estimate, in luma steps.
+    float mean_noise;
+} CImagingMotionResult;
+
+/// A detector for `width`x`height` pictures (3 to 4096 each), every pixel in the zone; NULL when out of memory.
+CImagingMotionDetector *CImaging_motion_create(int width, int height);
+void CImaging_motion_destroy(CImagingMotionDetector *detector);
+/// The detector's width*height region map (row by row, CImagingMotionRegion values), for the caller to fill.
+uint8_t *CImaging_motion_regions(CImagingMotionDetector *detector);
+/// The next frame starts the background again (a new camera, the end of an interruption).
+void CImaging_motion_restart(CImagingMotionDetector *detector);
+/// Compares one grey picture (`stride` bytes a row) with the background, then updates the background.
+void CImaging_motion_process(CImagingMotionDetector *detector, const uint8_t *pixels, size_t stride,
+                             const CImagingMotionParameters *parameters, CImagingMotionResult *result);
+
+// MARK: Test camera scenes (scene.c)
+
+/// Sets `width`x`height` luma samples, `step` bytes apart within a row (1 planar, 2 packed YUY2), to `value`.
+void CImaging_fill_luma(uint8_t *luma, size_t stride, int step, int width, int height, uint8_t value);
+/// Adds `offset` (may be negative) to `width`x`height` luma samples, clamped to 0-255.
+void CImaging_offset_luma(uint8_t *luma, size_t stride, int step, int width, int height, int offset);
+
 #endif

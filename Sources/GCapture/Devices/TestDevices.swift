@@ -1,3 +1,4 @@
+import Foundation
 import GStreamerKit
 
 /// How the built-in test camera looks: a live, moving pattern with optional sensor noise, at any of the
@@ -22,6 +23,9 @@ public struct TestCameraOptions: Sendable, Hashable, Codable {
     /// Writes each frame's capture time into its top rows (see `CaptureTimeStamp`), so a photo or a movie
     /// frame says by its pixels when it was exposed, whatever the engine reports.
     public var stampsCaptureTime: Bool
+    /// A scripted change drawn over the pattern (an object appearing, the light slowly changing), for
+    /// motion detection to be tested against a known truth. Nil: the pattern alone.
+    public var scene: Scene?
 
     /// 320x240, 640x480, 1280x720, 1920x1080 and 3840x2160.
     public static let standardSizes = FormatReader.standardSizes.map { Size(width: $0.0, height: $0.1) }
@@ -35,7 +39,7 @@ public struct TestCameraOptions: Sendable, Hashable, Codable {
     public init(pattern: Pattern = .smpte, motion: Int = 2, noiseLevel: Int = 0, noiseSeed: UInt32 = 1,
                 position: CaptureDevice.Position = .unspecified,
                 sizes: [Size] = TestCameraOptions.standardSizes,
-                maxFrameRate: Int = 60, stampsCaptureTime: Bool = false) {
+                maxFrameRate: Int = 60, stampsCaptureTime: Bool = false, scene: Scene? = nil) {
         self.pattern = pattern
         self.motion = motion
         self.noiseLevel = max(0, min(noiseLevel, 127))
@@ -44,6 +48,7 @@ public struct TestCameraOptions: Sendable, Hashable, Codable {
         self.sizes = sizes
         self.maxFrameRate = max(1, maxFrameRate)
         self.stampsCaptureTime = stampsCaptureTime
+        self.scene = scene
     }
 
     static let pixelFormats = ["NV12", "I420", "YUY2"]
@@ -54,6 +59,40 @@ public struct TestCameraOptions: Sendable, Hashable, Codable {
                 CaptureDevice.Format(pixelFormat: pixelFormat, width: size.width, height: size.height,
                                      videoSupportedFrameRateRanges: [.init(Fraction(1, 1), Fraction(maxFrameRate, 1))])
             }
+        }
+    }
+}
+
+extension TestCameraOptions {
+    /// What happens in front of the test camera, over a still pattern (use `motion: 0`): drawn into the luma
+    /// of every frame after the source, before the sensor noise and the capture-time stamp. Times count from
+    /// the first frame the source delivers.
+    public struct Scene: Sendable, Hashable, Codable {
+        /// A solid rectangle that appears and stays.
+        public var object: SceneObject?
+        /// The whole picture's luma moves by this many 8-bit steps a second (negative: darker), clamped to
+        /// 0-255: a slow change of the light, which is not motion.
+        public var brightnessRamp: Double
+
+        public init(object: SceneObject? = nil, brightnessRamp: Double = 0) {
+            self.object = object
+            self.brightnessRamp = brightnessRamp
+        }
+    }
+
+    /// A rectangle of one luma (the chroma underneath is left as it was).
+    public struct SceneObject: Sendable, Hashable, Codable {
+        /// Where, in normalized coordinates of the picture (0...1, origin at the top left).
+        public var rect: CGRect
+        /// Its luma, 0-255; choose one far from the pattern's under it.
+        public var luma: UInt8
+        /// Seconds after the source's first frame: frames from then on show it.
+        public var appearsAfter: Double
+
+        public init(rect: CGRect, luma: UInt8 = 235, appearsAfter: Double) {
+            self.rect = rect
+            self.luma = luma
+            self.appearsAfter = appearsAfter
         }
     }
 }

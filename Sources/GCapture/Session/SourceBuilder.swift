@@ -1,3 +1,4 @@
+import CImaging
 import Foundation
 import GStreamerKit
 import Synchronization
@@ -60,8 +61,10 @@ enum SourceBuilder {
         }
         if case .testCamera(let options) = device.backend {
             TestCameraStalls.install(on: bin, uniqueID: device.uniqueID)
+            // Probes run in the order added: the scene, then the noise over it, then the stamp over both.
+            if let scene = options.scene { addScene(scene, to: bin, caps: selection.caps) }
             if options.noiseLevel > 0 { addSensorNoise(to: bin, options: options, caps: selection.caps) }
-            // After the noise (probes run in the order added), so the stamp stays legible.
+            // Last, so the stamp stays legible.
             if options.stampsCaptureTime { addCaptureTimeStamp(to: bin, caps: selection.caps) }
         }
         return SourceUnit(device: device, selection: selection, bin: bin,
@@ -180,6 +183,70 @@ extension SourceBuilder {
                 }
             }
             return .ok
+        }
+    }
+}
+
+extension SourceBuilder {
+    /// The test camera's scripted scene (TestCameraOptions.Scene) drawn into each frame's luma.
+    fileprivate static func addScene(_ scene: TestCameraOptions.Scene, to bin: Bin, caps: String) {
+        guard let filter = bin.element(named: "caps"), let pad = filter.staticPad("src"),
+              let layout = (try? Caps(caps)).flatMap(VideoInfo.init(caps:)) else { return }
+        let painter = ScenePainter(scene: scene, layout: layout)
+        pad.addProbe(.buffer) { info in
+            painter.paint(info)
+            return .ok
+        }
+    }
+}
+
+/// Paints a scene by the time since the source's first frame (its timestamps: a live source's running time).
+private final class ScenePainter: Sendable {
+    private let scene: TestCameraOptions.Scene
+    private let layout: VideoInfo
+    /// Luma sample spacing in the first plane: 1 for planar NV12/I420, 2 for packed YUY2.
+    private let step: Int
+    /// The object's luma samples: first column and row, columns and rows.
+    private let object: (x: Int, y: Int, width: Int, height: Int)?
+    private let firstPresentationTime = Atomic<UInt64>(.max)
+
+    init(scene: TestCameraOptions.Scene, layout: VideoInfo) {
+        self.scene = scene
+        self.layout = layout
+        step = max(1, layout.planeRowBytes[0] / max(1, layout.width))
+        let width = layout.width, height = layout.planeHeights[0]
+        object = scene.object.flatMap { object in
+            let rect = object.rect.standardized.intersection(CGRect(x: 0, y: 0, width: 1, height: 1))
+            guard !rect.isNull, !rect.isEmpty else { return nil }
+            let left = Int((rect.minX * Double(width)).rounded()), right = Int((rect.maxX * Double(width)).rounded())
+            let top = Int((rect.minY * Double(height)).rounded()), bottom = Int((rect.maxY * Double(height)).rounded())
+            guard right > left, bottom > top else { return nil }
+            return (left, top, right - left, bottom - top)
+        }
+    }
+
+    func paint(_ info: Pad.ProbeInfo) {
+        guard let pts = info.bufferPTS else { return }
+        // The first frame's time, set once: a later frame never moves it.
+        _ = firstPresentationTime.compareExchange(expected: .max, desired: UInt64(pts), ordering: .relaxed)
+        let first = firstPresentationTime.load(ordering: .relaxed)
+        let elapsed = UInt64(pts) > first ? Double(UInt64(pts) - first) / 1e9 : 0
+        let showsObject = scene.object.map { elapsed >= $0.appearsAfter } ?? false
+        let brightness = Int((scene.brightnessRamp * elapsed).rounded(.towardZero))
+        guard (showsObject && object != nil) || brightness != 0 else { return }
+        info.withWritableBuffer { buffer in
+            _ = buffer.withMappedBytes { bytes in
+                guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                      layout.offsets[0] + layout.strides[0] * (layout.planeHeights[0] - 1) + layout.planeRowBytes[0] <= bytes.count
+                else { return }
+                let luma = base + layout.offsets[0]
+                if showsObject, let object, let value = scene.object?.luma {
+                    CImaging_fill_luma(luma + object.y * layout.strides[0] + object.x * step, layout.strides[0],
+                                       Int32(step), Int32(object.width), Int32(object.height), value)
+                }
+                CImaging_offset_luma(luma, layout.strides[0], Int32(step), Int32(layout.width),
+                                     Int32(layout.planeHeights[0]), Int32(brightness))
+            }
         }
     }
 }
