@@ -118,6 +118,51 @@ final class EventRecordingTests: XCTestCase {
         XCTAssertEqual(log.ended.first?.record.triggers.map(\.source), ["motion"])
     }
 
+    /// Motion starts the event: the scripted object appears, the motion output sees it, and the clip (with its
+    /// pre-roll) holds the frames before the object and the frame it first shows in.
+    func testMotionStartsAClipThatHoldsTheObjectsFirstFrame() async throws {
+        let folder = try temporaryFolder()
+        let object = CGRect(x: 0.10, y: 0.15, width: 0.25, height: 0.30)
+        let camera = CaptureDevice.makeTestCamera(uniqueID: "test-motion-event", options: .init(
+            pattern: .smpte, motion: 0, noiseLevel: 4, maxFrameRate: 30,
+            scene: .init(object: .init(rect: object, luma: 16, appearsAfter: 3.5))))
+        let movie = CaptureMovieFileOutput(), motion = CaptureMotionOutput()
+        movie.preRollDuration = 2
+        let session = try await startSession(camera: camera, outputs: [movie, motion])
+        let recorder = CaptureEventRecorder(movieOutput: movie, postRoll: 0.5) { folder.appendingPathComponent("motion.mp4") }
+        recorder.follow(motion)
+        let log = EventLog(recorder)
+        try await log.waitForEnded(1, seconds: engineDeadline)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        let ended = try XCTUnwrap(log.ended.first)
+        let url = ended.clip.url
+        let duration = try probe(url).duration
+        // The object's place: the bars' bright luma before it appeared, its black after.
+        let before = try meanLuma(url, at: 0, in: object), after = try meanLuma(url, at: duration - 0.2, in: object)
+        print("motion clip: \(duration) s, pre-roll \(ended.record.preRoll) s, the object's place \(before) then \(after); "
+              + "triggers \(ended.record.triggers.map { "\($0.source) \($0.detail ?? "")" })")
+        XCTAssertNil(ended.error)
+        XCTAssertEqual(ended.record.triggers.first?.source, "motion")
+        XCTAssertGreaterThanOrEqual(ended.record.preRoll, 2)
+        XCTAssertGreaterThan(before, 120, "the clip's first frame already shows the object: it does not hold its appearance")
+        XCTAssertLessThan(after, 60, "the clip's last frames do not show the object")
+        XCTAssertTrue(try ffmpegDecodes(url))
+    }
+
+    /// The mean luma of `rect` (normalized) in the frame at `seconds` of a movie, by ffmpeg.
+    private func meanLuma(_ url: URL, at seconds: Double, in rect: CGRect) throws -> Double {
+        let raw = FileManager.default.temporaryDirectory.appendingPathComponent("luma-\(UUID().uuidString).gray")
+        defer { try? FileManager.default.removeItem(at: raw) }
+        // The middle half of the rectangle, away from its edges.
+        let crop = String(format: "crop=iw*%.4f:ih*%.4f:iw*%.4f:ih*%.4f", rect.width / 2, rect.height / 2,
+                          rect.minX + rect.width / 4, rect.minY + rect.height / 4)
+        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-ss", String(seconds), "-i", url.path,
+                                                      "-frames:v", "1", "-vf", crop + ",format=gray", "-f", "rawvideo", raw.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let pixels = [UInt8](try Data(contentsOf: raw))
+        return pixels.isEmpty ? -1 : Double(pixels.reduce(0) { $0 + Int($1) }) / Double(pixels.count)
+    }
+
     /// With a gap longer than the post-roll, the quiet part of an event is paused, not recorded, and a
     /// trigger within the gap goes on in the same file; the gap's end stops it.
     func testATriggerWithinTheGapResumesTheSameClip() async throws {

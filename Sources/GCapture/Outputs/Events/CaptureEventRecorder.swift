@@ -272,3 +272,21 @@ private final class ClipDelegate: CaptureFileOutputRecordingDelegate, Sendable {
         recorder?.clipDidFinish(outputFileURL, error: error.map { $0 as? CaptureError ?? .recordingFailed(reason: "\($0)", underlying: nil) })
     }
 }
+
+extension CaptureEventRecorder {
+    /// Motion triggers events: its start starts (or extends) a clip and holds it while the motion goes on;
+    /// its end releases it, and the clip ends a post-roll later. Replaces the output's hooks.
+    public func follow(_ motion: CaptureMotionOutput) {
+        motion.onMotionBegan = { [weak self] found in
+            let box = found.boundingBox
+            let detail = String(format: "box %.3f %.3f %.3f %.3f, score %.3f", box.minX, box.minY, box.width, box.height, found.score)
+            do { try self?.trigger(.init(source: Self.motionSource, detail: detail), holding: true) } catch {
+                Log.session.error("motion could not start an event: \(error)")
+            }
+        }
+        motion.onMotionEnded = { [weak self] _ in self?.release(source: Self.motionSource) }
+    }
+
+    /// The source of the triggers motion makes.
+    public static let motionSource = "motion"
+}
