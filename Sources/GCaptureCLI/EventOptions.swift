@@ -22,4 +22,7 @@ struct EventOptions: ParsableArguments {
             help: "Trigger an event every this many seconds (a schedule), \(NumberRanges.triggerInterval.accepted).",
             transform: NumberRanges.triggerInterval.parser)
     var triggerEvery: Double?
+
+    @Flag(help: "Detect motion in the picture: each motion is an event (its clip held while the motion goes on), told by motionBegan and motionEnded.")
+    var motion = false
 }

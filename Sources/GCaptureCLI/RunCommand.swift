@@ -130,6 +130,7 @@ struct RunCommand: AsyncParsableCommand {
                                         notices: described.checked.notices)
         let options = DescriptionCommandSupport.options(safe: safe, root: root)
         capture.paths.root = safe ? options.root.map(SafeRoot.init) : nil
+        (capture.motionOutput, capture.motionTriggersEvents) = (described.motionOutput, described.motionTriggersMovie)
         let reload: CaptureController.ReloadHook = { _ in
             let new = try CaptureDescription.load(contentsOf: URL(fileURLWithPath: file), file: file, options: options)
             let report = try described.reload(new)
@@ -202,6 +203,8 @@ struct RunCommand: AsyncParsableCommand {
         if let microphone = microphoneChoice?.device { try session.add(CaptureDeviceInput(device: microphone)) }
         try session.add(photos)
         try session.add(movie)
+        let motion = events.motion ? CaptureMotionOutput() : nil
+        if let motion { try session.add(motion) }
         if preview {
             let screen = CapturePreviewOutput()
             // waylandsink (cage) and kmssink fill the screen; on an X desktop the preview is a window.
@@ -212,9 +215,11 @@ struct RunCommand: AsyncParsableCommand {
         }
         session.sessionPreset = device.preset
         try session.commitAndWait()
-        return ControlledCapture(session: session, photoOutput: photos, movieOutput: movie, settings: settings,
-                                 camera: cameraChoice.device.description, microphone: microphoneChoice?.device.description,
-                                 notices: [cameraChoice, microphoneChoice].compactMap { $0?.notice })
+        var capture = ControlledCapture(session: session, photoOutput: photos, movieOutput: movie, settings: settings,
+                                        camera: cameraChoice.device.description, microphone: microphoneChoice?.device.description,
+                                        notices: [cameraChoice, microphoneChoice].compactMap { $0?.notice })
+        (capture.motionOutput, capture.motionTriggersEvents) = (motion, motion != nil)
+        return capture
     }
 
     /// The folder, created when missing.

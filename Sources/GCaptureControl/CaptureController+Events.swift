@@ -36,8 +36,36 @@ extension CaptureController {
         eventReports = Task {
             for await event in stream { Self.report(event, events: events) }
         }
+        if capture.motionTriggersEvents, let motion = capture.motionOutput { recorder.follow(motion) }
         eventRecorder = recorder
         return recorder
+    }
+
+    /// The motion output's events as motionBegan/motionEnded; when it triggers events, the recorder follows it
+    /// from the start of the run.
+    func followMotion() {
+        guard let motion = capture.motionOutput else { return }
+        let stream = motion.events(), events = events
+        motionReports = Task {
+            for await event in stream {
+                switch event {
+                case .motionBegan(let found):
+                    events.emit("motionBegan", Self.fields(found), text: "motion at \(Self.describe(found.boundingBox))")
+                case .motionEnded(let found):
+                    events.emit("motionEnded", Self.fields(found), text: nil)
+                }
+            }
+        }
+        if capture.motionTriggersEvents, let movie = capture.movieOutput { _ = eventRecorderForSettings(movie) }
+    }
+
+    private nonisolated static func fields(_ motion: CaptureMotionOutput.Motion) -> ControlFields {
+        let box = motion.boundingBox
+        return ["box": [box.minX, box.minY, box.width, box.height].map { Double($0) }, "score": motion.score, "time": motion.presentationTime]
+    }
+
+    private nonisolated static func describe(_ box: CGRect) -> String {
+        String(format: "x %.2f y %.2f, %.2f × %.2f", box.minX, box.minY, box.width, box.height)
     }
 
     nonisolated static func report(_ event: CaptureEventRecorder.Event, events: ControlEvents) {
@@ -77,6 +105,8 @@ extension CaptureController {
     /// At the end of the run: the clip going on is finished (its post-roll cut short), and no trigger is taken.
     func endEvents() async {
         eventSchedule?.cancel()
+        motionReports?.cancel()
+        capture.motionOutput?.onMotionBegan = nil
         await eventRecorder?.endEvent(closing: true)
         // Its last event told before the run's end.
         try? await Task.sleep(for: .milliseconds(50))

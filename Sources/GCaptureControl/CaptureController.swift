@@ -33,6 +33,7 @@ public actor CaptureController {
     var eventReports: Task<Void, Never>?
     /// Triggers an event every `settings.triggerInterval` seconds while the run goes on.
     var eventSchedule: Task<Void, Never>?
+    var motionReports: Task<Void, Never>?
     var progress: Task<Void, Never>?
     var photosInFlight = 0
     var photosIdle: [CheckedContinuation<Void, Never>] = []
@@ -76,6 +77,7 @@ public actor CaptureController {
         events.emit("started", started.fields, text: started.text)
         try startStream()
         scheduleTriggers()
+        followMotion()
     }
 
     /// A description's stream: its states as `streamState` events (as `gcapture stream --json` prints them).

@@ -22,6 +22,10 @@ public struct ControlledCapture: Sendable {
     public var notices: [String]
     /// Where the paths commands name go (under --safe: inside the root).
     public var paths: CommandPaths
+    /// Motion detection: its motionBegan/motionEnded events, and, with `motionTriggersEvents`, the movie
+    /// output's event clips (as `trigger`, held while the motion goes on).
+    public var motionOutput: CaptureMotionOutput?
+    public var motionTriggersEvents = false
 
     public init(session: CaptureSession, photoOutput: CapturePhotoOutput? = nil, movieOutput: CaptureMovieFileOutput? = nil,
                 streamOutput: CaptureStreamOutput? = nil, streamLocation: String? = nil, settings: ControlledCaptureSettings,

@@ -58,6 +58,36 @@ final class DescriptionFileTests: XCTestCase {
                        ["long.yaml:5:15: error: outputs.movie.pre-roll must be from 0 to 60 seconds; 90 is not"])
     }
 
+    /// outputs.motion: zones and masks as [x, y, width, height] fractions; a rectangle outside the picture and
+    /// a trigger without a movie output are reported where they are written.
+    func testMotionIsReadAndItsMistakesAreReportedAtTheirPositions() throws {
+        let read = DescriptionReader.read("""
+            version: 1
+            microphone: none
+            outputs:
+              movie: {audio: false}
+              motion:
+                zones: [[0, 0, 0.5, 1]]
+                masks: [[0.1, 0.1, 0.2, 0.2]]
+                sensitivity: 0.7
+                minimum-area: 0.01
+                triggers: movie
+            """, file: "motion.yaml")
+        XCTAssertEqual(read.errors.map(\.description), [])
+        let motion = try XCTUnwrap(read.description?.outputs.motion)
+        XCTAssertEqual(motion.zones, [CGRect(x: 0, y: 0, width: 0.5, height: 1)])
+        XCTAssertEqual(motion.masks, [CGRect(x: 0.1, y: 0.1, width: 0.2, height: 0.2)])
+        XCTAssertEqual(motion.sensitivity, 0.7)
+        XCTAssertTrue(motion.triggersMovie)
+
+        let wrong = DescriptionReader.read("version: 1\noutputs:\n  motion:\n    zones: [[0.8, 0, 0.5, 1]]\n    triggers: movie\n",
+                                           file: "wrong.yaml")
+        XCTAssertEqual(wrong.errors.map(\.description), [
+            "wrong.yaml:4:13: error: outputs.motion.zones[0] must lie inside the picture with a width and a height: x + width and y + height at most 1",
+            "wrong.yaml:5:15: error: outputs.motion triggers the movie output's events, but there is no outputs.movie: add one, or leave out triggers",
+        ])
+    }
+
     func testSchemaNamesMatchTheEngine() {
         XCTAssertEqual(Set(Schema.presets), Set(CaptureSession.Preset.allCases.map(\.rawValue)))
         XCTAssertEqual(Set(Schema.patterns), Set(TestCameraOptions.Pattern.allCases.map(\.rawValue)))

@@ -129,6 +129,30 @@ final class RunEventTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: movie.path))
     }
 
+    /// `run --motion`: the test camera's moving picture is motion from the start; it starts an event that it
+    /// holds while it goes on, and the end of the run finishes the clip.
+    func testMotionStartsAnEventThatQuitFinishes() throws {
+        let folder = try temporaryFolder()
+        let run = try startRun(folder, microphone: "none", ["--motion", "--post-roll", "1"])
+        XCTAssertTrue(run.waitForEvent("motionBegan"), "no motion: \(run.output) \(run.errorOutput)")
+        XCTAssertTrue(run.waitForEvent("eventStarted"), "motion started no event: \(run.output)")
+        Thread.sleep(forTimeInterval: 2)
+        XCTAssertTrue(run.events("eventEnded").isEmpty, "the clip ended while the motion went on")
+        run.send(#"{"id": 1, "command": "quit"}"#)
+        XCTAssertTrue(run.waitForExit(timeout: 20))
+        XCTAssertEqual(run.status, 0, run.errorOutput)
+        let box = try XCTUnwrap(run.events("motionBegan").first?["box"] as? [Double])
+        XCTAssertEqual(box.count, 4)
+        XCTAssertEqual(run.events("eventStarted").first?["trigger"] as? String, "motion")
+        let ended = try XCTUnwrap(run.events("eventEnded").first, "quit did not finish the clip: \(run.output)")
+        XCTAssertEqual(ended["complete"] as? Bool, true, "\(ended)")
+        let path = try XCTUnwrap(ended["path"] as? String)
+        XCTAssertGreaterThan(try probe(URL(fileURLWithPath: path)).duration, 1.5)
+        XCTAssertTrue(try ffmpegDecodes(URL(fileURLWithPath: path)))
+        let record = try EventClipRecord.read(forClip: URL(fileURLWithPath: path))
+        XCTAssertTrue(record.triggers.first?.detail?.hasPrefix("box ") ?? false, "\(record.triggers)")
+    }
+
     /// A trigger needs the movie output to itself: a `record start` recording refuses it, in words.
     func testATriggerDuringAManualRecordingIsRefused() throws {
         let folder = try temporaryFolder()

@@ -69,7 +69,10 @@ public struct CaptureDescription: Sendable, Equatable {
         public var frames: Frames?
         public var stream: Stream?
         public var timelapse: Timelapse?
-        public var isEmpty: Bool { preview == nil && photo == nil && movie == nil && frames == nil && stream == nil && timelapse == nil }
+        public var motion: Motion?
+        public var isEmpty: Bool {
+            preview == nil && photo == nil && movie == nil && frames == nil && stream == nil && timelapse == nil && motion == nil
+        }
     }
 
     /// A window showing the camera (CapturePreviewOutput).

@@ -132,6 +132,12 @@ extension NodeReader {
         if let node = fields["frames"], enabled(node, "outputs.frames") { outputs.frames = readFrames(node) }
         if let node = fields["stream"], enabled(node, "outputs.stream") { outputs.stream = readStream(node) }
         if let node = fields["timelapse"], enabled(node, "outputs.timelapse") { outputs.timelapse = readTimelapse(node) }
+        if let node = fields["motion"], enabled(node, "outputs.motion") {
+            outputs.motion = readMotion(node)
+            if outputs.motion?.triggersMovie == true, outputs.movie == nil {
+                error(node["triggers"].map(at) ?? at(node), "outputs.motion triggers the movie output's events, but there is no outputs.movie: add one, or leave out triggers")
+            }
+        }
         return outputs
     }
 

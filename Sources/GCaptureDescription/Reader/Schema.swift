@@ -8,7 +8,8 @@ enum Schema {
     static let keys: [String: [String]] = [
         "": ["version", "camera", "microphone", "rotation", "mirror", "outputs", "filters", "web"],
         "camera": ["id", "position", "preset", "mount", "source", "pattern", "noise"],
-        "outputs": ["preview", "photo", "movie", "frames", "stream", "timelapse"],
+        "outputs": ["preview", "photo", "movie", "frames", "stream", "timelapse", "motion"],
+        "outputs.motion": ["zones", "masks", "sensitivity", "minimum-area", "triggers"],
         "outputs.preview": ["sink", "gravity", "fullscreen", "mirror"],
         "outputs.photo": ["quality", "zero-shutter-lag", "deferred", "folder", "name", "exif-orientation"],
         "outputs.movie": ["audio", "format", "fragment-interval", "pre-roll", "post-roll", "event-gap", "trigger-every", "max-duration", "max-size", "min-free-disk",

@@ -17,6 +17,9 @@ public final class DescribedSession: Sendable {
     public let streamOutput: CaptureStreamOutput?
     /// Records from every start of the session to its stop (`outputs.timelapse`).
     public let timelapse: DescribedTimelapse?
+    /// `outputs.motion`: its events, and the movie's events it triggers when `triggers: movie`.
+    public let motionOutput: CaptureMotionOutput?
+    public var motionTriggersMovie: Bool { description.outputs.motion?.triggersMovie ?? false }
 
     private struct State {
         var checked: CheckedDescription
@@ -50,6 +53,12 @@ public final class DescribedSession: Sendable {
         frameOutput = description.outputs.frames.map { _ in CaptureVideoDataOutput() }
         streamOutput = description.outputs.stream.map { _ in CaptureStreamOutput() }
         timelapse = description.outputs.timelapse.map { _ in DescribedTimelapse() }
+        motionOutput = description.outputs.motion.map { settings in
+            let output = CaptureMotionOutput()
+            (output.zones, output.masks) = (settings.zones, settings.masks)
+            (output.sensitivity, output.minimumArea) = (settings.sensitivity, settings.minimumArea)
+            return output
+        }
         previewOutput = description.outputs.preview.map { preview in
             let output = CapturePreviewOutput()
             output.sinkName = preview.sink == "auto" ? nil : preview.sink
@@ -79,7 +88,7 @@ public final class DescribedSession: Sendable {
 
     public var outputs: [CaptureOutput] {
         [previewOutput as CaptureOutput?, photoOutput, movieOutput, frameOutput, streamOutput].compactMap { $0 }
-            + [timelapse?.output].compactMap { $0 }
+            + [timelapse?.output, motionOutput].compactMap { $0 }
     }
 
     /// Starts the session, and the stream if the description has one.
@@ -257,6 +266,7 @@ public final class DescribedSession: Sendable {
             ("microphone", old.microphone != new.microphone
                 || was.outputs.movie != nil && now.outputs.movie != nil && was.outputs.movie?.audio != now.outputs.movie?.audio),
             ("outputs.timelapse", (was.outputs.timelapse == nil) != (now.outputs.timelapse == nil)),
+            ("outputs.motion", was.outputs.motion != now.outputs.motion),
             // The web page's certificate is read when the run starts.
             ("web", was.web != now.web),
         ]
