@@ -45,13 +45,16 @@ extension CaptureController {
     /// from the start of the run.
     func followMotion() {
         guard let motion = capture.motionOutput else { return }
-        let stream = motion.events(), events = events
+        let stream = motion.events(), events = events, now = motionNow
         motionReports = Task {
             for await event in stream {
                 switch event {
                 case .motionBegan(let found):
-                    events.emit("motionBegan", Self.fields(found), text: "motion at \(Self.describe(found.boundingBox))")
+                    let fields = Self.fields(found)
+                    now.withLock { $0 = fields["box"] as? [Double] }
+                    events.emit("motionBegan", fields, text: "motion at \(Self.describe(found.boundingBox))")
                 case .motionEnded(let found):
+                    now.withLock { $0 = nil }
                     events.emit("motionEnded", Self.fields(found), text: nil)
                 }
             }

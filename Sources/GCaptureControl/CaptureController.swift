@@ -34,6 +34,8 @@ public actor CaptureController {
     /// Triggers an event every `settings.triggerInterval` seconds while the run goes on.
     var eventSchedule: Task<Void, Never>?
     var motionReports: Task<Void, Never>?
+    /// The box of the motion going on now (fractions of the picture), for the web page's status.
+    nonisolated let motionNow = Locked<[Double]?>(nil)
     var progress: Task<Void, Never>?
     var photosInFlight = 0
     var photosIdle: [CheckedContinuation<Void, Never>] = []

@@ -17,6 +17,7 @@ enum WebPage {
         <main>
           <section id="view">
             <img id="live" src="/live.mjpg" alt="the camera's live picture">
+            <div id="areas" aria-hidden="true"></div>
             <div id="banner" hidden></div>
             <div id="controls">
               <button id="shutter" type="button">Take photo</button>
@@ -46,6 +47,12 @@ enum WebPage {
         main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 1em; padding: 1em; }
         @media (max-width: 900px) { main { grid-template-columns: 1fr; } }
         #live { width: 100%; background: #000; aspect-ratio: 16 / 9; object-fit: contain; display: block; }
+        #view { position: relative; }
+        #areas { position: absolute; left: 0; top: 0; pointer-events: none; }
+        #areas .area { position: absolute; box-sizing: border-box; }
+        #areas .zone { border: 2px dashed #4c4; }
+        #areas .mask { background: rgba(0, 0, 0, .45); border: 1px solid #888; }
+        #areas .motion { border: 2px solid #f44; }
         #banner { background: #a40; padding: .4em .8em; }
         #controls { display: flex; flex-wrap: wrap; gap: .5em; margin: .6em 0; }
         button, select { font: inherit; padding: .4em .8em; border-radius: 4px; border: 1px solid #555; background: #333; color: #eee; }
@@ -85,6 +92,29 @@ enum WebPage {
           $("pause").textContent = paused ? "Resume" : "Pause";
         }
 
+        // The motion output's zones and masks, and the motion seen now, drawn over the picture where it is
+        // shown (the image keeps its aspect ratio inside its box).
+        let motionAreas = null, motionNow = null;
+        function drawAreas() {
+          const live = $("live"), layer = $("areas");
+          if (!motionAreas || !live.naturalWidth) { layer.replaceChildren(); return; }
+          const scale = Math.min(live.clientWidth / live.naturalWidth, live.clientHeight / live.naturalHeight);
+          const width = live.naturalWidth * scale, height = live.naturalHeight * scale;
+          const left = live.offsetLeft + (live.clientWidth - width) / 2, top = live.offsetTop + (live.clientHeight - height) / 2;
+          const areas = motionAreas.zones.map((r) => [r, "zone"]).concat(motionAreas.masks.map((r) => [r, "mask"]),
+                                                                          motionNow ? [[motionNow, "motion"]] : []);
+          layer.replaceChildren(...areas.map(([r, kind]) => {
+            const area = document.createElement("div");
+            area.className = "area " + kind;
+            area.style.left = (left + r[0] * width) + "px"; area.style.top = (top + r[1] * height) + "px";
+            area.style.width = (r[2] * width) + "px"; area.style.height = (r[3] * height) + "px";
+            return area;
+          }));
+        }
+        window.addEventListener("resize", drawAreas);
+        // An MJPEG image may never fire load: the areas follow the picture's size once a second too.
+        setInterval(() => { if (motionAreas) drawAreas(); }, 1000);
+
         function showInterruption(reason) {
           $("banner").hidden = !reason;
           $("banner").textContent = reason ? "Camera interrupted: " + reason + " (it comes back by itself)" : "";
@@ -93,6 +123,9 @@ enum WebPage {
         async function refreshStatus() {
           const status = await (await fetch("/api/status")).json();
           $("status").textContent = status.camera + (status.testDevice ? " (the built-in test camera)" : "");
+          motionAreas = status.motion || null;
+          motionNow = status.motion ? status.motion.now : null;
+          drawAreas();
           showRecording(status.recording ? status.recording.path : null, status.recording && status.recording.paused);
           showInterruption(status.interruption);
           $("shutter").disabled = !status.photos;
@@ -146,6 +179,8 @@ enum WebPage {
               case "recordingStarted": showRecording(event.path, false); refreshGallery(); break;
               case "recordingPaused": showRecording(recording, true); break;
               case "recordingResumed": showRecording(recording, false); break;
+              case "motionBegan": motionNow = event.box; drawAreas(); break;
+              case "motionEnded": motionNow = null; drawAreas(); break;
               case "interrupted": showInterruption(event.reason); break;
               case "interruptionEnded": showInterruption(null); break;
               case "cameraSwitched": refreshStatus(); break;
@@ -161,6 +196,7 @@ enum WebPage {
         $("trigger").onclick = () => command({ command: "trigger" });
         $("switch").onclick = () => command({ command: "switch", camera: $("camera").value });
         // A live view that broke (the server restarted, the network dropped) is asked for again.
+        $("live").onload = drawAreas;
         $("live").onerror = () => setTimeout(() => { $("live").src = "/live.mjpg?" + Date.now(); }, 2000);
         refreshStatus().catch(() => say("cannot reach the server", true));
         refreshGallery();

@@ -19,14 +19,16 @@ final class ServeBrowserTests: XCTestCase {
         try requireBrowser()
         let folder = try temporaryFolder()
         let serve = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none",
-                                            "--output", folder.path, "--json", "--live-size", "960x540"])
+                                            "--output", folder.path, "--json", "--live-size", "960x540", "--post-roll", "1"])
         XCTAssertTrue(serve.waitForEvent("listening", timeout: 30), serve.errorOutput)
         let url = try XCTUnwrap(serve.events("listening").first?["url"] as? String)
 
         let browser = try runTool("/usr/bin/python3", [Self.script.path, url], timeout: 150)
         let findings = browser.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         XCTAssertEqual(browser.status, 0, "the browser test failed:\n\(browser.stdout)\n\(browser.stderr.suffix(2000))")
-        XCTAssertEqual(findings.compactMap { $0["check"] as? String }, ["live view moves", "photo in gallery", "movie in gallery"])
+        XCTAssertEqual(findings.compactMap { $0["check"] as? String },
+                       ["live view moves", "photo in gallery", "movie in gallery", "event clip in gallery"])
+        XCTAssertEqual(serve.events("eventStarted").first?["trigger"] as? String, "web")
 
         let photo = try XCTUnwrap(findings.first { $0["check"] as? String == "photo in gallery" }?["name"] as? String)
         XCTAssertEqual(serve.events("photo").first.flatMap { ($0["path"] as? String).map { URL(fileURLWithPath: $0).lastPathComponent } }, photo)
@@ -36,6 +38,26 @@ final class ServeBrowserTests: XCTestCase {
         XCTAssertGreaterThan(movie.duration, 2, "about 3 s were recorded from the page")
         XCTAssertGreaterThan(movie.videoFrames ?? 0, 60)
         XCTAssertEqual(serve.events("recordingFinished").first?["complete"] as? Bool, true)
+    }
+
+    /// serve --motion: the page draws the motion output's zone and the motion it sees over the live view; the
+    /// motion started an event, finished at the end of the run.
+    func testThePageDrawsTheMotionZoneAndTheMotionOverTheLiveView() throws {
+        try requireBrowser()
+        let folder = try temporaryFolder()
+        let serve = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none",
+                                            "--output", folder.path, "--json", "--motion"])
+        XCTAssertTrue(serve.waitForEvent("listening", timeout: 30), serve.errorOutput)
+        let url = try XCTUnwrap(serve.events("listening").first?["url"] as? String)
+        let browser = try runTool("/usr/bin/python3", [Self.script.path, "--motion", url], timeout: 120)
+        XCTAssertEqual(browser.status, 0, "the browser test failed:\n\(browser.stdout)\n\(browser.stderr.suffix(2000))")
+        serve.signal(SIGINT)
+        XCTAssertTrue(serve.waitForExit(timeout: 20))
+        XCTAssertEqual(serve.status, 0, serve.errorOutput)
+        XCTAssertEqual(serve.events("eventStarted").first?["trigger"] as? String, "motion")
+        let ended = try XCTUnwrap(serve.events("eventEnded").first, "the motion's clip was not finished at the end: \(serve.output)")
+        XCTAssertEqual(ended["triggers"] as? [String], ["motion"])
+        XCTAssertEqual(ended["complete"] as? Bool, true)
     }
 
     /// Over HTTPS: Chromium that trusts the test authority (in the NSS database of a HOME of its own) gets
@@ -59,7 +81,7 @@ final class ServeBrowserTests: XCTestCase {
 
         let folder = try temporaryFolder()
         let serve = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none",
-                                            "--output", folder.path, "--json", "--live-size", "640x360",
+                                            "--output", folder.path, "--json", "--live-size", "640x360", "--post-roll", "1",
                                             "--tls-cert", certificates.certificate.path, "--tls-key", certificates.key.path])
         XCTAssertTrue(serve.waitForEvent("listening", timeout: 30), serve.errorOutput)
         let url = try XCTUnwrap(serve.events("listening").first?["url"] as? String)
@@ -67,7 +89,8 @@ final class ServeBrowserTests: XCTestCase {
         let browser = try runTool("/usr/bin/python3", [Self.script.path, url], environment: browserEnvironment, timeout: 150)
         let findings = browser.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         XCTAssertEqual(browser.status, 0, "the browser test failed:\n\(browser.stdout)\n\(browser.stderr.suffix(2000))")
-        XCTAssertEqual(findings.compactMap { $0["check"] as? String }, ["live view moves", "photo in gallery", "movie in gallery"])
+        XCTAssertEqual(findings.compactMap { $0["check"] as? String },
+                       ["live view moves", "photo in gallery", "movie in gallery", "event clip in gallery"])
         XCTAssertEqual(serve.events("photo").first?["trigger"] as? String, "web")
 
         let stranger = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none",

@@ -1,6 +1,7 @@
 """The operator's page of `gcapture serve` in a real browser: headless Chromium driven by Selenium.
 
-Usage: serve_page.py URL            the live view, a photo and a movie from the page
+Usage: serve_page.py URL            the live view, a photo, a movie and an event clip from the page
+       serve_page.py --motion URL   the motion zone and the motion drawn over the live view
        serve_page.py --refused URL  the browser refuses the page (an https:// URL whose certificate it
                                     does not trust): its certificate error, never the page
 Prints one JSON object per finding on stdout ({"check": ..., ...}); exits non-zero on the first failure,
@@ -69,6 +70,35 @@ def main(url):
                          "return figure && document.getElementById('record').textContent === 'Record'"
                          " && !figure.textContent.includes('unfinished') ? figure.dataset.name : null", timeout=30)
         report(check="movie in gallery", name=movie)
+
+        driver.find_element(By.ID, "trigger").click()
+        clip = wait_for(driver, "the event clip marked in the gallery",
+                        "const figure = document.querySelector('#gallery figure.movie.event');"
+                        "return figure && figure.textContent.includes('(event)') ? figure.dataset.name : null", timeout=30)
+        report(check="event clip in gallery", name=clip)
+    finally:
+        driver.quit()
+
+
+def motion(url):
+    """serve --motion: the motion output's zone and the motion it sees drawn over the live picture (the page
+    learns of a motion going on when it opened from the status, of later ones from the events)."""
+    driver = start_browser()
+    try:
+        driver.set_script_timeout(20)
+        driver.get(url)
+        wait_for(driver, "the live picture showing",
+                 "const live = document.getElementById('live'); return live && live.naturalWidth > 0")
+        zone = wait_for(driver, "the motion zone drawn over the live picture",
+                        "const zone = document.querySelector('#areas .zone'); if (!zone) return null;"
+                        "const box = zone.getBoundingClientRect(), live = document.getElementById('live').getBoundingClientRect();"
+                        "return box.width > 10 && box.height > 10 && box.left >= live.left - 1 && box.right <= live.right + 1"
+                        " ? [box.width, box.height] : null")
+        report(check="zone drawn", size=zone)
+        seen = wait_for(driver, "the motion drawn over the live picture",
+                        "const box = document.querySelector('#areas .motion'); return box ? box.getBoundingClientRect().width : null",
+                        timeout=30)
+        report(check="motion drawn", width=seen)
     finally:
         driver.quit()
 
@@ -77,6 +107,8 @@ if __name__ == "__main__":
     try:
         if sys.argv[1] == "--refused":
             refused(sys.argv[2])
+        elif sys.argv[1] == "--motion":
+            motion(sys.argv[2])
         else:
             main(sys.argv[1])
     except AssertionError as failure:
