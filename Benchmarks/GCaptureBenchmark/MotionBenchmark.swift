@@ -48,12 +48,11 @@ enum MotionBenchmark {
                                 report.analyzedFrames, report.events))
             }
         }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-        let with = median(runs.filter(\.withMotion).map(\.cpuSeconds))
-        let without = median(runs.filter { !$0.withMotion }.map(\.cpuSeconds))
+        let with = Statistics.median(runs.filter(\.withMotion).map(\.cpuSeconds))
+        let without = Statistics.median(runs.filter { !$0.withMotion }.map(\.cpuSeconds))
         let analyzed = runs.filter(\.withMotion).map { Double($0.report.analyzedFrames) / $0.report.seconds }
         return Result(seconds: seconds, rounds: rounds, runs: runs, withMotionCPUSeconds: with, withoutCPUSeconds: without,
-                      percentOfOneCore: (with - without) / seconds * 100, analyzedFramesPerSecond: median(analyzed))
+                      percentOfOneCore: (with - without) / seconds * 100, analyzedFramesPerSecond: Statistics.median(analyzed))
     }
 
     static func table(_ result: Result) -> String {

@@ -51,14 +51,13 @@ enum PreRollBenchmark {
                 if ring { with.append(report) } else { without.append(report) }
             }
         }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         let fullest = with.max { $0.ring.videoBytes < $1.ring.videoBytes }?.ring ?? .init()
         let bitRate = RecordingContestants.videoBitRate
-        let withCPU = median(with.map(\.recordingCPU)), withoutCPU = median(without.map(\.recordingCPU))
+        let withCPU = Statistics.median(with.map(\.recordingCPU)), withoutCPU = Statistics.median(without.map(\.recordingCPU))
         return Result(seconds: seconds, rounds: rounds, videoBitRate: bitRate,
                       recordingCPUWithoutRing: withoutCPU, recordingCPUWithRing: withCPU, recordingRatio: withCPU / withoutCPU,
-                      idleCPUPerSecondWithoutRing: median(without.map(\.idleCPUPerSecond)),
-                      idleCPUPerSecondWithRing: median(with.map(\.idleCPUPerSecond)),
+                      idleCPUPerSecondWithoutRing: Statistics.median(without.map(\.idleCPUPerSecond)),
+                      idleCPUPerSecondWithRing: Statistics.median(with.map(\.idleCPUPerSecond)),
                       ringVideoBytes: fullest.videoBytes, ringAudioBytes: fullest.audioBytes, ringSeconds: fullest.seconds,
                       videoBytesBound: Int(Double(bitRate) / 8 * (preRoll + 1)),
                       triggerToStartMilliseconds: (with + without).flatMap(\.triggerToStart).sorted())
@@ -66,7 +65,7 @@ enum PreRollBenchmark {
 
     static func table(_ result: Result) -> String {
         let latencies = result.triggerToStartMilliseconds
-        let p50 = latencies.isEmpty ? .nan : latencies[latencies.count / 2], worst = latencies.last ?? .nan
+        let p50 = latencies.isEmpty ? .nan : Statistics.median(latencies), worst = latencies.last ?? .nan
         return String(format: """
             Pre-roll and events (1080p30 test camera and test microphone, %.0f s recordings, median of %d)
               recording CPU, no ring      %.2f s

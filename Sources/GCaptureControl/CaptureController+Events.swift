@@ -64,7 +64,7 @@ extension CaptureController {
 
     private nonisolated static func fields(_ motion: CaptureMotionOutput.Motion) -> ControlFields {
         let box = motion.boundingBox
-        return ["box": [box.minX, box.minY, box.width, box.height].map { Double($0) }, "score": motion.score, "time": motion.presentationTime]
+        return ["box": box.controlFraction, "score": motion.score, "time": motion.presentationTime]
     }
 
     private nonisolated static func describe(_ box: CGRect) -> String {
@@ -115,4 +115,9 @@ extension CaptureController {
         try? await Task.sleep(for: .milliseconds(50))
         eventReports?.cancel()
     }
+}
+
+extension CGRect {
+    /// `[x, y, width, height]` as the protocol writes a normalized rectangle (plain Doubles: JSON takes no CGFloat).
+    var controlFraction: [Double] { [minX, minY, width, height].map { Double($0) } }
 }

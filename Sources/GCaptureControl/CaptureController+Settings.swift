@@ -50,9 +50,8 @@ extension CaptureController {
         ]
         // Where the motion output looks (the page draws it over the live view); an empty zone list: everywhere.
         fields["motion"] = capture.motionOutput.map { motion -> ControlFields in
-            let boxes = { (rects: [CGRect]) in rects.map { [$0.minX, $0.minY, $0.width, $0.height].map { Double($0) } } }
-            return ["zones": boxes(motion.zones.isEmpty ? [CGRect(x: 0, y: 0, width: 1, height: 1)] : motion.zones),
-                    "masks": boxes(motion.masks), "now": motionNow.withLock { $0 } ?? NSNull()]
+            return ["zones": (motion.zones.isEmpty ? [CGRect(x: 0, y: 0, width: 1, height: 1)] : motion.zones).map(\.controlFraction),
+                    "masks": motion.masks.map(\.controlFraction), "now": motionNow.withLock { $0 } ?? NSNull()]
         } ?? NSNull()
         if let recording, let movie = capture.movieOutput {
             fields["recording"] = ["path": recording.url.path, "elapsed": movie.recordedDuration, "paused": movie.isRecordingPaused] as ControlFields
