@@ -66,9 +66,11 @@ public final class TeeBranch: @unchecked Sendable {
     /// waiting up to `timeout` for every sink to finish with it, so muxers finalize their files), then stops and
     /// removes it. Blocks; must not be called on a streaming thread. Returns whether the drain completed:
     /// false for a branch that failed (it cannot be drained, its files were not finalized) or whose sinks
-    /// did not see end-of-stream in time.
+    /// did not see end-of-stream in time. `endingOwnInputs` ends the inputs the bin has besides its tee links
+    /// (appsrcs): it is called once the drain can see their end-of-stream reach the sinks (a sink's end seen
+    /// before then is lost: the bin forgets its sinks' ends once all of them have posted one).
     @discardableResult
-    public func detach(drain: Bool, timeout: Duration = .seconds(3)) -> Bool {
+    public func detach(drain: Bool, timeout: Duration = .seconds(3), endingOwnInputs: () -> Void = {}) -> Bool {
         let alreadyDetached = detached.withLock { value in
             defer { value = true }
             return value
@@ -83,6 +85,7 @@ public final class TeeBranch: @unchecked Sendable {
             try? sentinel.set("async", false)
             if (try? bin.add(sentinel)) != nil { try? sentinel.syncStateWithParent() }
         }
+        endingOwnInputs()
         let unlinked = DispatchGroup()
         let sendEOS = !sinks.isEmpty
         for link in links {

@@ -79,6 +79,35 @@ final class TeeBranchTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(frames, 15, "a 0.5 s branch at 50 fps should hold about 25 frames")
     }
 
+    /// A branch fed by its own appsrc (a pre-roll's): its end, given through `endingOwnInputs`, is seen by the
+    /// drain however fast it reaches the sinks. Ended before the detach, the same end is lost (the bin forgets
+    /// its sinks' ends once all have posted one), and the drain could only time out.
+    func testADrainSeesTheEndOfABranchsOwnInputs() throws {
+        let (pipeline, _, _) = try livePipeline()
+        try pipeline.setState(.playing)
+        defer { pipeline.shutDown() }
+        func ownFedBranch() throws -> (TeeBranch, AppSource) {
+            let bin = try Bin.parse("appsrc name=src format=time is-live=true ! fakesink name=end sync=false async=false")
+            let source = try XCTUnwrap(bin.element(named: "src").flatMap(AppSource.init))
+            source.setCaps(try Caps("application/x-test"))
+            let branch = try TeeBranch(attaching: bin, inputs: [], in: pipeline)
+            let bytes: [UInt8] = [1, 2, 3, 4]
+            for frame in 0..<3 {
+                XCTAssertTrue(bytes.withUnsafeBytes { source.push(copying: $0, presentationTime: ClockTime(frame) * 20 * .millisecond) })
+            }
+            return (branch, source)
+        }
+        for cycle in 0..<20 {
+            let (branch, source) = try ownFedBranch()
+            XCTAssertTrue(branch.detach(drain: true, timeout: .seconds(3), endingOwnInputs: source.endOfStream),
+                          "cycle \(cycle): the drain did not see the branch's end")
+        }
+        let (branch, source) = try ownFedBranch()
+        source.endOfStream()
+        Thread.sleep(forTimeInterval: 0.1)
+        XCTAssertFalse(branch.detach(drain: true, timeout: .milliseconds(300)), "an end that reached the sinks before the drain was seen")
+    }
+
     func testAFailedBranchIsCutOffAndTheOthersKeepRunning() throws {
         let (pipeline, tee, main) = try livePipeline()
         let branchHolder = Locked<TeeBranch?>(nil)

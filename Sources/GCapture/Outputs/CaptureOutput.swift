@@ -59,8 +59,8 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
     /// On the session's queue: the graph the output joined is the session's running one now (a graph is
     /// built, and outputs join it, before it is known to start).
     func sessionDidStartRunning(_ graph: any OutputGraph) {}
-    /// On the session's queue, right before the graph unlinks (and maybe drains) the output's branch: a
-    /// branch fed by the output itself rather than by the tees ends its inputs here.
+    /// On the session's queue, while the graph unlinks (and maybe drains) the output's branch, once the drain
+    /// can see the branch's end: a branch fed by the output itself rather than by the tees ends its inputs here.
     func branchWillDetach() {}
     /// Whether the output builds its branch again by itself after a failure (a stream reconnecting): the
     /// session then does not report the failure as a runtime error, which says the output was detached for
