@@ -4,7 +4,7 @@ import GCapture
 /// The options of event recording (`trigger`, SIGUSR2), shared by `run` and `serve`.
 struct EventOptions: ParsableArguments {
     @Option(parsing: .unconditional,
-            help: "Seconds each recording and event clip begins before it was started: the session's last seconds stay in memory (encoded video, raw audio) while it runs, \(NumberRanges.preRoll.accepted) (default: 0).",
+            help: "Seconds each recording and event clip begins before it was started: the session's last seconds stay in memory (H.264 and AAC) while it runs, \(NumberRanges.preRoll.accepted) (default: 0).",
             transform: NumberRanges.preRoll.parser)
     var preRoll: Double = 0
 

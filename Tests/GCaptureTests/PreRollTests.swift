@@ -56,23 +56,27 @@ final class PreRollTests: XCTestCase {
         XCTAssertLessThan(holding.seconds, 6.1, "the ring keeps more than the pre-roll and a key-frame interval")
     }
 
-    /// The ring's memory is what it holds, bounded: the pre-roll and a key-frame interval of the video's bit
-    /// rate, the same of raw audio (48 kHz stereo 16-bit), 10% over for the key frames' size.
+    /// The ring's memory is what it holds, bounded: the pre-roll and a key-frame interval of the video's and
+    /// the AAC audio's bit rates (the audio is kept encoded), 10% over for the key frames' size.
     func testTheRingStaysWithinItsBitRatesAndCanBeTurnedOff() async throws {
         let folder = try temporaryFolder()
         let movie = CaptureMovieFileOutput()
         movie.preRollDuration = 2
         let session = try await startSession(camera: stampedCamera, microphone: .testMicrophone, outputs: [movie])
-        var peak = 0
+        var peak = CaptureMovieFileOutput.PreRollHolding()
         for _ in 0..<20 {
             try await Task.sleep(for: .milliseconds(200))
-            peak = max(peak, movie.preRollHolding.bytes)
+            let now = movie.preRollHolding
+            if now.bytes > peak.bytes { peak = now }
         }
-        let videoBitRate = MovieEncoding.defaultBitRate(width: 640, height: 480), audioBitRate = 48_000 * 2 * 16
+        let videoBitRate = MovieEncoding.defaultBitRate(width: 640, height: 480), audioBitRate = 128_000
         let bound = Double(videoBitRate + audioBitRate) / 8 * 3 * 1.1
-        print("pre-roll 2 s at 640x480: the ring peaked at \(peak) bytes; bound \(Int(bound))")
-        XCTAssertGreaterThan(peak, 0)
-        XCTAssertLessThanOrEqual(Double(peak), bound)
+        print("pre-roll 2 s at 640x480: the ring peaked at \(peak.bytes) bytes (\(peak.videoBytes) video, \(peak.audioBytes) audio, "
+              + "\(peak.seconds) s); bound \(Int(bound)): \(String(format: "%.3f", Double(peak.bytes) / bound * 1.1))x the bit rates")
+        XCTAssertGreaterThan(peak.videoBytes, 0)
+        // AAC at 128 kbit/s is ~16 KB a second; raw, the same audio would be 192 KB.
+        XCTAssertEqual(Double(peak.audioBytes), Double(audioBitRate) / 8 * peak.seconds, accuracy: Double(audioBitRate) / 8 * 0.5)
+        XCTAssertLessThanOrEqual(Double(peak.bytes), bound)
 
         // Off: nothing kept, the shared encoder gone, and a recording as before (it begins at the call).
         movie.preRollDuration = 0
@@ -93,5 +97,23 @@ final class PreRollTests: XCTestCase {
         XCTAssertLessThanOrEqual(firstAgain, -1000 + 1)
         XCTAssertGreaterThan(firstAgain, -2000 - 34)
         XCTAssertTrue(try ffmpegDecodes(again))
+    }
+
+    /// A Matroska file with a pre-roll takes the ring's AAC (without one it encodes Opus): it reaches back, has
+    /// both tracks, and plays.
+    func testAMatroskaRecordingTakesTheRingsAudio() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        movie.fileType = .matroska
+        movie.preRollDuration = 1
+        let session = try await startSession(camera: stampedCamera, microphone: .testMicrophone, outputs: [movie])
+        try await Task.sleep(for: .seconds(2.5))
+        let url = folder.appendingPathComponent("event.mkv")
+        let (pressed, _) = try await record(movie, to: url, seconds: 1)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        let first = millisecondsFrom(pressed, to: try captureTimeStamp(url, width: 640))
+        XCTAssertLessThanOrEqual(first, -1000 + 1, "the first frame is not the pre-roll's")
+        XCTAssertEqual(try probe(url).codecs.sorted(), ["aac", "h264"])
+        XCTAssertTrue(try ffmpegDecodes(url))
     }
 }

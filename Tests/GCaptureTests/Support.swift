@@ -491,6 +491,9 @@ extension XCTestCase {
         let complaints = result.stderr.split(separator: "\n").filter {
             !$0.hasPrefix("[null @") && !$0.trimmingCharacters(in: .whitespaces).hasPrefix("Last message repeated")
         }
+        if result.status != 0 || !complaints.isEmpty {
+            print("ffmpeg on \(url.lastPathComponent): exit \(result.status)\n" + complaints.prefix(10).joined(separator: "\n"))
+        }
         return result.status == 0 && complaints.isEmpty
     }
 }

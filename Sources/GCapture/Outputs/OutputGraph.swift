@@ -24,6 +24,11 @@ protocol OutputGraph: AnyObject {
     /// The pad every buffer of the medium passes on its way into the session's tee (a filler's too).
     func teeInput(_ mediaType: MediaType) -> Pad?
 
+    /// A branch of no output, fed by the medium's tee (a pre-roll ring's audio encoder), until detached; an
+    /// error inside it cuts off only it.
+    func attachTap(_ bin: Bin, to mediaType: MediaType) throws(CaptureError) -> TeeBranch
+    func detachTap(_ tap: TeeBranch)
+
     /// Links a branch of `output` to the tees: each named sink pad of `bin` to its media's tee, the video one
     /// to `encodedVideo`'s tee when the branch takes H.264 from a shared encoder.
     func attachBranch(_ bin: Bin, of output: CaptureOutput, inputs: [MediaType: String],

@@ -53,6 +53,8 @@ final class SessionGraph: @unchecked Sendable {
         var branches: [ObjectIdentifier: Attached] = [:]
         /// The H.264 encoders outputs share, while one uses them.
         var encoders: [SharedVideoEncoder] = []
+        /// Branches that belong to no output (a pre-roll ring's audio encoder), by their bins' paths.
+        var taps: [String: TeeBranch] = [:]
     }
 
     private let busState = Locked(BusState())
@@ -130,6 +132,12 @@ final class SessionGraph: @unchecked Sendable {
                 }
             }
         }
+        // A tap that fails is cut off, and only it: whoever reads it sees nothing more.
+        if let tap = busState.withLock({ $0.taps.first { message.isFrom(inside: $0.key) }?.value }) {
+            if !tap.hasFailed { Log.session.warning("\(tap.bin.name) failed: \(error.message)") }
+            tap.markFailed()
+            return []
+        }
         return attributeOutsideEncoders(error, from: message).map { [$0] } ?? []
     }
 
@@ -191,7 +199,7 @@ final class SessionGraph: @unchecked Sendable {
         }
         pipeline.shutDown()
         for output in members { output.didDetach(drained: drained[ObjectIdentifier(output)] ?? true) }
-        busState.withLock { $0.branches.removeAll(); $0.members.removeAll(); $0.encoders.removeAll() }
+        busState.withLock { $0.branches.removeAll(); $0.members.removeAll(); $0.encoders.removeAll(); $0.taps.removeAll() }
     }
 
     /// Releases a graph that never played (a prepared graph replaced by a newer configuration): its outputs
@@ -200,7 +208,7 @@ final class SessionGraph: @unchecked Sendable {
         pressure.stop()
         sourceWatches.removeAll()
         pipeline.shutDown()
-        busState.withLock { $0.branches.removeAll(); $0.members.removeAll(); $0.encoders.removeAll() }
+        busState.withLock { $0.branches.removeAll(); $0.members.removeAll(); $0.encoders.removeAll(); $0.taps.removeAll() }
     }
 
     var isPlaying: Bool { pipeline.state().current == .playing }
@@ -317,6 +325,23 @@ final class SessionGraph: @unchecked Sendable {
     func teeInput(_ mediaType: MediaType) -> Pad? {
         guard hasSource(mediaType) else { return nil }
         return (mediaType == .audio ? audioTee : videoTee).staticPad("sink")
+    }
+
+    /// Links `bin`'s "sink" pad to the medium's tee, for no output: what it makes is read where it ends (a probe
+    /// before a fakesink). Until `detachTap`.
+    func attachTap(_ bin: Bin, to mediaType: MediaType) throws(CaptureError) -> TeeBranch {
+        do {
+            let tap = try TeeBranch(attaching: bin, to: mediaType == .audio ? audioTee : videoTee, in: pipeline)
+            busState.withLock { $0.taps[bin.path] = tap }
+            return tap
+        } catch {
+            throw .configurationFailed(reason: "cannot attach \(bin.name)", underlying: error as? GStreamerError)
+        }
+    }
+
+    func detachTap(_ tap: TeeBranch) {
+        busState.withLock { state in state.taps = state.taps.filter { $0.value !== tap } }
+        tap.detach(drain: false)
     }
 
     /// The shared encoders running now (for tests that make one misbehave).

@@ -94,10 +94,11 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
 
     /// Seconds of the session kept before every recording's start (default 0: none). While it is over 0 and
     /// the session runs, its video is encoded all the time (a key frame every second) and the last seconds of
-    /// it, with the raw audio, stay in memory (`preRollHolding`); a recording then begins at the newest key
-    /// frame at least this long before its `startRecording` call, so the moment that made someone press
-    /// record is in the file. The files after an interruption (`.finalizeAndResume`) begin live. Setting it
-    /// while the session runs starts (or drops) the ring at once.
+    /// it, with the audio encoded as AAC, stay in memory (`preRollHolding`: about the bit rates × the seconds);
+    /// a recording then begins at the newest key frame at least this long before its `startRecording` call,
+    /// so the moment that made someone press record is in the file. Its audio is the ring's AAC, a Matroska
+    /// file's too (without a pre-roll, Opus). The files after an interruption (`.finalizeAndResume`) begin
+    /// live. Setting it while the session runs starts (or drops) the ring at once.
     public var preRollDuration: TimeInterval {
         get { settings.preRollDuration }
         set {
@@ -135,7 +136,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         get { settings.timelapseFrameRate } set { changeSettings { $0.timelapseFrameRate = max(1, newValue) } }
     }
 
-    /// What the pre-roll ring holds: encoded video and raw audio, by reference.
+    /// What the pre-roll ring holds: H.264 video and AAC audio, by reference.
     public struct PreRollHolding: Sendable, Equatable, Codable {
         public var videoBytes = 0
         public var audioBytes = 0
@@ -161,8 +162,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         if let current, current.duration == nanoseconds { return }
         if let current {
             state.withLock { $0.preRoll = nil }
-            current.remove()
-            graph?.releaseSharedEncoder(current.encoder)
+            current.remove(from: graph)
         }
         guard nanoseconds > 0, let graph, graph.hasSource(.video) else { return }
         do throws(CaptureError) {
@@ -234,7 +234,7 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
             defer { state.preRoll = nil }
             state.context = nil
             return state.preRoll
-        }?.remove()
+        }?.remove(from: nil)
         // The graph tried to drain the recording before it stopped; only a complete drain finalized the file.
         complete(error: nil, drained: drained)
     }

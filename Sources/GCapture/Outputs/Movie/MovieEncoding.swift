@@ -23,8 +23,8 @@ struct MovieEncoding: Sendable {
 
     /// The video comes from the session's shared encoder (SharedVideoEncoder) rather than one of its own.
     var sharesEncoder = false
-    /// The video (encoded) and the audio (raw) come from a PreRollRing, pushed into appsrcs at the bin's
-    /// head, rather than from the session's tees.
+    /// The video (H.264) and the audio (AAC, whatever the container) come from a PreRollRing, pushed into
+    /// appsrcs at the bin's head, rather than from the session's tees.
     var fedByPreRoll = false {
         didSet { if fedByPreRoll { sharesEncoder = true } }
     }
@@ -73,6 +73,12 @@ struct MovieEncoding: Sendable {
 
     static var aacEncoder: String? {
         ["voaacenc", "avenc_aac", "fdkaacenc"].first(where: GStreamer.hasElement)
+    }
+
+    /// Raw audio in, parsed AAC out: an MP4's audio, and what a pre-roll ring keeps of the session's.
+    static func aacEncode() throws(CaptureError) -> String {
+        guard let aac = aacEncoder else { throw .missingPlugin("voaacenc or avenc_aac") }
+        return "audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2 ! \(aac) bitrate=128000 ! aacparse"
     }
 
     /// Bits per second for a frame size at about 0.13 bit per pixel at 30 fps (1080p: 8 Mbit/s).
@@ -138,18 +144,12 @@ struct MovieEncoding: Sendable {
         ]
         if container == .mp4 { parts.append("vt. ! \(muxQueue) ! sidecar.video_0") }
         if withAudio {
-            let audioEncoder: String
-            switch container {
-            case .mp4:
-                guard let aac = Self.aacEncoder else { throw .missingPlugin("voaacenc or avenc_aac") }
-                audioEncoder = "\(aac) bitrate=128000 ! aacparse"
-            case .matroska:
-                audioEncoder = "opusenc bitrate=128000"
-            }
+            let audio = fedByPreRoll
+                ? "appsrc name=\(Self.audioSource) \(ringSource) ! queue name=audio_in max-size-buffers=0 max-size-bytes=0 ! aacparse"
+                : "queue name=audio_in \(inputQueue) ! " + (container == .mp4 ? try Self.aacEncode()
+                    : "audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2 ! opusenc bitrate=128000")
             parts += [
-                (fedByPreRoll ? "appsrc name=\(Self.audioSource) \(ringSource) ! queue name=audio_in max-size-buffers=0 max-size-bytes=0"
-                              : "queue name=audio_in \(inputQueue)") + " ! audioconvert ! audioresample "
-                    + "! audio/x-raw,rate=48000,channels=2 ! \(audioEncoder) ! tee name=at",
+                "\(audio) ! tee name=at",
                 "at. ! \(muxQueue) ! mux.audio_0",
             ]
             if container == .mp4 { parts.append("at. ! \(muxQueue) ! sidecar.audio_0") }

@@ -85,7 +85,7 @@ struct MovieRecordingBranch {
             encoding.videoEncoder = encoder.activeEncoder
             encoding.videoBitRate = encoder.encode.bitRate
         }
-        Self.addProbes(to: bin, inputs: pads, timeline: timeline, sharedEncoder: encoder, gated: preRoll == nil)
+        Self.addProbes(to: bin, inputs: pads, timeline: timeline, sharedEncoder: encoder, fedByPreRoll: preRoll != nil)
         (self.bin, self.timeline, self.sharedEncoder, self.encoding, self.inputs) = (bin, timeline, encoder, encoding, inputs)
         feed = try preRoll.map { ring throws(CaptureError) in
             guard let video = bin.element(named: MovieEncoding.videoSource).flatMap(AppSource.init) else {
@@ -131,11 +131,12 @@ struct MovieRecordingBranch {
     }
 
     /// The timeline's probes: on the bin's inputs (video first, then audio), and on the muxer's side.
-    /// `gated`: encoded frames from a shared encoder pass a KeyFrameGate (a pre-roll's feed gates them itself).
+    /// Encoded frames from a shared encoder pass a KeyFrameGate, unless `fedByPreRoll` (the feed gates them
+    /// itself); a pre-roll's audio comes encoded (AAC): admitted whole or not at all.
     private static func addProbes(to bin: Bin, inputs pads: [Pad], timeline: RecordingTimeline, sharedEncoder encoder: SharedVideoEncoder?,
-                                  gated: Bool) {
+                                  fedByPreRoll: Bool) {
         if let encoder {
-            let gate = gated ? KeyFrameGate(encoder: encoder, queue: bin.element(named: "video_in")) : nil
+            let gate = !fedByPreRoll ? KeyFrameGate(encoder: encoder, queue: bin.element(named: "video_in")) : nil
             pads.first?.addProbe(.buffer) { info in
                 guard gate?.admits(isDeltaFrame: info.isDeltaFrame) ?? true else { return .drop }
                 guard let shift = timeline.admitVideo(info.bufferRunningTime, duration: info.bufferDuration,
@@ -170,7 +171,7 @@ struct MovieRecordingBranch {
         }
         if pads.count > 1 {
             pads[1].addProbe(.buffer) { info in
-                guard let admitted = timeline.admitAudio(info.bufferPTS, duration: info.bufferDuration) else { return .drop }
+                guard let admitted = timeline.admitAudio(info.bufferPTS, duration: info.bufferDuration, encoded: fedByPreRoll) else { return .drop }
                 info.trimBufferStart(by: admitted.trim, frameBytes: SourceBuilder.audioFrameBytes)
                 info.extendBufferStartWithSilence(by: admitted.silence, frameBytes: SourceBuilder.audioFrameBytes)
                 info.shiftBufferTimestamps(earlierBy: admitted.shift)

@@ -3,18 +3,19 @@ import GStreamerKit
 
 /// The last seconds of a running session, kept for a recording that starts later and is to begin before its
 /// start (CaptureMovieFileOutput.preRollDuration): the shared encoder's H.264, taken where it enters its tee,
-/// and the session's raw audio, taken where it enters the audio tee. Buffers are references, not copies:
-/// the ring costs the memory of what it keeps, and nothing while no recording reads it.
+/// and the session's audio as AAC, from an encoder of the ring's own (a tap on the audio tee). Buffers are
+/// references, not copies: the ring costs the memory of what it keeps (encoded: about the bit rates × the
+/// seconds), and nothing while no recording reads it.
 ///
 ///     video tee ─▶ H.264 encoder ─▶ ▣ encoded tee        ▣: the ring's probes
-///     audio source ─▶ ▣ audio tee
+///     audio tee ─▶ queue ▶ AAC encoder ▶ aacparse ▶ ▣ fakesink
 ///
 /// A recording attaches a feed (PreRollFeed: its branch's appsrcs): the ring hands it what it holds from the
 /// newest key frame at least the pre-roll back, then every buffer as it arrives, all under one lock, so the
 /// file gets each buffer once, in order, with no gap between the kept and the live ones.
 final class PreRollRing: @unchecked Sendable {
     // @unchecked Sendable: `state` is Locked; the rest are lets of Sendable types, and the probe IDs are
-    // written once on the session's queue before `remove` (also on that queue) reads them.
+    // written once on the session's queue before `remove(from:)` (also on that queue) reads them.
     private struct Entry {
         let buffer: RetainedBuffer
         /// Running time of the buffer's start, and of its end (audio).
@@ -47,18 +48,20 @@ final class PreRollRing: @unchecked Sendable {
     let encoder: SharedVideoEncoder
     let encoding: MovieEncoding
     private let videoPad: Pad
+    /// The ring's AAC encoder on the audio tee, and the pad its parsed AAC leaves by.
+    private let audioTap: TeeBranch?
     private let audioPad: Pad?
     private var probes: [(Pad, UInt)] = []
     private let state = Locked(State())
 
     /// On the session's queue: starts keeping what passes `videoPad` (the encoded tee's input) and
-    /// `audioPad` (the audio tee's input, when the session has a microphone).
-    init(duration: UInt64, encoder: SharedVideoEncoder, encoding: MovieEncoding, videoPad: Pad, audioPad: Pad?) {
+    /// `audio.pad` (its AAC encoder's output, when the session has a microphone).
+    init(duration: UInt64, encoder: SharedVideoEncoder, encoding: MovieEncoding, videoPad: Pad, audio: (tap: TeeBranch, pad: Pad)?) {
         self.duration = duration
         self.encoder = encoder
         self.encoding = encoding
         self.videoPad = videoPad
-        self.audioPad = audioPad
+        (audioTap, audioPad) = (audio?.tap, audio?.pad)
         probes.append((videoPad, videoPad.addProbe(.buffer) { [weak self] info in
             self?.keepVideo(info)
             return .ok
@@ -76,9 +79,14 @@ final class PreRollRing: @unchecked Sendable {
     var videoCaps: Caps? { videoPad.currentCaps }
     var audioCaps: Caps? { audioPad?.currentCaps }
 
-    /// On the session's queue: stops keeping and lets go of everything kept; a feed attached ends.
-    func remove() {
+    /// On the session's queue: stops keeping and lets go of everything kept; a feed attached ends. With the
+    /// graph still running, the encoders the ring kept running are let go of (else they went with it).
+    func remove(from graph: (any OutputGraph)?) {
         for (pad, id) in probes { pad.removeProbe(id) }
+        if let graph {
+            graph.releaseSharedEncoder(encoder)
+            if let audioTap { graph.detachTap(audioTap) }
+        }
         let feed = state.withLock { state -> PreRollFeed? in
             defer { state = State(removed: true) }
             return state.feed
@@ -266,7 +274,20 @@ extension PreRollRing {
             throw .configurationFailed(reason: "the shared encoder has no tee to keep a pre-roll from", underlying: nil)
         }
         (encoding.videoEncoder, encoding.videoBitRate) = (encoder.activeEncoder, encoder.encode.bitRate)
+        let audio = graph.hasSource(.audio) ? try audioEncoder(for: output, in: graph) : nil
         graph.holdSharedEncoder(encoder)
-        return PreRollRing(duration: duration, encoder: encoder, encoding: encoding, videoPad: videoPad, audioPad: graph.teeInput(.audio))
+        return PreRollRing(duration: duration, encoder: encoder, encoding: encoding, videoPad: videoPad, audio: audio)
+    }
+
+    /// The session's audio as AAC (what an MP4 holds, and Matroska takes), about 16 KB a second instead of
+    /// the 192 KB of the raw samples; a queue in front so the audio tee never waits for the encoder.
+    private static func audioEncoder(for output: CaptureMovieFileOutput, in graph: any OutputGraph) throws(CaptureError) -> (tap: TeeBranch, pad: Pad) {
+        let bin = try graph.makeBin("queue leaky=downstream max-size-buffers=0 max-size-bytes=0 max-size-time=1000000000 ! "
+                                    + "\(MovieEncoding.aacEncode()) ! fakesink name=pre_roll_aac sync=false async=false",
+                                    for: output, ghostUnlinkedPads: true)
+        guard let pad = bin.element(named: "pre_roll_aac")?.staticPad("sink") else {
+            throw .configurationFailed(reason: "the pre-roll's audio encoder has no output", underlying: nil)
+        }
+        return (try graph.attachTap(bin, to: .audio), pad)
     }
 }

@@ -123,9 +123,11 @@ final class RecordingTimeline: Sendable {
     /// The audio arrives some ~20-40 ms after the video of the same moment, and the first buffer after the
     /// first frame used to start the audio track: the fragmented MP4 muxer drops such a gap before a track,
     /// so the audio played that much early and ended that much (with the drain, ~0.1 s) before the video.
-    func admitAudio(_ pts: ClockTime?, duration: ClockTime?) -> AudioAdmission? {
+    /// `encoded` audio (a pre-roll ring's AAC) cannot be cut nor padded: a frame that starts before the first
+    /// frame stays out, and the track starts with the next (at most a frame, 21 ms, after the video).
+    func admitAudio(_ pts: ClockTime?, duration: ClockTime?, encoded: Bool = false) -> AudioAdmission? {
         guard let pts else { return nil }
-        return state.withLock { $0.admitAudio(at: UInt64(pts), duration: UInt64(duration ?? 0)) }
+        return state.withLock { $0.admitAudio(at: UInt64(pts), duration: UInt64(duration ?? 0), encoded: encoded) }
     }
 
     struct AudioAdmission {
@@ -222,11 +224,11 @@ extension RecordingTimeline.State {
     }
 
     /// See RecordingTimeline.admitAudio.
-    mutating func admitAudio(at pts: UInt64, duration: UInt64) -> RecordingTimeline.AudioAdmission? {
+    mutating func admitAudio(at pts: UInt64, duration: UInt64, encoded: Bool) -> RecordingTimeline.AudioAdmission? {
         guard let start, !pauseRequested else { return nil }
         var trim: UInt64 = 0
         if pts < start + pausedTotal {
-            guard statistics.firstAudioTime == nil, pts + duration > start + pausedTotal else { return nil }
+            guard !encoded, statistics.firstAudioTime == nil, pts + duration > start + pausedTotal else { return nil }
             trim = start + pausedTotal - pts
         }
         let fileTime = pts + trim - start - pausedTotal
@@ -242,7 +244,7 @@ extension RecordingTimeline.State {
         if ended || closed, pts + duration >= lastVideoEnd ?? 0 { audioReachedEnd = true }
         // Silence up to the first frame, never more than the longest a fresh audio server keeps its first
         // buffer (a later start is no lag to hide).
-        let silence = statistics.firstAudioTime == nil && fileTime < RecordingTimeline.longestAudioLag ? fileTime : 0
+        let silence = !encoded && statistics.firstAudioTime == nil && fileTime < RecordingTimeline.longestAudioLag ? fileTime : 0
         if statistics.firstAudioTime == nil { statistics.firstAudioTime = fileTime - silence }
         return .init(shift: ClockTime(start + pausedTotal), trim: ClockTime(trim), silence: ClockTime(silence))
     }
