@@ -339,9 +339,10 @@ final class ServeCommandTests: XCTestCase {
 
 /// The same page beside a description file's set-up: `gcapture run FILE --http ADDR:PORT`.
 final class RunHTTPTests: XCTestCase {
-    func testADescribedSetUpServesThePageAndItsGalleryShowsBothFolders() throws {
-        let folder = try temporaryFolder()
-        let description = folder.appendingPathComponent("booth.yaml")
+    /// `gcapture run` of a description in `folder` (the test camera at 640x480, no microphone, these
+    /// `outputs`), its page on a free port of 127.0.0.1, once it listens.
+    private func runDescribed(_ name: String, outputs: String, in folder: URL) throws -> (run: LaunchedCommand, description: URL, port: Int) {
+        let description = folder.appendingPathComponent(name)
         try """
             version: 1
             camera:
@@ -349,15 +350,22 @@ final class RunHTTPTests: XCTestCase {
               preset: vga640x480
             microphone: none
             outputs:
+
+            """.appending(outputs).write(to: description, atomically: true, encoding: .utf8)
+        let run = try launch("gcapture", ["run", description.path, "--http", "127.0.0.1:0", "--json", "--live-size", "320x240"],
+                             writesStdin: true)
+        XCTAssertTrue(run.waitForEvent("listening", timeout: 30), run.errorOutput)
+        return (run, description, try XCTUnwrap(run.events("listening").first?["port"] as? Int))
+    }
+
+    func testADescribedSetUpServesThePageAndItsGalleryShowsBothFolders() throws {
+        let (_, description, port) = try runDescribed("booth.yaml", outputs: """
               photo:
                 folder: shots
               movie:
                 folder: clips
                 audio: false
-            """.write(to: description, atomically: true, encoding: .utf8)
-        let run = try launch("gcapture", ["run", description.path, "--http", "127.0.0.1:0", "--json", "--live-size", "320x240"])
-        XCTAssertTrue(run.waitForEvent("listening", timeout: 30), run.errorOutput)
-        let port = try XCTUnwrap(run.events("listening").first?["port"] as? Int)
+            """, in: try temporaryFolder())
         XCTAssertEqual(try command(port, #"{"command": "photo"}"#).status, 200)
         XCTAssertEqual(try command(port, #"{"command": "record", "action": "start"}"#).status, 200)
         Thread.sleep(forTimeInterval: 1.5)
@@ -380,25 +388,14 @@ extension RunHTTPTests {
     /// (the movie that `record` makes without it), and listed in the gallery, from its own folder, marked so.
     func testTheTimelapseIsToldInTheEventsAndMarkedInTheGallery() throws {
         let folder = try temporaryFolder()
-        let description = folder.appendingPathComponent("sky.yaml")
-        try """
-            version: 1
-            camera:
-              id: test
-              preset: vga640x480
-            microphone: none
-            outputs:
+        let (run, _, port) = try runDescribed("sky.yaml", outputs: """
               movie:
                 folder: clips
                 audio: false
               timelapse:
                 interval: 0.2
                 folder: lapses
-            """.write(to: description, atomically: true, encoding: .utf8)
-        let run = try launch("gcapture", ["run", description.path, "--http", "127.0.0.1:0", "--json", "--live-size", "320x240"],
-                             writesStdin: true)
-        XCTAssertTrue(run.waitForEvent("listening", timeout: 30), run.errorOutput)
-        let port = try XCTUnwrap(run.events("listening").first?["port"] as? Int)
+            """, in: folder)
         XCTAssertTrue(run.waitForEvent("recordingStarted"), "the timelapse was not told: \(run.output) \(run.errorOutput)")
         let lapse = folder.appendingPathComponent("lapses/timelapse-0001.mp4")
         let lapseStarted = try XCTUnwrap(run.events("recordingStarted").first)
