@@ -1,34 +1,54 @@
-// A frame-analysis loop on the GCapture library, in AVFoundation's shape: a CaptureVideoDataOutput hands
-// each frame to a delegate on a queue of ours, which compares it with the one before and says when motion
-// starts and ends. The frames come small and grey (videoSettings: the session converts them once), late
-// frames are dropped rather than queued (alwaysDiscardsLateVideoFrames), so the analysis never falls behind.
+// Motion detection on the GCapture library: a CaptureMotionOutput in the session, told where to look
+// (zones), where never to (masks) and how much change counts (sensitivity, minimum area); its delegate hears
+// each motion begin and end, with where the picture changed and how much. With --record, a
+// CaptureEventRecorder follows the same output: each motion records a clip that begins a few seconds before
+// it (the movie output's pre-roll) and ends a few seconds after it.
 //
-//   swift run motion-detector                       the default camera, until Ctrl+C
-//   swift run motion-detector --camera test         the built-in test camera (its picture moves)
-//   swift run motion-detector --camera test-still   the test camera with a still picture
+//   swift run motion-detector                            the default camera, until Ctrl+C
+//   swift run motion-detector --camera test              the test camera's scripted scene: a still picture
+//                                                        where a dark object appears after 2 s
+//   swift run motion-detector --camera test-still        the same picture, nothing ever appears
+//   swift run motion-detector --camera test --record clips --zone 0,0,0.5,1
 //
-// Options: --camera ID, --threshold PERCENT (of the picture that must change, default 0.5), --duration SECONDS.
-// Each line: `motion started at 1.23 s (4.1% changed)`, `motion ended at 2.34 s`; at the end a summary.
+// Options: --camera ID, --zone X,Y,W,H and --mask X,Y,W,H (fractions of the picture from its top left; each
+// may be repeated), --sensitivity 0-1 (default 0.5), --minimum-area 0-1 (default 0.005), --record FOLDER,
+// --duration SECONDS. Each line: `motion began at 2.03 s: x 0.10 y 0.15, 0.25 × 0.30 (score 0.075)`,
+// `motion ended at 3.91 s (peak score 0.075)`, `clip clips/motion-0001.mp4: 4.93 s`; at the end a summary.
 import Foundation
 import GCapture
 
 struct Options {
     var camera: String?
-    var threshold = 0.5
+    var zones: [CGRect] = []
+    var masks: [CGRect] = []
+    var sensitivity: Double?
+    var minimumArea: Double?
+    var record: URL?
     var duration: Double?
 
     init(_ arguments: [String]) {
         var rest = arguments[...]
-        func number(_ name: String) -> Double {
-            guard let text = rest.popFirst(), let value = Double(text), value > 0 else { fail("\(name) takes a positive number") }
+        func value(_ name: String) -> String {
+            guard let value = rest.popFirst() else { fail("\(name) needs a value") }
             return value
+        }
+        func number(_ name: String) -> Double {
+            guard let number = Double(value(name)), number >= 0 else { fail("\(name) takes a number") }
+            return number
+        }
+        func rectangle(_ name: String) -> CGRect {
+            let parts = value(name).split(separator: ",").compactMap { Double($0) }
+            guard parts.count == 4 else { fail("\(name) takes X,Y,WIDTH,HEIGHT in fractions of the picture, e.g. 0,0,0.5,1") }
+            return CGRect(x: parts[0], y: parts[1], width: parts[2], height: parts[3])
         }
         while let argument = rest.popFirst() {
             switch argument {
-            case "--camera":
-                guard let id = rest.popFirst() else { fail("--camera needs a value") }
-                camera = id
-            case "--threshold": threshold = number(argument)
+            case "--camera": camera = value(argument)
+            case "--zone": zones.append(rectangle(argument))
+            case "--mask": masks.append(rectangle(argument))
+            case "--sensitivity": sensitivity = number(argument)
+            case "--minimum-area": minimumArea = number(argument)
+            case "--record": record = URL(fileURLWithPath: value(argument), isDirectory: true)
             case "--duration": duration = number(argument)
             default: fail("unknown option \(argument) (see the top of Examples/MotionDetector/main.swift)")
             }
@@ -46,67 +66,32 @@ func say(_ line: String) {
     fflush(nil)
 }
 
-/// Compares each frame with the previous one: the share of pixels whose brightness changed by more than
-/// `pixelThreshold` 8-bit steps (more than a camera's noise) is the amount of motion.
-final class MotionDetector: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
-    /// The frames' size for the analysis: enough to see a person move, cheap to compare.
-    static let width = 160, height = 120
-    static let pixelThreshold = 24
+func describe(_ box: CGRect) -> String {
+    String(format: "x %.2f y %.2f, %.2f × %.2f", box.minX, box.minY, box.width, box.height)
+}
 
-    private let threshold: Double
-    // Touched only on the delegate queue, one frame at a time.
-    private var previous: [UInt8] = []
-    private var current: [UInt8] = []
-    private var moving = false
-    private(set) var frames = 0
-    private(set) var framesWithMotion = 0
-    private(set) var dropped = 0
-    private(set) var largestChange = 0.0
-
-    init(thresholdPercent: Double) { threshold = thresholdPercent / 100 }
-
-    func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
-        // The luma plane (GRAY8: the only one), copied row by row: the stride may pad each row.
-        let copied: Bool? = sampleBuffer.withPlanes { planes in
-            guard let luma = planes.first, luma.rowBytes >= Self.width, luma.height >= Self.height else { return false }
-            current.removeAll(keepingCapacity: true)
-            for row in 0..<Self.height {
-                current.append(contentsOf: luma.bytes[(row * luma.stride)..<(row * luma.stride + Self.width)])
-            }
-            return true
-        }
-        guard copied == true else { return }
-        frames += 1
-        defer { swap(&previous, &current) }
-        guard previous.count == current.count else { return }
-        var changed = 0
-        for index in current.indices where abs(Int(current[index]) - Int(previous[index])) > Self.pixelThreshold {
-            changed += 1
-        }
-        let share = Double(changed) / Double(current.count)
-        largestChange = max(largestChange, share)
-        if share >= threshold { framesWithMotion += 1 }
-        let time = String(format: "%.2f", sampleBuffer.presentationTime)
-        if share >= threshold, !moving {
-            moving = true
-            say("motion started at \(time) s (\(String(format: "%.1f", share * 100))% changed)")
-        } else if share < threshold / 2, moving {
-            // Half the threshold to end it: motion near the threshold does not flicker on and off.
-            moving = false
-            say("motion ended at \(time) s")
-        }
+/// Says each motion as it begins and ends (on the queue given with it, one event at a time).
+final class MotionReporter: CaptureMotionOutputDelegate {
+    func captureOutput(_ output: CaptureMotionOutput, didBeginMotion motion: CaptureMotionOutput.Motion) {
+        say(String(format: "motion began at %.2f s: ", motion.presentationTime) + describe(motion.boundingBox)
+            + String(format: " (score %.3f)", motion.score))
     }
 
-    func captureOutput(_ output: CaptureOutput, didDrop sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
-        dropped += 1
+    func captureOutput(_ output: CaptureMotionOutput, didEndMotion motion: CaptureMotionOutput.Motion) {
+        // At the end, the box holds everywhere the picture changed during the motion, the score its peak.
+        say(String(format: "motion ended at %.2f s: ", motion.presentationTime) + describe(motion.boundingBox)
+            + String(format: " (peak score %.3f)", motion.score))
     }
 }
 
 let options = Options(Array(CommandLine.arguments.dropFirst()))
 let camera: CaptureDevice
 switch options.camera {
-case "test-still"?:
-    camera = CaptureDevice.makeTestCamera(uniqueID: "test-still", options: TestCameraOptions(pattern: .checkers, motion: 0))
+case "test"?, "test-still"?:
+    // A still picture with a little sensor noise (none of it motion); in `test`, a dark rectangle appears.
+    let object = TestCameraOptions.SceneObject(rect: CGRect(x: 0.10, y: 0.15, width: 0.25, height: 0.30), luma: 16, appearsAfter: 2)
+    camera = CaptureDevice.makeTestCamera(uniqueID: options.camera!, options: TestCameraOptions(
+        pattern: .smpte, motion: 0, noiseLevel: 4, scene: .init(object: options.camera == "test" ? object : nil)))
 case let id?:
     guard let named = CaptureDevice.device(withUniqueID: id) else { fail("no camera \(id) (see `gcapture devices`)") }
     camera = named
@@ -118,24 +103,49 @@ case nil:
 }
 
 let session = CaptureSession()
-let videoOutput = CaptureVideoDataOutput()
-let detector = MotionDetector(thresholdPercent: options.threshold)
-let analysisQueue = DispatchQueue(label: "motion.analysis")
-videoOutput.videoSettings = .init(pixelFormat: "GRAY8", width: MotionDetector.width, height: MotionDetector.height)
-videoOutput.alwaysDiscardsLateVideoFrames = true
-videoOutput.setSampleBufferDelegate(detector, queue: analysisQueue)
+let motionOutput = CaptureMotionOutput()
+motionOutput.zones = options.zones
+motionOutput.masks = options.masks
+if let sensitivity = options.sensitivity { motionOutput.sensitivity = sensitivity }
+if let minimumArea = options.minimumArea { motionOutput.minimumArea = minimumArea }
+let reporter = MotionReporter()
+motionOutput.setDelegate(reporter, queue: DispatchQueue(label: "motion.events"))
+
+// With --record: a movie output that keeps the last 2 s at all times, and a recorder that starts a clip on
+// each motion, holds it while the motion goes on and ends it 2 s after.
+var recorder: CaptureEventRecorder?
+var clipReports: Task<Void, Never>?
+if let folder = options.record {
+    let movieOutput = CaptureMovieFileOutput()
+    movieOutput.preRollDuration = 2
+    let counter = Counter()
+    let clips = CaptureEventRecorder(movieOutput: movieOutput, postRoll: 2) {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder.appendingPathComponent(String(format: "motion-%04d.mp4", counter.next()))
+    }
+    clips.follow(motionOutput)
+    let events = clips.events()
+    clipReports = Task {
+        for await case .ended(let clip, let record, let error) in events {
+            say("clip \(clip.url.path): " + String(format: "%.2f s", record.duration ?? 0) + (error.map { " (\($0))" } ?? ""))
+        }
+    }
+    recorder = clips
+}
 
 do {
     session.beginConfiguration()
     session.sessionPreset = .vga640x480
     try session.add(CaptureDeviceInput(device: camera))
-    try session.add(videoOutput)
+    try session.add(motionOutput)
+    if let movieOutput = recorder?.movieOutput { try session.add(movieOutput) }
     try session.commitAndWait()
     try await session.start()
 } catch {
     fail("cannot start the camera: \(error)")
 }
-say("watching \(camera.localizedName); motion is \(options.threshold)% of the picture changing")
+say("watching \(camera.localizedName)" + (options.zones.isEmpty ? "" : " in \(options.zones.count) zone(s)")
+    + (options.record.map { "; clips of each motion go to \($0.path)" } ?? ""))
 
 let (stopRequests, requestStop) = AsyncStream<Void>.makeStream()
 let signals = [SIGINT, SIGTERM].map { number in
@@ -149,11 +159,18 @@ if let duration = options.duration {
     DispatchQueue.main.asyncAfter(deadline: .now() + duration) { requestStop.yield() }
 }
 for await _ in stopRequests { break }
+// The clip going on is finished (its post-roll cut short) before the camera stops.
+await recorder?.endEvent(closing: true)
+// Its `.ended` is told just after the clip is finished: heard before the reports stop.
+try? await Task.sleep(for: .milliseconds(100))
+clipReports?.cancel()
 await session.stop()
 signals.forEach { $0.cancel() }
-// The delegate's queue has delivered its last frame once the session stopped; read the figures on it.
-let summary = analysisQueue.sync {
-    "\(detector.frames) frames, \(detector.framesWithMotion) with motion, \(detector.dropped) dropped, "
-        + "largest change \(String(format: "%.1f", detector.largestChange * 100))%"
+let statistics = motionOutput.statistics
+say("\(statistics.analyzedFrames) frames analyzed, \(statistics.framesWithMotion) with motion")
+
+/// Numbers the clips.
+final class Counter: Sendable {
+    private let value = Locked(0)
+    func next() -> Int { value.withLock { $0 += 1; return $0 } }
 }
-say(summary)

@@ -131,6 +131,7 @@ struct RunCommand: AsyncParsableCommand {
         let options = DescriptionCommandSupport.options(safe: safe, root: root)
         capture.paths.root = safe ? options.root.map(SafeRoot.init) : nil
         (capture.motionOutput, capture.motionTriggersEvents) = (described.motionOutput, described.motionTriggersMovie)
+        capture.timelapse = described.timelapse
         let reload: CaptureController.ReloadHook = { _ in
             let new = try CaptureDescription.load(contentsOf: URL(fileURLWithPath: file), file: file, options: options)
             let report = try described.reload(new)

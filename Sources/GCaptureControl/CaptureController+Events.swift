@@ -80,10 +80,10 @@ extension CaptureController {
             events.emit("eventExtended", ["path": clip.url.path, "trigger": trigger.source, "triggers": clip.triggers.count], text: nil)
         case .ended(let clip, let record, let error):
             events.emit("eventEnded", ["path": clip.url.path, "record": EventClipRecord.url(forClip: clip.url).path,
-                                       "duration": record.duration, "preRoll": record.preRoll,
+                                       "duration": record.duration ?? 0, "preRoll": record.preRoll,
                                        "triggers": record.triggers.map(\.source), "complete": record.complete,
                                        "error": error.map { $0.description } ?? NSNull()],
-                         text: "event \(record.complete ? "recorded" : "failed") \(clip.url.path): \(String(format: "%.2f", record.duration)) s, "
+                         text: "event \(record.complete ? "recorded" : "failed") \(clip.url.path): \(String(format: "%.2f", record.duration ?? 0)) s, "
                             + "\(record.triggers.count) trigger\(record.triggers.count == 1 ? "" : "s")" + (error.map { " (\($0))" } ?? ""))
         }
     }

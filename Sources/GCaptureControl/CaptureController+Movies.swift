@@ -22,13 +22,7 @@ extension CaptureController {
         let watcher = RecordingWatcher(url: url) { [weak self] watcher, error in
             // Said here, before anyone waiting for the finish hears of it: the event comes before the reply.
             guard case .success? = watcher.started.value else { return }
-            let stats = movie.lastStatistics
-            let complete = error == nil || error!.recordingFinishedSuccessfully
-            events.emit("recordingFinished", ["path": watcher.url.path, "duration": stats.duration, "frames": stats.frames,
-                                               "dropped": stats.droppedFrames, "complete": complete,
-                                               "error": error.map { $0.description } ?? NSNull()],
-                         text: "recording \(complete ? "finished" : "failed") \(watcher.url.path): \(String(format: "%.2f", stats.duration)) s"
-                            + (error.map { " (\($0))" } ?? ""))
+            Self.emitFinished(watcher.url, movie.lastStatistics, error: error, events: events)
             Task { await self?.forget(watcher) }
         }
         recording = watcher
@@ -88,6 +82,34 @@ extension CaptureController {
         movie.resumeRecording()
         events.emit("recordingResumed", ["path": recording.url.path, "elapsed": movie.recordedDuration], text: nil)
         return ControlReply(fields: ["path": recording.url.path], text: "resumed \(recording.url.path)")
+    }
+
+    /// recordingFinished: `record`'s file and a timelapse's (`timelapse: true`) alike.
+    nonisolated static func emitFinished(_ url: URL, _ stats: CaptureMovieFileOutput.Statistics, error: CaptureError?,
+                                         timelapse: Bool = false, events: ControlEvents) {
+        let complete = error == nil || error!.recordingFinishedSuccessfully
+        var fields: ControlFields = ["path": url.path, "duration": stats.duration, "frames": stats.frames, "dropped": stats.droppedFrames,
+                                     "complete": complete, "error": error.map { $0.description } ?? NSNull()]
+        if timelapse { fields["timelapse"] = true }
+        events.emit("recordingFinished", fields,
+                    text: "\(timelapse ? "timelapse" : "recording") \(complete ? "finished" : "failed") \(url.path): "
+                        + "\(String(format: "%.2f", stats.duration)) s" + (error.map { " (\($0))" } ?? ""))
+    }
+
+    /// A description's timelapse, recorded from each start of the session to its stop: its files told as
+    /// recordingStarted and recordingFinished with `timelapse: true` (`record` never acts on it).
+    func followTimelapse() {
+        guard let timelapse = capture.timelapse else { return }
+        let events = events, output = timelapse.output
+        timelapse.onEvent = { event in
+            switch event {
+            case .started(let url):
+                events.emit("recordingStarted", ["path": url.path, "rotation": Int(output.connection.videoRotationAngle), "timelapse": true],
+                            text: "timelapse: recording \(url.path)")
+            case .finished(let outcome, let stats):
+                Self.emitFinished(outcome.url, stats, error: outcome.error, timelapse: true, events: events)
+            }
+        }
     }
 
     func forget(_ watcher: RecordingWatcher) {

@@ -74,6 +74,8 @@ public actor CaptureController {
                 Self.report(event, events: events, onFatalError: onFatalError)
             }
         }
+        // Before the session starts: the timelapse starts with it.
+        followTimelapse()
         try await capture.session.start()
         let started = capture.startedEvent(camera: camera, settings: settings)
         events.emit("started", started.fields, text: started.text)
@@ -111,6 +113,8 @@ public actor CaptureController {
             while stream.isStreaming, Date() < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         }
         await capture.session.stop()
+        // The session's stop drained the timelapse; its file is told finished (and is a plain MP4) before `stopped`.
+        await capture.timelapse?.waitUntilSettled()
         sessionEvents?.cancel()
         streamEvents?.cancel()
     }

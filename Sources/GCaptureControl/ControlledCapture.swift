@@ -26,6 +26,8 @@ public struct ControlledCapture: Sendable {
     /// output's event clips (as `trigger`, held while the motion goes on).
     public var motionOutput: CaptureMotionOutput?
     public var motionTriggersEvents = false
+    /// A description's timelapse: its files told as recordingStarted/recordingFinished with `timelapse: true`.
+    public var timelapse: DescribedTimelapse?
 
     public init(session: CaptureSession, photoOutput: CapturePhotoOutput? = nil, movieOutput: CaptureMovieFileOutput? = nil,
                 streamOutput: CaptureStreamOutput? = nil, streamLocation: String? = nil, settings: ControlledCaptureSettings,

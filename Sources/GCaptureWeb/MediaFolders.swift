@@ -19,6 +19,8 @@ struct MediaFolders: Sendable {
         var unfinished: Bool
         /// A movie an event recorded (CaptureEventRecorder): its record is beside it.
         var isEventClip = false
+        /// A movie a description's timelapse recorded (WebServerConfiguration.isTimelapse).
+        var isTimelapse = false
     }
 
     enum Refusal: Error, Equatable {
@@ -34,8 +36,10 @@ struct MediaFolders: Sendable {
     let folders: [URL]
     /// Each folder's real path, resolved once: what a served file's real path must begin with.
     private let realFolders: [String]
+    private let isTimelapse: @Sendable (_ name: String, _ folder: URL) -> Bool
 
-    init(_ folders: [URL]) {
+    init(_ folders: [URL], isTimelapse: @escaping @Sendable (_ name: String, _ folder: URL) -> Bool = { _, _ in false }) {
+        self.isTimelapse = isTimelapse
         var seen = Set<String>()
         var kept: [URL] = [], real: [String] = []
         for folder in folders {
@@ -66,7 +70,8 @@ struct MediaFolders: Sendable {
                 let record = EventClipRecord.url(forClip: URL(fileURLWithPath: name)).lastPathComponent
                 items.append(Item(folder: index, name: name, kind: kind, bytes: Int(info.st_size), modified: modified,
                                   unfinished: kind == .movie && present.contains(".\(name).gcapture-recovery.mkv"),
-                                  isEventClip: kind == .movie && present.contains(record)))
+                                  isEventClip: kind == .movie && present.contains(record),
+                                  isTimelapse: kind == .movie && isTimelapse(name, folder)))
             }
         }
         return items.sorted { $0.modified != $1.modified ? $0.modified > $1.modified : $0.name > $1.name }

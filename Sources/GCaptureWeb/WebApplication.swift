@@ -21,7 +21,7 @@ struct WebApplication: Sendable {
         self.configuration = configuration
         self.console = console
         self.liveView = liveView
-        media = MediaFolders(configuration.folders)
+        media = MediaFolders(configuration.folders, isTimelapse: configuration.isTimelapse)
     }
 
     func respond(to request: WebRequest) async -> WebResponse {
@@ -175,7 +175,8 @@ struct WebApplication: Sendable {
         let items = await Self.fileOpening.run { media.items() }.map { item -> [String: Any] in
             let name = item.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#;"))) ?? item.name
             return ["name": item.name, "kind": item.kind.rawValue, "bytes": item.bytes, "modified": formatter.string(from: item.modified),
-                    "unfinished": item.unfinished, "event": item.isEventClip, "url": "/media/\(item.folder)/\(name)", "thumbnail": "/thumbs/\(item.folder)/\(name)"]
+                    "unfinished": item.unfinished, "event": item.isEventClip, "timelapse": item.isTimelapse,
+                    "url": "/media/\(item.folder)/\(name)", "thumbnail": "/thumbs/\(item.folder)/\(name)"]
         }
         return .json(.ok, ["items": items])
     }

@@ -65,6 +65,7 @@ enum WebPage {
         #gallery figcaption { font-size: 12px; word-break: break-all; }
         #gallery a { color: #8cf; }
         #gallery figure.event { outline: 2px solid #c80; }
+        #gallery figure.timelapse { outline: 2px solid #08c; }
         """
 
     static let script = """
@@ -154,7 +155,8 @@ enum WebPage {
             const download = document.createElement("a");
             download.href = item.url + "?download=1"; download.textContent = item.name;
             if (item.event) figure.classList.add("event");
-            caption.append(download, item.event ? " (event)" : "", item.unfinished ? " (unfinished)" : "");
+            if (item.timelapse) figure.classList.add("timelapse");
+            caption.append(download, item.event ? " (event)" : "", item.timelapse ? " (timelapse)" : "", item.unfinished ? " (unfinished)" : "");
             figure.append(link, caption);
             return figure;
           }));
@@ -162,7 +164,7 @@ enum WebPage {
 
         function logEvent(event) {
           const line = document.createElement("li");
-          line.textContent = event.event + (event.path ? " " + event.path : "") + (event.reason ? " (" + event.reason + ")" : "")
+          line.textContent = event.event + (event.timelapse ? " (timelapse)" : "") + (event.path ? " " + event.path : "") + (event.reason ? " (" + event.reason + ")" : "")
             + (event.error ? ": " + event.error : "");
           $("events").prepend(line);
           while ($("events").children.length > 100) $("events").lastChild.remove();
@@ -176,7 +178,8 @@ enum WebPage {
             logEvent(event);
             switch (event.event) {
               case "photo": case "recordingFinished": case "eventStarted": case "eventEnded": refreshGallery(); break;
-              case "recordingStarted": showRecording(event.path, false); refreshGallery(); break;
+              // The timelapse records beside `record`: the Record button is not its.
+              case "recordingStarted": if (!event.timelapse) showRecording(event.path, false); refreshGallery(); break;
               case "recordingPaused": showRecording(recording, true); break;
               case "recordingResumed": showRecording(recording, false); break;
               case "motionBegan": motionNow = event.box; drawAreas(); break;
@@ -185,7 +188,7 @@ enum WebPage {
               case "interruptionEnded": showInterruption(null); break;
               case "cameraSwitched": refreshStatus(); break;
             }
-            if (event.event === "recordingFinished") showRecording(null, false);
+            if (event.event === "recordingFinished" && !event.timelapse) showRecording(null, false);
           };
           events.onopen = () => refreshStatus();
         }

@@ -13,6 +13,8 @@ public struct WebServerConfiguration: Sendable {
     public var tls: WebTLSIdentity?
     /// The folders whose photos and movies the gallery shows and serves; nothing outside them is served.
     public var folders: [URL]
+    /// Whether a movie (its name, its folder) is a timelapse, marked so in the gallery.
+    public var isTimelapse: @Sendable (_ name: String, _ folder: URL) -> Bool = { _, _ in false }
     /// Connections open at once. When all are taken, a newcomer pushes out the connection that has waited
     /// longest without a whole request; only while every one is being answered is it answered 503 and
     /// closed, so that a flood cannot starve the capture and slow senders cannot lock the page.

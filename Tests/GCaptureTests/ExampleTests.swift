@@ -1,4 +1,5 @@
 import Foundation
+import GCapture
 import XCTest
 
 /// The example programs (Examples/), built with the package, each run for a few seconds on the test camera
@@ -79,18 +80,38 @@ final class ExampleTests: XCTestCase {
         }
     }
 
-    /// The test camera's moving picture is motion; the still one is not.
-    func testTheMotionDetectorSeesMotionAndStillness() throws {
-        let moving = try runProduct("motion-detector", ["--camera", "test", "--duration", "3"], timeout: 60)
+    /// The test camera's scripted scene: the object that appears after 2 s is motion, told with a box around
+    /// it, and with --record the motion's clip begins with its pre-roll and plays; the picture without the
+    /// object shows none.
+    func testTheMotionDetectorSeesTheSceneObjectAndRecordsItsClip() throws {
+        let folder = try temporaryFolder()
+        let moving = try runProduct("motion-detector", ["--camera", "test", "--record", folder.path, "--duration", "6"], timeout: 60)
         XCTAssertEqual(moving.status, 0, moving.stderr)
-        XCTAssertTrue(moving.stdout.contains("motion started at "), moving.stdout)
+        let began = try XCTUnwrap(moving.stdout.split(separator: "\n").first { $0.hasPrefix("motion began at ") }, moving.stdout)
+        // "motion began at 2.03 s: x 0.10 y 0.15, 0.25 × 0.30 (score 0.075)": the object's place and area.
+        let numbers = began.split(whereSeparator: { " :,(×)".contains($0) }).compactMap { Double($0) }
+        XCTAssertEqual(numbers.count, 6, String(began))
+        if numbers.count == 6 {
+            XCTAssertEqual(numbers[0], 2, accuracy: 1, "not when the object appeared: \(began)")
+            for (seen, object) in zip(numbers[1...4], [0.10, 0.15, 0.25, 0.30]) { XCTAssertEqual(seen, object, accuracy: 0.03, String(began)) }
+            XCTAssertEqual(numbers[5], 0.25 * 0.30, accuracy: 0.03, String(began))
+        }
         let movingSummary = try summary(moving.stdout)
-        XCTAssertGreaterThan(movingSummary.frames, 20, moving.stdout)
-        XCTAssertGreaterThan(movingSummary.withMotion, movingSummary.frames / 2, moving.stdout)
+        XCTAssertGreaterThan(movingSummary.frames, 100, moving.stdout)
+        XCTAssertGreaterThan(movingSummary.withMotion, 0, moving.stdout)
+
+        let clip = folder.appendingPathComponent("motion-0001.mp4")
+        XCTAssertTrue(moving.stdout.contains("clip \(clip.path): "), moving.stdout)
+        // From up to 2 s before the motion (the pre-roll) to the end of the run, 4 s after it.
+        let probed = try probe(clip)
+        XCTAssertGreaterThan(probed.duration, 4.5, "the clip lacks its pre-roll or its end")
+        XCTAssertEqual(probed.codecs, ["h264"])
+        XCTAssertTrue(try ffmpegDecodes(clip))
+        XCTAssertTrue(try EventClipRecord.read(forClip: clip).triggers.allSatisfy { $0.source == "motion" })
 
         let still = try runProduct("motion-detector", ["--camera", "test-still", "--duration", "3"], timeout: 60)
         XCTAssertEqual(still.status, 0, still.stderr)
-        XCTAssertFalse(still.stdout.contains("motion started"), still.stdout)
+        XCTAssertFalse(still.stdout.contains("motion began"), still.stdout)
         let stillSummary = try summary(still.stdout)
         XCTAssertGreaterThan(stillSummary.frames, 20, still.stdout)
         XCTAssertEqual(stillSummary.withMotion, 0, still.stdout)

@@ -55,19 +55,31 @@ final class RunEventTests: XCTestCase {
     }
 
     /// Killed (-9) in the middle of an event's clip: the clip so far, its pre-roll included, is recovered
-    /// from its crash sidecar as any recording is.
-    func testAnEventClipCutByAKillIsRecoveredWithItsPreRoll() throws {
+    /// from its crash sidecar as any recording is, and its record, left open with the triggers so far, is
+    /// closed by the recovery with the rebuilt file's end and duration.
+    func testAnEventClipCutByAKillIsRecoveredWithItsPreRollAndRecord() throws {
         let folder = try temporaryFolder()
         let run = try startRun(folder, ["--pre-roll", "2", "--post-roll", "60"])
         Thread.sleep(forTimeInterval: 4)
-        run.send(#"{"id": 1, "command": "trigger"}"#)
+        let firstTrigger = Date()
+        run.send(#"{"id": 1, "command": "trigger", "source": "doorbell"}"#)
         let path = try XCTUnwrap(run.waitForReply(1)?["path"] as? String, run.output)
         XCTAssertTrue(run.waitForEvent("eventStarted"), run.errorOutput)
-        Thread.sleep(forTimeInterval: 3)
+        Thread.sleep(forTimeInterval: 1.5)
+        run.send(#"{"id": 2, "command": "trigger", "source": "porch"}"#)
+        XCTAssertEqual(run.waitForReply(2)?["event"] as? String, "extended", run.output)
+        Thread.sleep(forTimeInterval: 1.5)
         run.signal(SIGKILL)
         XCTAssertTrue(run.waitForExit(timeout: 10), "SIGKILL did not end it")
         let clip = URL(fileURLWithPath: path)
         XCTAssertTrue(FileManager.default.fileExists(atPath: MovieRecovery.sidecarURL(for: clip).path), "no sidecar to recover")
+
+        // What the crash left: the record as a reader of the JSON sees it, open, without an end.
+        let recordURL = EventClipRecord.url(forClip: clip)
+        let left = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: recordURL)) as? [String: Any], "the record is not a JSON object")
+        XCTAssertEqual(left["open"] as? Bool, true, "\(left)")
+        XCTAssertNil(left["end"], "an open record has no end: \(left)")
+        XCTAssertEqual((left["triggers"] as? [[String: Any]])?.compactMap { $0["source"] as? String }, ["doorbell", "porch"], "\(left)")
 
         let results = CaptureMovieFileOutput.recoverInterruptedRecordings(in: folder)
         XCTAssertEqual(results.count, 1)
@@ -77,6 +89,17 @@ final class RunEventTests: XCTestCase {
         XCTAssertGreaterThan(probed.duration, 2 + 2.5, "the recovered clip lacks its pre-roll or its last seconds")
         XCTAssertEqual(probed.codecs.sorted(), ["aac", "h264"])
         XCTAssertTrue(try ffmpegDecodes(clip))
+
+        let record = try EventClipRecord.read(forClip: clip)
+        XCTAssertTrue(record.recovered, "\(record)")
+        XCTAssertFalse(record.open)
+        XCTAssertFalse(record.complete)
+        XCTAssertEqual(record.file, clip.lastPathComponent)
+        XCTAssertEqual(record.triggers.map(\.source), ["doorbell", "porch"])
+        XCTAssertTrue((2.0...3.1).contains(record.preRoll), "pre-roll \(record.preRoll) s")
+        XCTAssertEqual(record.start.timeIntervalSince(firstTrigger), -record.preRoll, accuracy: 0.5)
+        XCTAssertEqual(try XCTUnwrap(record.duration), probed.duration, accuracy: 0.2)
+        XCTAssertEqual(try XCTUnwrap(record.end).timeIntervalSince(record.start), probed.duration, accuracy: 0.2)
     }
 
     /// A schedule: --trigger-every makes one clip per interval, each told with the source "schedule".

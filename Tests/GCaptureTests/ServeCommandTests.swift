@@ -339,9 +339,10 @@ final class ServeCommandTests: XCTestCase {
 
 /// The same page beside a description file's set-up: `gcapture run FILE --http ADDR:PORT`.
 final class RunHTTPTests: XCTestCase {
-    func testADescribedSetUpServesThePageAndItsGalleryShowsBothFolders() throws {
-        let folder = try temporaryFolder()
-        let description = folder.appendingPathComponent("booth.yaml")
+    /// `gcapture run` of a description in `folder` (the test camera at 640x480, no microphone, these
+    /// `outputs`), its page on a free port of 127.0.0.1, once it listens.
+    private func runDescribed(_ name: String, outputs: String, in folder: URL) throws -> (run: LaunchedCommand, description: URL, port: Int) {
+        let description = folder.appendingPathComponent(name)
         try """
             version: 1
             camera:
@@ -349,15 +350,22 @@ final class RunHTTPTests: XCTestCase {
               preset: vga640x480
             microphone: none
             outputs:
+
+            """.appending(outputs).write(to: description, atomically: true, encoding: .utf8)
+        let run = try launch("gcapture", ["run", description.path, "--http", "127.0.0.1:0", "--json", "--live-size", "320x240"],
+                             writesStdin: true)
+        XCTAssertTrue(run.waitForEvent("listening", timeout: 30), run.errorOutput)
+        return (run, description, try XCTUnwrap(run.events("listening").first?["port"] as? Int))
+    }
+
+    func testADescribedSetUpServesThePageAndItsGalleryShowsBothFolders() throws {
+        let (_, description, port) = try runDescribed("booth.yaml", outputs: """
               photo:
                 folder: shots
               movie:
                 folder: clips
                 audio: false
-            """.write(to: description, atomically: true, encoding: .utf8)
-        let run = try launch("gcapture", ["run", description.path, "--http", "127.0.0.1:0", "--json", "--live-size", "320x240"])
-        XCTAssertTrue(run.waitForEvent("listening", timeout: 30), run.errorOutput)
-        let port = try XCTUnwrap(run.events("listening").first?["port"] as? Int)
+            """, in: try temporaryFolder())
         XCTAssertEqual(try command(port, #"{"command": "photo"}"#).status, 200)
         XCTAssertEqual(try command(port, #"{"command": "record", "action": "start"}"#).status, 200)
         Thread.sleep(forTimeInterval: 1.5)
@@ -372,6 +380,56 @@ final class RunHTTPTests: XCTestCase {
         let lone = try runGCapture(["run", description.path, "--token", "abcdefgh12"], timeout: 10)
         XCTAssertEqual(lone.status, 64)
         XCTAssertTrue(lone.stderr.contains("--http"), lone.stderr)
+    }
+}
+
+extension RunHTTPTests {
+    /// A description's timelapse in `run`: told as recordingStarted/recordingFinished with `timelapse: true`
+    /// (the movie that `record` makes without it), and listed in the gallery, from its own folder, marked so.
+    func testTheTimelapseIsToldInTheEventsAndMarkedInTheGallery() throws {
+        let folder = try temporaryFolder()
+        let (run, _, port) = try runDescribed("sky.yaml", outputs: """
+              movie:
+                folder: clips
+                audio: false
+              timelapse:
+                interval: 0.2
+                folder: lapses
+            """, in: folder)
+        XCTAssertTrue(run.waitForEvent("recordingStarted"), "the timelapse was not told: \(run.output) \(run.errorOutput)")
+        let lapse = folder.appendingPathComponent("lapses/timelapse-0001.mp4")
+        let lapseStarted = try XCTUnwrap(run.events("recordingStarted").first)
+        XCTAssertEqual(lapseStarted["path"] as? String, lapse.path)
+        XCTAssertEqual(lapseStarted["timelapse"] as? Bool, true, "\(lapseStarted)")
+
+        XCTAssertEqual(try command(port, #"{"command": "record", "action": "start"}"#).status, 200)
+        Thread.sleep(forTimeInterval: 1.5)
+        let stop = try command(port, #"{"command": "record", "action": "stop"}"#)
+        XCTAssertEqual(stop.status, 200, stop.text)
+        let clip = try XCTUnwrap(stop.json?["path"] as? String)
+        let items = try XCTUnwrap(try http(port, "GET", "/api/gallery").json?["items"] as? [[String: Any]])
+        let marked = Dictionary(uniqueKeysWithValues: items.compactMap { item in
+            (item["name"] as? String).map { ($0, item["timelapse"] as? Bool) }
+        })
+        XCTAssertEqual(marked, [lapse.lastPathComponent: true, URL(fileURLWithPath: clip).lastPathComponent: false], "\(items)")
+
+        run.send("quit")
+        XCTAssertTrue(run.waitForExit(timeout: 30), "quit did not end the run")
+        XCTAssertEqual(run.status, 0, run.errorOutput)
+        let started = run.events("recordingStarted"), finished = run.events("recordingFinished")
+        XCTAssertEqual(started.map { $0["timelapse"] as? Bool }, [true, nil], "only the timelapse's is marked: \(started)")
+        let lapseFinished = try XCTUnwrap(finished.first { $0["path"] as? String == lapse.path }, run.output)
+        XCTAssertEqual(lapseFinished["timelapse"] as? Bool, true)
+        XCTAssertEqual(lapseFinished["complete"] as? Bool, true, "\(lapseFinished)")
+        XCTAssertNil(finished.first { $0["path"] as? String == clip }?["timelapse"], "\(finished)")
+        let names = run.events.compactMap { $0["event"] as? String }
+        XCTAssertLessThan(try XCTUnwrap(names.lastIndex(of: "recordingFinished")), try XCTUnwrap(names.firstIndex(of: "stopped")),
+                          "the timelapse's end is told before the run's")
+        // What the event says is what the file holds.
+        let probed = try probe(lapse)
+        XCTAssertEqual(probed.videoFrames, lapseFinished["frames"] as? Int)
+        XCTAssertEqual(probed.duration, try XCTUnwrap(lapseFinished["duration"] as? Double), accuracy: 0.1)
+        XCTAssertTrue(try ffmpegDecodes(lapse))
     }
 }
 

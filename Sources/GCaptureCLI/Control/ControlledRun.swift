@@ -86,10 +86,12 @@ enum ControlledRun {
     private static func prepareWeb(_ web: Web, capture: ControlledCapture, tls: WebTLSIdentity?, controller: CaptureController,
                                    output: ControlOutput) throws -> OperatorWebServer {
         // A description's folders are made with their first file; the gallery shows them from the start.
-        let folders = try [capture.settings.photoFolder, capture.settings.movieFolder].map {
+        let timelapse = capture.timelapse
+        let folders = try ([capture.settings.photoFolder, capture.settings.movieFolder] + [timelapse?.files?.folder].compactMap { $0 }).map {
             try RunCommand.folder($0.path, option: "the gallery's folder")
         }
         let (server, liveView, madeToken) = try web.options.server(listen: web.listen, folders: folders, tls: tls,
+                                                                   isTimelapse: { timelapse?.isTimelapse($0, in: $1) ?? false },
                                                                    console: WebConsole(controller: controller, output: output))
         capture.session.beginConfiguration()
         try capture.session.add(liveView.output)

@@ -57,6 +57,7 @@ struct WebOptions: ParsableArguments {
     /// The server for `listen` ("ADDR:PORT"), with the live view it serves; the live view's output is to be
     /// added to the session before it starts. `tls`: a description's certificate, for want of --tls-cert.
     func server(listen: String, folders: [URL], tls described: WebTLSIdentity? = nil,
+                isTimelapse: @escaping @Sendable (_ name: String, _ folder: URL) -> Bool = { _, _ in false },
                 console: any OperatorConsole) throws -> (OperatorWebServer, LiveView, String?) {
         let address: (host: String, port: Int)
         switch WebServerConfiguration.parseListenAddress(listen) {
@@ -65,6 +66,7 @@ struct WebOptions: ParsableArguments {
         }
         var configuration = WebServerConfiguration(host: address.host, port: address.port, token: token, folders: folders)
         configuration.tls = tls ?? described
+        configuration.isTimelapse = isTimelapse
         var madeToken: String?
         if configuration.requiresToken, token == nil {
             madeToken = WebServerConfiguration.makeToken()

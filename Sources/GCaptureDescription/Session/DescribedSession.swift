@@ -345,6 +345,11 @@ public final class OutputFiles: Sendable {
         counter = Locked(names.compactMap(pattern.counter(inName:)).max() ?? 0)
     }
 
+    /// Whether `name` in `folder` is one of this rule's files (a gallery telling timelapses from movies).
+    public func names(_ name: String, in folder: URL) -> Bool {
+        folder.standardizedFileURL.path == self.folder.standardizedFileURL.path && pattern.counter(inName: name) != nil
+    }
+
     /// The next file (its folder made if needed): the counter goes up by one each time, skipping names
     /// that exist.
     public func next(date: Date = Date()) throws(CaptureError) -> URL {

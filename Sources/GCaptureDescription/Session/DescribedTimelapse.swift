@@ -17,11 +17,26 @@ public final class DescribedTimelapse: CaptureFileOutputRecordingDelegate, Senda
         public let error: CaptureError?
     }
 
+    /// A file's course, told to `onEvent`.
+    public enum Event: Sendable {
+        case started(URL)
+        /// With what the file holds.
+        case finished(Outcome, CaptureMovieFileOutput.Statistics)
+    }
+
+    /// Called on the movie output's delegate queue as each file starts and is finished: a run's events.
+    /// A file's `finished` is told before `waitUntilSettled` returns.
+    public var onEvent: (@Sendable (Event) -> Void)? {
+        get { state.withLock { $0.onEvent } }
+        set { state.withLock { $0.onEvent = newValue } }
+    }
+
     private struct State {
         var files: OutputFiles?
         var current: URL?
         var finished: [Outcome] = []
         var watch: Task<Void, Never>?
+        var onEvent: (@Sendable (Event) -> Void)?
     }
     private let state = Locked(State())
 
@@ -35,6 +50,9 @@ public final class DescribedTimelapse: CaptureFileOutputRecordingDelegate, Senda
     public var outcomes: [Outcome] { state.withLock { $0.finished } }
     /// Where the next file goes.
     public var files: OutputFiles? { state.withLock { $0.files } }
+
+    /// Whether the file `name` in `folder` is a timelapse of this rule (the one in force).
+    public func isTimelapse(_ name: String, in folder: URL) -> Bool { files?.names(name, in: folder) ?? false }
 
     /// The description's settings, for the next file (a reload changes them so too).
     func configure(_ timelapse: CaptureDescription.Timelapse, folder: URL?) {
@@ -89,12 +107,19 @@ public final class DescribedTimelapse: CaptureFileOutputRecordingDelegate, Senda
         }
     }
 
+    public func fileOutput(_ output: CaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
+        onEvent?(.started(fileURL))
+    }
+
     public func fileOutput(_ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
                            error: (any Error)?) {
         let failure = error.map { $0 as? CaptureError ?? .recordingFailed(reason: "\($0)", underlying: nil) }
+        let outcome = Outcome(url: outputFileURL, error: failure)
+        // Told before `current` goes: whoever waits until settled has heard of it.
+        onEvent?(.finished(outcome, self.output.lastStatistics))
         state.withLock { state in
             if state.current == outputFileURL { state.current = nil }
-            state.finished.append(Outcome(url: outputFileURL, error: failure))
+            state.finished.append(outcome)
         }
     }
 }

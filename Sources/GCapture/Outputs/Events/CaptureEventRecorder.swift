@@ -9,7 +9,8 @@ import GCaptureSupport
 /// With an `eventGap` longer than the post-roll, the clip pauses when the post-roll is over, and a trigger
 /// within the gap resumes the same file (one clip per event, as motion's `event_gap`); the end of the gap
 /// stops it. Each clip gets a record beside it (`clip.json` for `clip.mp4`, EventClipRecord): its start, end
-/// and triggers. A trigger while a clip is being finalized starts the next clip once it is.
+/// and triggers, written open from the clip's first frame and at each trigger (a crash leaves it for the
+/// recovery to close), and closed when the clip is finished. A trigger while a clip is being finalized starts the next clip once it is.
 ///
 ///     trigger ─▶ startRecording (pre-roll) ─ trigger ─ … ─ last trigger ─ post-roll ─▶ stop
 ///                                                                        └ (gap > post-roll) pause ─ gap ─▶ stop
@@ -62,6 +63,9 @@ public final class CaptureEventRecorder: @unchecked Sendable {
     public let eventGap: TimeInterval
     private let nextFileURL: @Sendable () throws -> URL
     private let queue = DispatchQueue(label: "gcapture.events")
+    /// Writes the records in the order they were made (each is enqueued under `state`'s lock): an open record
+    /// never lands after the closed one.
+    private let recordWriting = DispatchQueue(label: "gcapture.events.records")
     private let broadcast = Broadcast<Event>()
 
     private enum Phase { case starting, recording, paused, stopping }
@@ -74,6 +78,8 @@ public final class CaptureEventRecorder: @unchecked Sendable {
         var timer = 0
         /// Sources whose trigger lasts until they release it (motion, while it goes on).
         var holds: Set<String> = []
+        /// The record written beside the file while it is recorded (nil until its first frame is in it).
+        var openRecord: EventClipRecord?
     }
     private struct State {
         var current: Current?
@@ -117,6 +123,8 @@ public final class CaptureEventRecorder: @unchecked Sendable {
                 }
                 let resume = current.phase == .paused
                 current.clip.triggers.append(trigger)
+                current.openRecord?.triggers = current.clip.triggers
+                if let record = current.openRecord { writeRecord(record, beside: current.clip.url) }
                 if holding { current.holds.insert(trigger.source) }
                 current.lastTrigger = .now()
                 if resume { (current.phase, current.fileEnd) = (.recording, nil) }
@@ -224,11 +232,21 @@ public final class CaptureEventRecorder: @unchecked Sendable {
         }
     }
 
+    /// Writes `record` beside the clip on `recordWriting`; called under `state`'s lock, which orders the writes.
+    private func writeRecord(_ record: EventClipRecord, beside url: URL) {
+        recordWriting.async { record.write(beside: url) }
+    }
+
     fileprivate func clipDidStart(_ url: URL) {
+        let preRoll = movieOutput.recordingStatistics.preRollDuration
         let clip = state.withLock { state -> Clip? in
-            guard state.current?.clip.url == url, state.current?.phase == .starting else { return nil }
-            state.current?.phase = .recording
-            return state.current?.clip
+            guard var current = state.current, current.clip.url == url, current.phase == .starting else { return nil }
+            current.phase = .recording
+            let record = EventClipRecord(clip: current.clip, preRoll: preRoll, postRoll: postRoll)
+            current.openRecord = record
+            writeRecord(record, beside: url)
+            state.current = current
+            return current.clip
         }
         if let clip { broadcast.yield(.began(clip)) }
     }
@@ -242,11 +260,12 @@ public final class CaptureEventRecorder: @unchecked Sendable {
         }
         guard let finished else { return }
         let stats = movieOutput.lastStatistics
-        let started = finished.phase != .starting
+        let started = finished.openRecord != nil
         let record = EventClipRecord(clip: finished.clip, statistics: stats, fileEnd: finished.fileEnd ?? Date(), postRoll: postRoll,
                                      complete: started && (error == nil || error!.recordingFinishedSuccessfully), error: error?.description)
-        // A clip that never started has no file to describe.
-        if started { record.write(beside: url) }
+        // A clip that never started has no file to describe. Written before `.ended` is told, after any
+        // open record (enqueued before `current` went).
+        if started { recordWriting.sync { record.write(beside: url) } }
         broadcast.yield(.ended(finished.clip, record: record, error: error))
         // Triggers that came during the finalization: the next event, its first trigger the first of them.
         guard !pending.isEmpty else { return }

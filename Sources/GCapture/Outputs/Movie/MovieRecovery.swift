@@ -58,12 +58,15 @@ enum MovieRecovery {
         movie.deletingLastPathComponent().appendingPathComponent(".\(movie.lastPathComponent)\(failedSidecarSuffix)")
     }
 
-    /// Recovers every interrupted recording in `directory`; blocks while remuxing. A sidecar without a
-    /// single frame (killed before the first one) is removed without a word: there was nothing to lose.
+    /// Recovers every interrupted recording in `directory` (and closes the record of an event's clip among
+    /// them); blocks while remuxing. A sidecar without a single frame (killed before the first one) is removed without a word: there was nothing to lose.
     static func recoverAll(in directory: URL) -> [Outcome] {
         interruptedRecordings(in: directory).compactMap { movie -> Outcome? in
             do throws(CaptureError) {
-                return .recovered(movie, duration: try recover(movie))
+                let duration = try recover(movie)
+                // An event's clip: its record, left open by the crash, says what was rebuilt.
+                EventClipRecord.closeAfterRecovery(ofClip: movie, duration: duration)
+                return .recovered(movie, duration: duration)
             } catch {
                 let sidecar = sidecarURL(for: movie)
                 guard MovieFiles.holdsFrames(sidecar) else {
