@@ -5,9 +5,13 @@ import Glibc
 #endif
 
 /// gcapture's CaptureMotionOutput against motion (Debian's motion 4.5.1, the classic Linux motion detector) on
-/// the same real V4L2 camera: vivid's webcam input inside ../shared/testbed/v4l2-vm, 640x480 at 25 fps (the
-/// largest rate vivid's webcam offers at that size). One detector at a time, each a child process of its own,
-/// on the same device and picture, alternating the order every round. Each run:
+/// real V4L2 cameras: vivid's webcam input inside ../shared/testbed/v4l2-vm, 640x480 at 25 fps (the largest rate
+/// vivid's webcam offers at that size), each detector a child process of its own. With two vivid instances
+/// (`--vivid-opts "n_devs=2 node_types=0x1,0x1 num_inputs=1,1 input_types=0x0,0x0"`) the two detectors run at the
+/// same time, one per camera, the same picture on both, and which camera each gets alternates every round: under
+/// TCG whatever else the host does shows up as the guest's CPU time, and this way it weighs on both alike (one
+/// after the other, motion's CPU over 20 s ranged from 15 to 56 % of a core between runs while the host was busy).
+/// With one instance they run one after the other, alternating the order. Each run:
 ///
 ///   still scene   vivid's 75% colour bars, nothing moving (no OSD text, no movement); the detector starts,
 ///                 gets `warmUpSeconds` to open the camera and learn the background (detections then are
@@ -36,8 +40,10 @@ import Glibc
 ///   motion 640x360    the same at vivid's next smaller webcam size, threshold scaled to the same 0.49 % (1125
 ///                     pixels): how motion's CPU follows the pixels it analyses. (vivid's smallest, 320x180, nearer
 ///                     gcapture's 160x120, motion refuses: its height must be a multiple of 8.)
+///
+/// Two at once, the pairs are gcapture with motion 640x480 (their CPU ratio is taken within each round, over the
+/// same seconds), and gcapture capturing only with motion 640x360.
 enum MotionVersusBenchmark {
-    static let device = "/dev/video0"
     static let childMode = "motion-vs-engine"
     static let frameRate = 25
     static let warmUpSeconds = 6.0
@@ -62,6 +68,7 @@ enum MotionVersusBenchmark {
 
     struct Run: Codable, Sendable {
         var contestant: Contestant
+        var device: String
         var round: Int
         var cpuSeconds: Double
         var windowSeconds: Double
@@ -88,7 +95,9 @@ enum MotionVersusBenchmark {
     }
 
     struct Result: Codable, Sendable {
-        var device: String
+        var devices: [String]
+        /// Two cameras, the two detectors at once; else one after the other on one.
+        var simultaneous: Bool
         var motionVersion: String
         var seconds: Double
         var rounds: Int
@@ -100,6 +109,7 @@ enum MotionVersusBenchmark {
         /// Rounds in which gcapture's motion output reported before motion at 640x480, and the other way.
         var gcaptureFirst: Int
         var motionFirst: Int
+        /// Medians of the rounds' ratios of CPU seconds.
         var motionOverGcaptureCPU: Double
         var motionSmallOverGcaptureCPU: Double
         /// gcapture's motion output alone: its session's CPU minus capturing only, in percent of one core.
@@ -108,40 +118,65 @@ enum MotionVersusBenchmark {
 
     // MARK: The parent
 
+    /// vivid's capture nodes (sysfs name `vivid-NNN-vid-cap`), one per instance, in order.
+    static func vividCameras() -> [String] {
+        let nodes = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/video4linux")) ?? []
+        return nodes.filter { $0.hasPrefix("video") }
+            .sorted { (Int($0.dropFirst(5)) ?? 0) < (Int($1.dropFirst(5)) ?? 0) }
+            .filter { node in
+                let name = (try? String(contentsOfFile: "/sys/class/video4linux/\(node)/name", encoding: .utf8)) ?? ""
+                return name.hasPrefix("vivid-") && name.contains("vid-cap")
+            }
+            .map { "/dev/\($0)" }
+    }
+
     static func run(seconds: Double, rounds: Int, progress: (String) -> Void) throws -> Result {
-        guard FileManager.default.fileExists(atPath: device) else {
-            throw BenchmarkError.setup("\(device) is not here: run inside ../shared/testbed/v4l2-vm")
+        let cameras = vividCameras()
+        guard !cameras.isEmpty else {
+            throw BenchmarkError.setup("no vivid camera here: run inside ../shared/testbed/v4l2-vm (best with "
+                                       + "--vivid-opts \"\(pairedVividOptions)\")")
         }
         guard let motion = executableInPath("motion") else {
             throw BenchmarkError.setup("motion is not installed (apt install motion; scripts/install-deps.sh)")
         }
-        let controls = try VividControls(device: device, requiring: ["test_pattern", "show_square", "osd_text_mode",
-                                                                     "horizontal_movement", "vertical_movement"])
+        // Two vivid instances: the two detectors run at once, one on each, so whatever else the machine does
+        // (under TCG it shows up as the guest's CPU time) weighs on both alike. One: one after the other.
+        let devices = Array(cameras.prefix(2))
+        let controls = try devices.map {
+            try VividControls(device: $0, requiring: ["test_pattern", "show_square", "osd_text_mode",
+                                                      "horizontal_movement", "vertical_movement"])
+        }
         // In memory: the VM's /tmp is the host's over 9p, which has no named pipes.
         let base = FileManager.default.isWritableFile(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
         let directory = base + "/gcapture-motion-vs-\(getpid())"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let fifo = try EventFIFO(path: directory + "/events")
+        let fifos = try devices.indices.map { try EventFIFO(path: directory + "/events-\($0)") }
 
-        let hook = try (0..<5).map { _ in try hookMilliseconds(fifo) }
+        let hook = try (0..<5).map { _ in try hookMilliseconds(fifos[0]) }
         let version = motionVersion()
-        progress(String(format: "motion-vs: %@ (motion %@), %d s still per run, motion's hook %.1f ms (median of 5)",
-                        device, version, Int(seconds), Statistics.median(hook)))
+        progress(String(format: "motion-vs: %@ (motion %@), %@, %d s still per run, motion's hook %.1f ms (median of 5)",
+                        devices.joined(separator: " and "), version, devices.count > 1 ? "two detectors at once" : "one at a time",
+                        Int(seconds), Statistics.median(hook)))
 
         var runs: [Run] = []
         for round in 1...rounds {
-            let order = round % 2 == 1 ? Contestant.allCases : Contestant.allCases.reversed()
-            for contestant in order {
-                let run = try measure(contestant, round: round, seconds: seconds, motion: motion, controls: controls,
-                                      fifo: fifo, directory: directory)
-                runs.append(run)
-                progress(String(format: "motion-vs: round %d/%d  %@  %.2f %% of one core, %@, %d false, %d at startup",
-                                round, rounds, contestant.label.padding(toLength: 56, withPad: " ", startingAt: 0),
-                                run.percentOfOneCore,
-                                contestant.detects ? run.latencyMilliseconds.map { String(format: "detected in %.0f ms", $0) } ?? "NOT detected" : "(no detection)",
-                                run.stillDetections, run.startupDetections))
+            // Each group runs at once, one contestant per camera; which camera and which group first alternate.
+            var groups: [[Contestant]] = devices.count > 1
+                ? [[.gcapture, .motion], [.gcaptureCapture, .motionSmall]]
+                : Contestant.allCases.map { [$0] }
+            if round % 2 == 0 { groups = groups.reversed().map { $0.reversed() } }
+            for group in groups {
+                let slots = group.enumerated().map { Slot(contestant: $1, device: devices[$0], controls: controls[$0], fifo: fifos[$0]) }
+                for run in try measure(slots, round: round, seconds: seconds, motion: motion, directory: directory) {
+                    runs.append(run)
+                    progress(String(format: "motion-vs: round %d/%d  %@ %@  %.2f %% of one core, %@, %d false, %d at startup",
+                                    round, rounds, run.device, run.contestant.label.padding(toLength: 56, withPad: " ", startingAt: 0),
+                                    run.percentOfOneCore,
+                                    run.contestant.detects ? run.latencyMilliseconds.map { String(format: "detected in %.0f ms", $0) } ?? "NOT detected" : "(no detection)",
+                                    run.stillDetections, run.startupDetections))
+                }
             }
         }
 
@@ -157,91 +192,130 @@ enum MotionVersusBenchmark {
                                      falseDetections: own.map(\.stillDetections).reduce(0, +))
         }
         func summary(_ contestant: Contestant) -> ContestantSummary { summaries.first { $0.contestant == contestant }! }
+        func run(_ contestant: Contestant, _ round: Int) -> Run? { runs.first { $0.round == round && $0.contestant == contestant } }
         var gcaptureFirst = 0, motionFirst = 0
+        var motionRatios: [Double] = [], smallRatios: [Double] = []
         for round in 1...rounds {
-            let ours = runs.first { $0.round == round && $0.contestant == .gcapture }?.latencyMilliseconds ?? .infinity
-            let theirs = runs.first { $0.round == round && $0.contestant == .motion }?.latencyMilliseconds ?? .infinity
+            let ours = run(.gcapture, round)?.latencyMilliseconds ?? .infinity
+            let theirs = run(.motion, round)?.latencyMilliseconds ?? .infinity
             if ours < theirs { gcaptureFirst += 1 } else if theirs < ours { motionFirst += 1 }
+            // Ratios within a round (at once on two cameras: over the same seconds), then their median.
+            if let ours = run(.gcapture, round), let theirs = run(.motion, round) { motionRatios.append(theirs.cpuSeconds / ours.cpuSeconds) }
+            if let ours = run(.gcapture, round), let theirs = run(.motionSmall, round) { smallRatios.append(theirs.cpuSeconds / ours.cpuSeconds) }
         }
-        let ours = summary(.gcapture).percentOfOneCore
-        return Result(device: device, motionVersion: version, seconds: seconds, rounds: rounds, frameRate: frameRate,
-                      runs: runs, summaries: summaries, hookMilliseconds: Statistics.median(hook),
+        return Result(devices: devices, simultaneous: devices.count > 1, motionVersion: version, seconds: seconds, rounds: rounds,
+                      frameRate: frameRate, runs: runs, summaries: summaries, hookMilliseconds: Statistics.median(hook),
                       gcaptureFirst: gcaptureFirst, motionFirst: motionFirst,
-                      motionOverGcaptureCPU: summary(.motion).percentOfOneCore / ours,
-                      motionSmallOverGcaptureCPU: summary(.motionSmall).percentOfOneCore / ours,
-                      gcaptureMotionOnlyPercent: ours - summary(.gcaptureCapture).percentOfOneCore)
+                      motionOverGcaptureCPU: Statistics.median(motionRatios),
+                      motionSmallOverGcaptureCPU: Statistics.median(smallRatios),
+                      gcaptureMotionOnlyPercent: summary(.gcapture).percentOfOneCore - summary(.gcaptureCapture).percentOfOneCore)
     }
 
-    /// One detector's run: the still scene, its CPU over `seconds` of it, then the square and its first report.
-    private static func measure(_ contestant: Contestant, round: Int, seconds: Double, motion: String,
-                                controls: VividControls, fifo: EventFIFO, directory: String) throws -> Run {
-        try controls.set("show_square", 0)
-        try controls.set("test_pattern", 0)
-        try controls.set("osd_text_mode", 2)
-        try controls.set("horizontal_movement", 3)
-        try controls.set("vertical_movement", 3)
-        fifo.drain()
-        let log = directory + "/\(contestant.rawValue)-\(round).log"
-        let child: RunningChild
-        switch contestant {
-        case .gcapture, .gcaptureCapture:
-            child = try RunningChild(ChildProcess.currentExecutable,
-                                     ["child", childMode, "--device", device, "--fifo", fifo.path]
-                                        + (contestant == .gcaptureCapture ? ["--capture-only"] : []),
-                                     output: log)
-        case .motion, .motionSmall:
-            let config = directory + "/motion-\(contestant.rawValue).conf"
-            let (width, height) = contestant == .motion ? (640, 480) : (640, 360)
-            try motionConfig(width: width, height: height, directory: directory, fifo: fifo.path)
-                .write(toFile: config, atomically: true, encoding: .utf8)
-            child = try RunningChild(motion, ["-n", "-c", config], output: log)
-        }
-        var stopped = false
-        defer { if !stopped { _ = child.stop() } }
-        func failure(_ what: String) -> BenchmarkError {
-            let tail = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").suffix(15).joined(separator: "\n") ?? ""
-            return .child("\(contestant.label): \(what)\n\(tail)")
-        }
+    /// `--vivid-opts` for two webcams, the two detectors at once.
+    static let pairedVividOptions = "n_devs=2 node_types=0x1,0x1 num_inputs=1,1 input_types=0x0,0x0"
 
-        let startup = fifo.arrivals(until: Monotonic.now + UInt64(warmUpSeconds * 1e9))
-        guard child.isRunning, let cpuBefore = child.cpuSeconds else { throw failure("ended during its warm-up") }
+    private struct Slot {
+        var contestant: Contestant
+        var device: String
+        var controls: VividControls
+        var fifo: EventFIFO
+    }
+
+    /// Detectors started together, one per camera: the still scene, their CPU over the same `seconds` of it,
+    /// then the square on every camera at once and each one's first report.
+    private static func measure(_ slots: [Slot], round: Int, seconds: Double, motion: String,
+                                directory: String) throws -> [Run] {
+        for slot in slots {
+            try slot.controls.set("show_square", 0)
+            try slot.controls.set("test_pattern", 0)
+            try slot.controls.set("osd_text_mode", 2)
+            try slot.controls.set("horizontal_movement", 3)
+            try slot.controls.set("vertical_movement", 3)
+            slot.fifo.drain()
+        }
+        var children: [RunningChild] = []
+        var stopped = false
+        defer { if !stopped { for child in children { child.stop() } } }
+        let logs = slots.enumerated().map { directory + "/\($1.contestant.rawValue)-\(round)-\($0).log" }
+        for (index, slot) in slots.enumerated() {
+            switch slot.contestant {
+            case .gcapture, .gcaptureCapture:
+                children.append(try RunningChild(ChildProcess.currentExecutable,
+                                                 ["child", childMode, "--device", slot.device, "--fifo", slot.fifo.path]
+                                                    + (slot.contestant == .gcaptureCapture ? ["--capture-only"] : []),
+                                                 output: logs[index]))
+            case .motion, .motionSmall:
+                let config = directory + "/motion-\(index).conf"
+                let (width, height) = slot.contestant == .motion ? (640, 480) : (640, 360)
+                try motionConfig(device: slot.device, width: width, height: height, directory: directory, fifo: slot.fifo.path)
+                    .write(toFile: config, atomically: true, encoding: .utf8)
+                children.append(try RunningChild(motion, ["-n", "-c", config], output: logs[index]))
+            }
+        }
+        func failure(_ index: Int, _ what: String) -> BenchmarkError {
+            let tail = (try? String(contentsOfFile: logs[index], encoding: .utf8))?.split(separator: "\n").suffix(15).joined(separator: "\n") ?? ""
+            return .child("\(slots[index].contestant.label) on \(slots[index].device): \(what)\n\(tail)")
+        }
+        let fifos = slots.map(\.fifo)
+
+        let startup = EventFIFO.arrivals(fifos, until: Monotonic.now + UInt64(warmUpSeconds * 1e9))
+        var cpuBefore: [Double] = []
+        for (index, child) in children.enumerated() {
+            guard child.isRunning, let cpu = child.cpuSeconds else { throw failure(index, "ended during its warm-up") }
+            cpuBefore.append(cpu)
+        }
         let windowStart = Monotonic.now
-        let still = fifo.arrivals(until: windowStart + UInt64(seconds * 1e9))
-        guard let cpuAfter = child.cpuSeconds else { throw failure("ended during the still scene") }
+        let still = EventFIFO.arrivals(fifos, until: windowStart + UInt64(seconds * 1e9))
+        var cpuAfter: [Double] = []
+        for (index, child) in children.enumerated() {
+            guard let cpu = child.cpuSeconds else { throw failure(index, "ended during the still scene") }
+            cpuAfter.append(cpu)
+        }
         let windowEnd = Monotonic.now
 
-        try controls.set("show_square", 1)
-        let changed = Monotonic.now
-        let seen = contestant.detects
-            ? fifo.arrivals(until: changed + UInt64(detectionTimeoutSeconds * 1e9), first: true).first
-            : fifo.arrivals(until: changed + 1_000_000_000).first
-        try controls.set("show_square", 0)
+        // The square on every camera, the order turned each round; each latency from its own camera's change.
+        var changed = [UInt64](repeating: 0, count: slots.count)
+        for index in round % 2 == 1 ? Array(slots.indices) : slots.indices.reversed() {
+            try slots[index].controls.set("show_square", 1)
+            changed[index] = Monotonic.now
+        }
+        let detecting = slots.map(\.contestant.detects)
+        let seen = EventFIFO.arrivals(fifos, until: changed.max()! + UInt64(detectionTimeoutSeconds * 1e9)) { arrivals in
+            zip(arrivals, detecting).allSatisfy { !$1 || !$0.isEmpty }
+        }
+        for slot in slots { try slot.controls.set("show_square", 0) }
 
         stopped = true
-        let ended = child.stop()
-        var analyzed: Double?
-        if contestant == .gcapture || contestant == .gcaptureCapture {
-            guard ended == 0, let text = try? String(contentsOfFile: log, encoding: .utf8),
-                  let line = text.split(separator: "\n").last(where: { $0.hasPrefix("{") }),
-                  let report = try? JSONDecoder().decode(ChildReport.self, from: Data(line.utf8)) else {
-                throw failure("ended with \(ended.map(String.init) ?? "a signal") and no report")
+        let ended = children.map { $0.stop() }
+        var runs: [Run] = []
+        for (index, slot) in slots.enumerated() {
+            var analyzed: Double?
+            if slot.contestant == .gcapture || slot.contestant == .gcaptureCapture {
+                guard ended[index] == 0, let text = try? String(contentsOfFile: logs[index], encoding: .utf8),
+                      let line = text.split(separator: "\n").last(where: { $0.hasPrefix("{") }),
+                      let report = try? JSONDecoder().decode(ChildReport.self, from: Data(line.utf8)) else {
+                    throw failure(index, "ended with \(ended[index].map(String.init) ?? "a signal") and no report")
+                }
+                analyzed = slot.contestant == .gcapture ? Double(report.analyzedFrames) / report.seconds : nil
             }
-            analyzed = contestant == .gcapture ? Double(report.analyzedFrames) / report.seconds : nil
+            runs.append(Run(contestant: slot.contestant, device: slot.device, round: round,
+                            cpuSeconds: cpuAfter[index] - cpuBefore[index],
+                            windowSeconds: Monotonic.seconds(from: windowStart, to: windowEnd),
+                            startupDetections: startup[index].count, stillDetections: still[index].count,
+                            latencyMilliseconds: slot.contestant.detects
+                                ? seen[index].first.map { Monotonic.milliseconds(from: changed[index], to: $0) } : nil,
+                            analyzedFramesPerSecond: analyzed))
         }
-        return Run(contestant: contestant, round: round, cpuSeconds: cpuAfter - cpuBefore,
-                   windowSeconds: Monotonic.seconds(from: windowStart, to: windowEnd),
-                   startupDetections: startup.count, stillDetections: still.count,
-                   latencyMilliseconds: contestant.detects ? seen.map { Monotonic.milliseconds(from: changed, to: $0) } : nil,
-                   analyzedFramesPerSecond: analyzed)
+        return runs
     }
 
     /// motion only detecting: Debian's detection settings, the threshold as the same share of the picture.
-    static func motionConfig(width: Int, height: Int, directory: String, fifo: String) -> String {
+    static func motionConfig(device: String, width: Int, height: Int, directory: String, fifo: String) -> String {
         let threshold = Int((motionThresholdShare * Double(width * height)).rounded())
         return """
             daemon off
             setup_mode off
-            log_file \(directory)/motion-\(width)x\(height).log
+            log_file \(directory)/motion-\(device.split(separator: "/").last ?? "")-\(width)x\(height).log
             log_level 6
             target_dir \(directory)
             video_device \(device)
@@ -298,14 +372,15 @@ enum MotionVersusBenchmark {
     // MARK: The table
 
     static func table(_ result: Result) -> String {
-        var lines = [String(format: "gcapture vs motion %@ (vivid %@ webcam input at %d fps: still 75%% colour bars, then a 128x128 "
-                            + "square; %.0f s still per run, one detector at a time, median of %d, alternating)",
-                            result.motionVersion, result.device, result.frameRate, result.seconds, result.rounds)]
+        var lines = [String(format: "gcapture vs motion %@ (vivid webcam %@ at %d fps: still 75%% colour bars, then a 128x128 "
+                            + "square; %.0f s still per run, %@, median of %d, alternating)",
+                            result.motionVersion, result.devices.joined(separator: " and "), result.frameRate, result.seconds,
+                            result.simultaneous ? "two at once, one per camera" : "one detector at a time", result.rounds)]
         for run in result.runs {
             let latency = run.contestant.detects
                 ? run.latencyMilliseconds.map { String(format: "detected in %4.0f ms (%.1f frames)", $0, $0 * Double(result.frameRate) / 1000) } ?? "NOT detected"
                 : ""
-            lines.append(String(format: "  round %d  %@ %5.2f %% of one core  %@%@%@", run.round,
+            lines.append(String(format: "  round %d  %@ %@ %5.2f %% of one core  %@%@%@", run.round, run.device,
                                 run.contestant.label.padding(toLength: 56, withPad: " ", startingAt: 0), run.percentOfOneCore,
                                 latency, run.stillDetections > 0 ? "  \(run.stillDetections) false" : "",
                                 run.analyzedFramesPerSecond.map { String(format: "  %.1f frames analyzed a second", $0) } ?? ""))
@@ -320,7 +395,7 @@ enum MotionVersusBenchmark {
                                 summary.percentOfOneCore, latency,
                                 summary.contestant.detects ? "  false detections \(summary.falseDetections)" : ""))
         }
-        lines.append(String(format: "  CPU: motion 640x480 / gcapture %.2fx, motion 640x360 / gcapture %.2fx; gcapture's motion output "
+        lines.append(String(format: "  CPU (median of the rounds' ratios): motion 640x480 / gcapture %.2fx, motion 640x360 / gcapture %.2fx; gcapture's motion output "
                             + "alone (minus capture only) %.2f %% of one core",
                             result.motionOverGcaptureCPU, result.motionSmallOverGcaptureCPU, result.gcaptureMotionOnlyPercent))
         lines.append(String(format: "  first to detect the square: gcapture in %d of %d rounds, motion 640x480 in %d; motion's hook "
@@ -387,8 +462,7 @@ enum MotionVersusBenchmark {
 /// as it arrives. Opened read-write, so writers can always open it and it never reads end of file.
 final class EventFIFO {
     let path: String
-    private let fd: Int32
-    private var pending = 0
+    fileprivate let fd: Int32
 
     init(path: String) throws {
         self.path = path
@@ -408,22 +482,29 @@ final class EventFIFO {
 
     /// The arrival time of each line until `deadline` (CLOCK_MONOTONIC ns), or until the first one when `first`.
     func arrivals(until deadline: UInt64, first: Bool = false) -> [UInt64] {
-        var stamps: [UInt64] = []
-        while true {
+        Self.arrivals([self], until: deadline) { first && !$0[0].isEmpty }[0]
+    }
+
+    /// The arrival times of each FIFO's lines until `deadline`, or until `done` says so.
+    static func arrivals(_ fifos: [EventFIFO], until deadline: UInt64,
+                         done: ([[UInt64]]) -> Bool = { _ in false }) -> [[UInt64]] {
+        var stamps = [[UInt64]](repeating: [], count: fifos.count)
+        while !done(stamps) {
             let now = Monotonic.now
             guard now < deadline else { break }
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Int32(min((deadline - now) / 1_000_000 + 1, 1000)))
+            var pollers = fifos.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            let ready = poll(&pollers, nfds_t(pollers.count), Int32(min((deadline - now) / 1_000_000 + 1, 1000)))
             guard ready > 0 else { continue }
             let stamp = Monotonic.now
-            stamps += Array(repeating: stamp, count: readLines())
-            if first, !stamps.isEmpty { break }
+            for (index, poller) in pollers.enumerated() where poller.revents & Int16(POLLIN) != 0 {
+                stamps[index] += Array(repeating: stamp, count: fifos[index].readLines())
+            }
         }
         return stamps
     }
 
     /// Complete lines read now.
-    private func readLines() -> Int {
+    fileprivate func readLines() -> Int {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var lines = 0
         while true {

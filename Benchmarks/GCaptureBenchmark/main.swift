@@ -30,7 +30,7 @@ struct Options {
                gcapture-bench --only serve [--seconds S] [--rounds N] [--json]    (the web page's live view, 1 and 10 viewers)
                gcapture-bench --only preroll [--seconds S] [--rounds N] [--json]  (a recording with a 5 s pre-roll ring and without)
                gcapture-bench --only motion [--seconds S] [--rounds N] [--json]   (a CaptureMotionOutput's CPU)
-               gcapture-bench --only motion-vs [--seconds S] [--rounds N] [--json] (against motion 4.5.1, where /dev/video0 is vivid)
+               gcapture-bench --only motion-vs [--seconds S] [--rounds N] [--json] (against motion 4.5.1; vivid, best two instances)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -66,9 +66,11 @@ struct Options {
         `--only motion` (never part of the default run) runs the 1080p30 session with and without a CaptureMotionOutput,
         alternating, and prints the difference of their CPU as a share of one core (goal ≤ 3 %).
         `--only motion-vs` (never part of the default run; inside ../shared/testbed/v4l2-vm, needs the motion package)
-        runs a CaptureMotionOutput and motion (at 640x480 and at 640x360) one at a time on vivid's 640x480@25 webcam:
-        the CPU of each over --seconds of a still picture (and of capturing only), and how soon each reports the
-        square vivid shows when its show_square control is set.
+        runs a CaptureMotionOutput and motion (at 640x480 and at 640x360) on vivid's 640x480@25 webcam: the CPU of
+        each over --seconds of a still picture (and of capturing only), and how soon each reports the square vivid
+        shows when its show_square control is set. With two vivid instances (v4l2-vm --vivid-opts
+        "n_devs=2 node_types=0x1,0x1 num_inputs=1,1 input_types=0x0,0x0") the two run at once, one per camera;
+        with one, one after the other.
           --json               print one JSON object with every figure instead of the table
         """
 
