@@ -40,19 +40,25 @@ import Glibc
 ///   motion 640x360    the same at vivid's next smaller webcam size, threshold scaled to the same 0.49 % (1125
 ///                     pixels): how motion's CPU follows the pixels it analyses. (vivid's smallest, 320x180, nearer
 ///                     gcapture's 160x120, motion refuses: its height must be a multiple of 8.)
+///   motion unpaced    motion 640x480 with `framerate 100`: motion paces itself to `framerate` with sleeps of its
+///                     own, and at the camera's 25 it lags behind the camera's queue; unpaced it takes each frame
+///                     as it comes, at about the same CPU (measured by hand here: ~120 ms instead of ~450 ms)
 ///
-/// Two at once, the pairs are gcapture with motion 640x480 (their CPU ratio is taken within each round, over the
-/// same seconds), and gcapture capturing only with motion 640x360.
+/// Two at once, the groups are gcapture with motion 640x480, gcapture capturing only with motion 640x360, and
+/// gcapture with motion unpaced; CPU ratios are taken within each group (over the same seconds), then their median.
 enum MotionVersusBenchmark {
     static let childMode = "motion-vs-engine"
     static let frameRate = 25
     static let warmUpSeconds = 6.0
     static let detectionTimeoutSeconds = 5.0
+    /// motion's `framerate` is the most frames it takes a second, paced by its own sleeps: at the camera's rate
+    /// it falls behind the camera's queue (its latency here ~450 ms, ~120 ms unpaced, at the same CPU).
+    static let unpacedFrameRate = 100
     /// Debian's /etc/motion/motion.conf: 1500 changed pixels of 640x480.
     static let motionThresholdShare = 1500.0 / (640 * 480)
 
     enum Contestant: String, Codable, CaseIterable, Sendable {
-        case gcapture, gcaptureCapture, motion, motionSmall
+        case gcapture, gcaptureCapture, motion, motionSmall, motionUnpaced
 
         var label: String {
             switch self {
@@ -60,6 +66,7 @@ enum MotionVersusBenchmark {
             case .gcaptureCapture: "gcapture capture only 640x480 (no motion)"
             case .motion: "motion 640x480"
             case .motionSmall: "motion 640x360"
+            case .motionUnpaced: "motion 640x480 framerate 100 (unpaced)"
             }
         }
 
@@ -70,6 +77,8 @@ enum MotionVersusBenchmark {
         var contestant: Contestant
         var device: String
         var round: Int
+        /// Which of the round's groups (the detectors that ran at once).
+        var group: Int
         var cpuSeconds: Double
         var windowSeconds: Double
         var startupDetections: Int
@@ -107,13 +116,25 @@ enum MotionVersusBenchmark {
         /// `/bin/sh -c 'echo … > FIFO'` started from here → its line read: what motion's hook adds.
         var hookMilliseconds: Double
         /// Rounds in which gcapture's motion output reported before motion at 640x480, and the other way.
-        var gcaptureFirst: Int
-        var motionFirst: Int
-        /// Medians of the rounds' ratios of CPU seconds.
-        var motionOverGcaptureCPU: Double
-        var motionSmallOverGcaptureCPU: Double
+        var races: [Race]
+        /// Each motion's CPU over gcapture's, the median of the rounds' ratios.
+        var cpuRatios: [CPURatio]
         /// gcapture's motion output alone: its session's CPU minus capturing only, in percent of one core.
         var gcaptureMotionOnlyPercent: Double
+    }
+
+    /// Rounds in which gcapture's motion output reported the square before this motion, and the other way.
+    struct Race: Codable, Sendable {
+        var against: Contestant
+        var gcaptureFirst: Int
+        var motionFirst: Int
+    }
+
+    struct CPURatio: Codable, Sendable {
+        var contestant: Contestant
+        /// Its CPU seconds over gcapture's (with the motion output) in the same group when they ran at once,
+        /// else over the median of the round's gcapture runs.
+        var overGcapture: Double
     }
 
     // MARK: The parent
@@ -164,12 +185,12 @@ enum MotionVersusBenchmark {
         for round in 1...rounds {
             // Each group runs at once, one contestant per camera; which camera and which group first alternate.
             var groups: [[Contestant]] = devices.count > 1
-                ? [[.gcapture, .motion], [.gcaptureCapture, .motionSmall]]
+                ? [[.gcapture, .motion], [.gcaptureCapture, .motionSmall], [.gcapture, .motionUnpaced]]
                 : Contestant.allCases.map { [$0] }
             if round % 2 == 0 { groups = groups.reversed().map { $0.reversed() } }
-            for group in groups {
-                let slots = group.enumerated().map { Slot(contestant: $1, device: devices[$0], controls: controls[$0], fifo: fifos[$0]) }
-                for run in try measure(slots, round: round, seconds: seconds, motion: motion, directory: directory) {
+            for (group, contestants) in groups.enumerated() {
+                let slots = contestants.enumerated().map { Slot(contestant: $1, device: devices[$0], controls: controls[$0], fifo: fifos[$0]) }
+                for run in try measure(slots, round: round, group: group, seconds: seconds, motion: motion, directory: directory) {
                     runs.append(run)
                     progress(String(format: "motion-vs: round %d/%d  %@ %@  %.2f %% of one core, %@, %d false, %d at startup",
                                     round, rounds, run.device, run.contestant.label.padding(toLength: 56, withPad: " ", startingAt: 0),
@@ -192,22 +213,33 @@ enum MotionVersusBenchmark {
                                      falseDetections: own.map(\.stillDetections).reduce(0, +))
         }
         func summary(_ contestant: Contestant) -> ContestantSummary { summaries.first { $0.contestant == contestant }! }
-        func run(_ contestant: Contestant, _ round: Int) -> Run? { runs.first { $0.round == round && $0.contestant == contestant } }
-        var gcaptureFirst = 0, motionFirst = 0
-        var motionRatios: [Double] = [], smallRatios: [Double] = []
-        for round in 1...rounds {
-            let ours = run(.gcapture, round)?.latencyMilliseconds ?? .infinity
-            let theirs = run(.motion, round)?.latencyMilliseconds ?? .infinity
-            if ours < theirs { gcaptureFirst += 1 } else if theirs < ours { motionFirst += 1 }
-            // Ratios within a round (at once on two cameras: over the same seconds), then their median.
-            if let ours = run(.gcapture, round), let theirs = run(.motion, round) { motionRatios.append(theirs.cpuSeconds / ours.cpuSeconds) }
-            if let ours = run(.gcapture, round), let theirs = run(.motionSmall, round) { smallRatios.append(theirs.cpuSeconds / ours.cpuSeconds) }
+        /// gcapture's run beside `other` (at once), else the round's gcapture runs.
+        func partners(_ other: Run) -> [Run] {
+            let round = runs.filter { $0.round == other.round && $0.contestant == .gcapture }
+            let beside = round.filter { $0.group == other.group }
+            return beside.isEmpty ? round : beside
+        }
+        let motions: [Contestant] = [.motion, .motionUnpaced, .motionSmall]
+        let races = motions.filter(\.detects).map { against -> Race in
+            var race = Race(against: against, gcaptureFirst: 0, motionFirst: 0)
+            for theirs in runs where theirs.contestant == against {
+                let mine = partners(theirs).compactMap(\.latencyMilliseconds)
+                let ours = mine.isEmpty ? Double.infinity : Statistics.median(mine)
+                let their = theirs.latencyMilliseconds ?? .infinity
+                if ours < their { race.gcaptureFirst += 1 } else if their < ours { race.motionFirst += 1 }
+            }
+            return race
+        }
+        let ratios = motions.compactMap { contestant -> CPURatio? in
+            let values = runs.filter { $0.contestant == contestant }.compactMap { theirs -> Double? in
+                let ours = partners(theirs).map(\.cpuSeconds)
+                return ours.isEmpty ? nil : theirs.cpuSeconds / Statistics.median(ours)
+            }
+            return values.isEmpty ? nil : CPURatio(contestant: contestant, overGcapture: Statistics.median(values))
         }
         return Result(devices: devices, simultaneous: devices.count > 1, motionVersion: version, seconds: seconds, rounds: rounds,
                       frameRate: frameRate, runs: runs, summaries: summaries, hookMilliseconds: Statistics.median(hook),
-                      gcaptureFirst: gcaptureFirst, motionFirst: motionFirst,
-                      motionOverGcaptureCPU: Statistics.median(motionRatios),
-                      motionSmallOverGcaptureCPU: Statistics.median(smallRatios),
+                      races: races, cpuRatios: ratios,
                       gcaptureMotionOnlyPercent: summary(.gcapture).percentOfOneCore - summary(.gcaptureCapture).percentOfOneCore)
     }
 
@@ -223,7 +255,7 @@ enum MotionVersusBenchmark {
 
     /// Detectors started together, one per camera: the still scene, their CPU over the same `seconds` of it,
     /// then the square on every camera at once and each one's first report.
-    private static func measure(_ slots: [Slot], round: Int, seconds: Double, motion: String,
+    private static func measure(_ slots: [Slot], round: Int, group: Int, seconds: Double, motion: String,
                                 directory: String) throws -> [Run] {
         for slot in slots {
             try slot.controls.set("show_square", 0)
@@ -236,7 +268,7 @@ enum MotionVersusBenchmark {
         var children: [RunningChild] = []
         var stopped = false
         defer { if !stopped { for child in children { child.stop() } } }
-        let logs = slots.enumerated().map { directory + "/\($1.contestant.rawValue)-\(round)-\($0).log" }
+        let logs = slots.enumerated().map { directory + "/\($1.contestant.rawValue)-\(round)-\(group)-\($0).log" }
         for (index, slot) in slots.enumerated() {
             switch slot.contestant {
             case .gcapture, .gcaptureCapture:
@@ -244,10 +276,12 @@ enum MotionVersusBenchmark {
                                                  ["child", childMode, "--device", slot.device, "--fifo", slot.fifo.path]
                                                     + (slot.contestant == .gcaptureCapture ? ["--capture-only"] : []),
                                                  output: logs[index]))
-            case .motion, .motionSmall:
+            case .motion, .motionSmall, .motionUnpaced:
                 let config = directory + "/motion-\(index).conf"
-                let (width, height) = slot.contestant == .motion ? (640, 480) : (640, 360)
-                try motionConfig(device: slot.device, width: width, height: height, directory: directory, fifo: slot.fifo.path)
+                let (width, height) = slot.contestant == .motionSmall ? (640, 360) : (640, 480)
+                try motionConfig(device: slot.device, width: width, height: height,
+                                 frameRate: slot.contestant == .motionUnpaced ? unpacedFrameRate : frameRate,
+                                 directory: directory, fifo: slot.fifo.path)
                     .write(toFile: config, atomically: true, encoding: .utf8)
                 children.append(try RunningChild(motion, ["-n", "-c", config], output: logs[index]))
             }
@@ -298,7 +332,7 @@ enum MotionVersusBenchmark {
                 }
                 analyzed = slot.contestant == .gcapture ? Double(report.analyzedFrames) / report.seconds : nil
             }
-            runs.append(Run(contestant: slot.contestant, device: slot.device, round: round,
+            runs.append(Run(contestant: slot.contestant, device: slot.device, round: round, group: group,
                             cpuSeconds: cpuAfter[index] - cpuBefore[index],
                             windowSeconds: Monotonic.seconds(from: windowStart, to: windowEnd),
                             startupDetections: startup[index].count, stillDetections: still[index].count,
@@ -310,12 +344,12 @@ enum MotionVersusBenchmark {
     }
 
     /// motion only detecting: Debian's detection settings, the threshold as the same share of the picture.
-    static func motionConfig(device: String, width: Int, height: Int, directory: String, fifo: String) -> String {
+    static func motionConfig(device: String, width: Int, height: Int, frameRate: Int, directory: String, fifo: String) -> String {
         let threshold = Int((motionThresholdShare * Double(width * height)).rounded())
         return """
             daemon off
             setup_mode off
-            log_file \(directory)/motion-\(device.split(separator: "/").last ?? "")-\(width)x\(height).log
+            log_file \(directory)/motion-\(device.split(separator: "/").last ?? "")-\(width)x\(height)-\(frameRate).log
             log_level 6
             target_dir \(directory)
             video_device \(device)
@@ -395,12 +429,14 @@ enum MotionVersusBenchmark {
                                 summary.percentOfOneCore, latency,
                                 summary.contestant.detects ? "  false detections \(summary.falseDetections)" : ""))
         }
-        lines.append(String(format: "  CPU (median of the rounds' ratios): motion 640x480 / gcapture %.2fx, motion 640x360 / gcapture %.2fx; gcapture's motion output "
-                            + "alone (minus capture only) %.2f %% of one core",
-                            result.motionOverGcaptureCPU, result.motionSmallOverGcaptureCPU, result.gcaptureMotionOnlyPercent))
-        lines.append(String(format: "  first to detect the square: gcapture in %d of %d rounds, motion 640x480 in %d; motion's hook "
-                            + "(a shell writing to the FIFO) takes %.1f ms of its latency", result.gcaptureFirst, result.rounds,
-                            result.motionFirst, result.hookMilliseconds))
+        lines.append("  CPU over gcapture's (median of the rounds' ratios): "
+                     + result.cpuRatios.map { String(format: "%@ %.2fx", $0.contestant.label, $0.overGcapture) }.joined(separator: ", "))
+        lines.append(String(format: "  gcapture's motion output alone (minus capturing only): %.2f %% of one core", result.gcaptureMotionOnlyPercent))
+        for race in result.races {
+            lines.append(String(format: "  first to report the square, gcapture against %@: gcapture in %d, motion in %d of %d",
+                                race.against.label, race.gcaptureFirst, race.motionFirst, race.gcaptureFirst + race.motionFirst))
+        }
+        lines.append(String(format: "  motion's hook alone (a shell started, writing to the FIFO), part of its latency: %.1f ms", result.hookMilliseconds))
         return lines.joined(separator: "\n")
     }
 
