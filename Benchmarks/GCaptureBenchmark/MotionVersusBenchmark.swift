@@ -41,8 +41,8 @@ import Glibc
 ///                     pixels): how motion's CPU follows the pixels it analyses. (vivid's smallest, 320x180, nearer
 ///                     gcapture's 160x120, motion refuses: its height must be a multiple of 8.)
 ///   motion unpaced    motion 640x480 with `framerate 100`: motion paces itself to `framerate` with sleeps of its
-///                     own, and at the camera's 25 it lags behind the camera's queue; unpaced it takes each frame
-///                     as it comes, at about the same CPU (measured by hand here: ~120 ms instead of ~450 ms)
+///                     own; unpaced it takes each frame as soon as the camera has it. Whether that pacing is what
+///                     makes motion late: it is not (about as late, at more CPU: see the README)
 ///
 /// Two at once, the groups are gcapture with motion 640x480, gcapture capturing only with motion 640x360, and
 /// gcapture with motion unpaced; CPU ratios are taken within each group (over the same seconds), then their median.
@@ -51,8 +51,8 @@ enum MotionVersusBenchmark {
     static let frameRate = 25
     static let warmUpSeconds = 6.0
     static let detectionTimeoutSeconds = 5.0
-    /// motion's `framerate` is the most frames it takes a second, paced by its own sleeps: at the camera's rate
-    /// it falls behind the camera's queue (its latency here ~450 ms, ~120 ms unpaced, at the same CPU).
+    /// motion's `framerate` is the most frames it takes a second, paced by its own sleeps; above the camera's
+    /// rate it waits for the camera alone.
     static let unpacedFrameRate = 100
     /// Debian's /etc/motion/motion.conf: 1500 changed pixels of 640x480.
     static let motionThresholdShare = 1500.0 / (640 * 480)
