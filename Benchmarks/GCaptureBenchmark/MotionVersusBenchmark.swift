@@ -10,7 +10,7 @@ import Glibc
 /// (`--vivid-opts "n_devs=2 node_types=0x1,0x1 num_inputs=1,1 input_types=0x0,0x0"`) the two detectors run at the
 /// same time, one per camera, the same picture on both, and which camera each gets alternates every round: under
 /// TCG whatever else the host does shows up as the guest's CPU time, and this way it weighs on both alike (one
-/// after the other, motion's CPU over 20 s ranged from 15 to 56 % of a core between runs while the host was busy).
+/// after the other, motion's CPU was 15 % of a core in a 5 s trial and 50-56 % over 20 s while the host was busy).
 /// With one instance they run one after the other, alternating the order. Each run:
 ///
 ///   still scene   vivid's 75% colour bars, nothing moving (no OSD text, no movement); the detector starts,
