@@ -32,6 +32,8 @@ packages=(
   openssl curl libnss3-tools
   # The RotationCoordinator's tests: a private D-Bus bus with a stand-in iio-sensor-proxy in Python (GIO).
   dbus-daemon python3 python3-gi
+  # motion (Debian's 4.5.1), what `gcapture-bench --only motion-vs` measures the motion output against.
+  motion
   # The C++ runtime linked into the shipped build (scripts/build-release.sh); the Swift toolchain needs it too.
   libstdc++-12-dev
 )
@@ -47,6 +49,11 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -q >/dev/null
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian enables motion's daemon on install: it would hold /dev/video0 (and serve on port 8080) under every
+  # camera test. The benchmark runs motion itself, with a config of its own.
+  if [[ " ${missing[*]} " == *" motion "* ]] && command -v systemctl >/dev/null; then
+    $sudo systemctl disable --now motion.service >/dev/null 2>&1 || true
+  fi
 fi
 
 command -v swift >/dev/null || { echo "gcapture: Swift 6 is required (https://swift.org/install)" >&2; exit 1; }

@@ -167,7 +167,7 @@ struct VividControls {
     let device: String
     private let ids: [String: UInt32]
 
-    init(device: String) throws {
+    init(device: String, requiring required: [String] = ["disconnect", "percentage_of_dropped_buffers"]) throws {
         self.device = device
         let listing = Process()
         listing.executableURL = URL(fileURLWithPath: "/usr/bin/v4l2-ctl")
@@ -185,7 +185,7 @@ struct VividControls {
             ids[String(words[0])] = id
         }
         self.ids = ids
-        for name in ["disconnect", "percentage_of_dropped_buffers"] where ids[name] == nil {
+        for name in required where ids[name] == nil {
             throw BenchmarkError.setup("\(device) has no control \(name): is it vivid (with its error-injection controls)?")
         }
     }

@@ -5,7 +5,8 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve, preroll, motion }
+    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve, preroll, motion
+        case motionVersus = "motion-vs" }
 
     var seconds = 10.0
     var rounds = 3
@@ -29,6 +30,7 @@ struct Options {
                gcapture-bench --only serve [--seconds S] [--rounds N] [--json]    (the web page's live view, 1 and 10 viewers)
                gcapture-bench --only preroll [--seconds S] [--rounds N] [--json]  (a recording with a 5 s pre-roll ring and without)
                gcapture-bench --only motion [--seconds S] [--rounds N] [--json]   (a CaptureMotionOutput's CPU)
+               gcapture-bench --only motion-vs [--seconds S] [--rounds N] [--json] (against motion 4.5.1; vivid, best two instances)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -63,6 +65,12 @@ struct Options {
         CPU, what waiting costs, the ring's size against bit rate × seconds, and trigger → event clip started.
         `--only motion` (never part of the default run) runs the 1080p30 session with and without a CaptureMotionOutput,
         alternating, and prints the difference of their CPU as a share of one core (goal ≤ 3 %).
+        `--only motion-vs` (never part of the default run; inside ../shared/testbed/v4l2-vm, needs the motion package)
+        runs a CaptureMotionOutput and motion (at 640x480 and at 640x360) on vivid's 640x480@25 webcam: the CPU of
+        each over --seconds of a still picture (and of capturing only), and how soon each reports the square vivid
+        shows when its show_square control is set. With two vivid instances (v4l2-vm --vivid-opts
+        "n_devs=2 node_types=0x1,0x1 num_inputs=1,1 input_types=0x0,0x0") the two run at once, one per camera;
+        with one, one after the other.
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -100,7 +108,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, serve, preroll or motion, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, serve, preroll, motion or motion-vs, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -110,7 +118,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve, .preroll, .motion].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve, .preroll, .motion, .motionVersus].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -125,6 +133,7 @@ if arguments.first == "child" {
     if childArguments.first == PlainStartChild.childMode { exit(await PlainStartChild.childMain(childArguments)) }
     if childArguments.first == PreRollBenchmark.childMode { exit(await PreRollBenchmark.childMain(Array(childArguments.dropFirst()))) }
     if childArguments.first == MotionBenchmark.childMode { exit(await MotionBenchmark.childMain(Array(childArguments.dropFirst()))) }
+    if childArguments.first == MotionVersusBenchmark.childMode { exit(await MotionVersusBenchmark.childMain(Array(childArguments.dropFirst()))) }
     if childArguments.first == PreviewBenchmark.childMode { exit(await PreviewBenchmark.childMain(Array(childArguments.dropFirst()))) }
     exit(await FrameChild.main(childArguments))
 }
@@ -161,6 +170,9 @@ case .preview?:
 case .motion?:
     await reportAlone({ try MotionBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
                       table: MotionBenchmark.table)
+case .motionVersus?:
+    await reportAlone({ try MotionVersusBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
+                      table: MotionVersusBenchmark.table)
 case .serve?:
     await reportAlone({ try ServeBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
                       table: ServeBenchmark.table)

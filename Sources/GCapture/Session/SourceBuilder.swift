@@ -39,7 +39,11 @@ enum SourceBuilder {
             description = "videotestsrc name=camera is-live=true pattern=\(options.pattern.rawValue) horizontal-speed=\(options.motion) "
                 + "! capsfilter name=caps caps=\"\(selection.caps)\""
         case .v4l2(let path):
-            description = "v4l2src device=\(path) ! capsfilter name=caps caps=\"\(selection.caps)\""
+            // A driver without VIDIOC_CROPCAP (vivid's webcam input, some USB cameras) states no pixel aspect
+            // ratio; left open, a scaling branch downstream (the motion output's) lets v4l2src fixate it to
+            // 1/2147483647 and videoscale fails ("integer overflow"). Square pixels first, else the camera's own.
+            description = "v4l2src device=\(path) ! capsfilter name=caps "
+                + "caps=\"\(selection.caps),pixel-aspect-ratio=1/1; \(selection.caps)\""
                 + (selection.format.isCompressed ? " ! jpegdec ! videoconvert" : "")
         case .provided:
             description = "capsfilter name=caps caps=\"\(selection.caps)\""
