@@ -83,6 +83,29 @@ final class V4L2DeviceTests: XCTestCase {
         XCTAssertEqual(span, 2, accuracy: 0.3)
     }
 
+    /// vivid's webcam input states no pixel aspect ratio (no VIDIOC_CROPCAP): a motion output's scaling branch once
+    /// let v4l2src fixate it to 1/2147483647 and the session did not start. It starts, stays still over the colour
+    /// bars, and sees vivid's square appear.
+    func testAMotionOutputOnTheCameraStartsAndSeesItsSquare() async throws {
+        // The on-screen text (counters changing every frame) off: the bars alone are a still picture.
+        _ = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "show_square=0,osd_text_mode=2"])
+        defer { _ = try? runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "show_square=0,osd_text_mode=0"]) }
+        let motion = CaptureMotionOutput()
+        let events = motion.events()
+        let session = try makeSession(camera: try vivid(), preset: .vga640x480, outputs: [motion])
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        defer { XCTAssertNoThrow(try withinBlocking(engineDeadline, "session.stopRunning()") { session.stopRunning() }) }
+        try await Task.sleep(for: .seconds(2))
+        let still = motion.statistics
+        XCTAssertGreaterThan(still.analyzedFrames, 10, "the motion output analyzed no frames of the camera")
+        XCTAssertEqual(still.framesWithMotion, 0, "motion in the still bars: \(still)")
+        let square = try runTool("/usr/bin/v4l2-ctl", ["-d", "/dev/video0", "--set-ctrl", "show_square=1"])
+        XCTAssertEqual(square.status, 0, square.stderr)
+        let began = try await firstElement(of: events, within: engineDeadline, "motionBegan")
+        guard case .motionBegan(let event) = began else { return XCTFail("\(began): not a beginning") }
+        XCTAssertGreaterThan(event.boundingBox.width, 0, "\(event)")
+    }
+
     func testAPhotoFromTheCameraIsAJPEGOfTheRequestedSize() throws {
         let folder = try temporaryFolder()
         let url = folder.appendingPathComponent("vivid.jpg")
