@@ -131,10 +131,10 @@ struct MovieEncoding: Sendable {
         let muxQueue = "queue max-size-buffers=0 max-size-bytes=0 max-size-time=\(Self.muxQueueNanoseconds)"
         // Encoded frames from a shared encoder queue here only until the branch falls behind (KeyFrameGate).
         // From a pre-roll ring, seconds of frames arrive at once: the appsrc holds them (unbounded: the feed
-        // bounds it), and the queues behind it wait rather than leak.
+        // bounds it) and its own thread pushes them on, so no queue follows it (one thread hop less a buffer).
         let ringSource = "format=time is-live=true max-bytes=0 block=false"
         let video = fedByPreRoll
-            ? "appsrc name=\(Self.videoSource) \(ringSource) ! queue name=video_in max-size-buffers=0 max-size-bytes=0 ! h264parse"
+            ? "appsrc name=\(Self.videoSource) \(ringSource) ! h264parse"
             : sharesEncoder
             ? "\(VideoEncode.encodedInputQueue(frameRate: frameRate)) ! h264parse"
             : videoEncode.description()
@@ -145,7 +145,7 @@ struct MovieEncoding: Sendable {
         if container == .mp4 { parts.append("vt. ! \(muxQueue) ! sidecar.video_0") }
         if withAudio {
             let audio = fedByPreRoll
-                ? "appsrc name=\(Self.audioSource) \(ringSource) ! queue name=audio_in max-size-buffers=0 max-size-bytes=0 ! aacparse"
+                ? "appsrc name=\(Self.audioSource) \(ringSource) ! aacparse"
                 : "queue name=audio_in \(inputQueue) ! " + (container == .mp4 ? try Self.aacEncode()
                     : "audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2 ! opusenc bitrate=128000")
             parts += [

@@ -105,7 +105,9 @@ struct MovieRecordingBranch {
     /// `requestTime` (running time; nil: from the next key frame), then the live media.
     func startFeed(requestedAt requestTime: UInt64?) {
         guard let feed else { return }
-        feed.ring.attach(feed.feed, requestedAt: requestTime)
+        // Where the file begins is known here, before its first frame reaches the timeline on the appsrc's
+        // thread: the statistics (the pre-roll a started clip's record states) have it at once.
+        if let begin = feed.ring.attach(feed.feed, requestedAt: requestTime) { timeline.expectFirstFrame(at: begin) }
     }
 
     /// Before the branch is drained (or cut off): its inputs end after what they hold.

@@ -130,6 +130,13 @@ final class RecordingTimeline: Sendable {
         return state.withLock { $0.admitAudio(at: UInt64(pts), duration: UInt64(duration ?? 0), encoded: encoded) }
     }
 
+    /// The running time the file's first frame will have, known before it arrives (a pre-roll feed's key frame).
+    func expectFirstFrame(at time: UInt64) {
+        state.withLock { state in
+            if state.statistics.firstFrameRunningTime == nil { state.statistics.firstFrameRunningTime = time }
+        }
+    }
+
     struct AudioAdmission {
         /// How much earlier the buffer's timestamps move.
         var shift: ClockTime
