@@ -58,6 +58,24 @@ enum ChildProcess {
         return CommandLine.arguments[0]
     }
 
+    /// posix_spawn(p) of `executable` with `arguments` and this process's environment: the child's pid, and 0
+    /// or the error number.
+    static func spawn(_ executable: String, _ arguments: [String], actions: inout posix_spawn_file_actions_t,
+                      searchPath: Bool = false) -> (pid: pid_t, error: Int32) {
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        let error = searchPath
+            ? posix_spawnp(&pid, executable, &actions, nil, argv, envp)
+            : posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        return (pid, error)
+    }
+
     /// Spawns `executable` (looked up in PATH when `searchPath`), collects its stdout and waits for it; after
     /// `timeout` seconds it is killed (and reported as ended by SIGKILL).
     static func run(_ executable: String, _ arguments: [String], searchPath: Bool = false,
@@ -75,19 +93,8 @@ enum ChildProcess {
         // dup2 clears close-on-exec on the copy: the child keeps only its stdout end of the pipe.
         posix_spawn_file_actions_adddup2(&actions, writeEnd, STDOUT_FILENO)
 
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
-        }
-
-        var pid: pid_t = 0
         let started = Monotonic.now
-        let spawned = searchPath
-            ? posix_spawnp(&pid, executable, &actions, nil, argv, envp)
-            : posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        let (pid, spawned) = spawn(executable, arguments, actions: &actions, searchPath: searchPath)
         close(writeEnd)
         guard spawned == 0 else {
             close(readEnd)
