@@ -75,10 +75,13 @@ struct MovieEncoding: Sendable {
         ["voaacenc", "avenc_aac", "fdkaacenc"].first(where: GStreamer.hasElement)
     }
 
+    /// What every audio encoder of a recording or a stream is given: the session's audio as 48 kHz stereo.
+    static let encoderInput = "audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2"
+
     /// Raw audio in, parsed AAC out: an MP4's audio, and what a pre-roll ring keeps of the session's.
     static func aacEncode() throws(CaptureError) -> String {
         guard let aac = aacEncoder else { throw .missingPlugin("voaacenc or avenc_aac") }
-        return "audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2 ! \(aac) bitrate=128000 ! aacparse"
+        return "\(encoderInput) ! \(aac) bitrate=128000 ! aacparse"
     }
 
     /// Bits per second for a frame size at about 0.13 bit per pixel at 30 fps (1080p: 8 Mbit/s).
@@ -147,7 +150,7 @@ struct MovieEncoding: Sendable {
             let audio = fedByPreRoll
                 ? "appsrc name=\(Self.audioSource) \(ringSource) ! aacparse"
                 : "queue name=audio_in \(inputQueue) ! " + (container == .mp4 ? try Self.aacEncode()
-                    : "audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2 ! opusenc bitrate=128000")
+                    : "\(Self.encoderInput) ! opusenc bitrate=128000")
             parts += [
                 "\(audio) ! tee name=at",
                 "at. ! \(muxQueue) ! mux.audio_0",

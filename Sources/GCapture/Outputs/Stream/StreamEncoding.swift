@@ -58,7 +58,7 @@ struct StreamEncoding: Sendable {
             case .opus:
                 encoder = "opusenc bitrate=\(audioBitRate) ! opusparse name=\(Self.encodedAudio)"
             }
-            parts.append("queue name=audio_in \(inputQueue) ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2 "
+            parts.append("queue name=audio_in \(inputQueue) ! \(MovieEncoding.encoderInput) "
                          + "! \(encoder) ! queue max-size-buffers=0 max-size-bytes=0 max-size-time=2000000000 ! \(audioPad)")
         }
         return parts.joined(separator: "  ")
