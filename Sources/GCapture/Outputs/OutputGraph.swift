@@ -21,9 +21,6 @@ protocol OutputGraph: AnyObject {
     func holdSharedEncoder(_ encoder: SharedVideoEncoder)
     func releaseSharedEncoder(_ encoder: SharedVideoEncoder)
 
-    /// The pad every buffer of the medium passes on its way into the session's tee (a filler's too).
-    func teeInput(_ mediaType: MediaType) -> Pad?
-
     /// A branch of no output, fed by the medium's tee (a pre-roll ring's audio encoder), until detached; an
     /// error inside it cuts off only it.
     func attachTap(_ bin: Bin, to mediaType: MediaType) throws(CaptureError) -> TeeBranch

@@ -322,11 +322,6 @@ final class SessionGraph: @unchecked Sendable {
         release(encoder)
     }
 
-    func teeInput(_ mediaType: MediaType) -> Pad? {
-        guard hasSource(mediaType) else { return nil }
-        return (mediaType == .audio ? audioTee : videoTee).staticPad("sink")
-    }
-
     /// Links `bin`'s "sink" pad to the medium's tee, for no output: what it makes is read where it ends (a probe
     /// before a fakesink). Until `detachTap`.
     func attachTap(_ bin: Bin, to mediaType: MediaType) throws(CaptureError) -> TeeBranch {
