@@ -65,11 +65,49 @@ final class CameraSwitchTests: XCTestCase {
         XCTAssertGreaterThan(counted, probed.duration * 25 * 0.8, "frames missing from the movie")
         XCTAssertLessThan(counted, probed.duration * 30 * 1.1)
         XCTAssertTrue(try ffmpegDecodes(url), "ffmpeg does not decode the movie")
+        try assertVideoTimeOnlyGoesForward(url)
         let gaps = try largestVideoGap(url)
         print("the movie's largest gap: \(gaps * 1000) ms; between frames delivered: \(FrameLog.longestGap(all) * 1000) ms")
         // The switch costs about a frame (the goal is 2 intervals; the benchmark measures it): more than 5 would
         // be a break-before-make switch waiting for the new camera to start.
         XCTAssertLessThan(gaps, 5.0 / 25, "the largest gap between two frames in the movie: \(gaps) s")
+    }
+
+    /// A switch to a camera that delivers its frames 200 ms after taking them (as USB cameras do by 50-200 ms)
+    /// and back: its first frames are older than the last of the camera before, and stay out, so that time
+    /// only goes forward in every output; the movie copies cleanly into a plain MP4. Without that, frames of
+    /// one moment from both cameras made samples of no duration and mp4mux refused the copy ("no PTS").
+    func testASwitchToACameraThatDeliversLateKeepsTimeGoingForward() async throws {
+        let late = CaptureDevice.makeTestCamera(uniqueID: "switch-late", options: .init(
+            pattern: .checkers, motion: 2, position: .front, sizes: [.init(width: 640, height: 480)], maxFrameRate: 30,
+            deliveryDelay: 0.2))
+        let frames = CaptureVideoDataOutput()
+        let log = FrameLog(frames)
+        let movie = CaptureMovieFileOutput()
+        let session = try makeSession(camera: Self.back, microphone: .testMicrophone, preset: .high, outputs: [frames, movie])
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        let url = try temporaryFolder().appendingPathComponent("late.mp4")
+        let recording = await startRecording(movie, to: url)
+        for camera in [late, Self.back, late, Self.back] {
+            try await Task.sleep(for: .milliseconds(500))
+            try switchCamera(of: session, to: camera)
+            let before = log.count
+            let arrived = await log.waitFor(before + 3, timeout: 5)
+            XCTAssertTrue(arrived, "frames stopped after the switch to \(camera)")
+        }
+        try await Task.sleep(for: .milliseconds(400))
+        movie.stopRecording()
+        try await assertFinishedWithoutError(recording)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+
+        let times = log.all.map(\.time)
+        let backwards = zip(times, times.dropFirst()).filter { $1 <= $0 }
+        XCTAssertEqual(backwards.map { "\($0.0)→\($0.1)" }, [], "frames delivered with a time not after the one before")
+        try assertVideoTimeOnlyGoesForward(url)
+        XCTAssertTrue(try ffmpegDecodes(url), "ffmpeg does not decode the movie")
+        // The late camera's first 200 ms overlap the frames already delivered: at most that and a few frames.
+        let gap = try largestVideoGap(url)
+        XCTAssertLessThan(gap, 0.2 + 4.0 / 30, "the largest gap between two frames in the movie")
     }
 
     /// A switch to a camera that is not there, or cannot be opened, leaves the running camera running and says
@@ -179,6 +217,24 @@ extension XCTestCase {
     /// The longest interval between two consecutive video frames of a movie, in seconds, as ffprobe reads it.
     func largestVideoGap(_ url: URL) throws -> Double {
         try videoGaps(url, over: 0).map(\.length).max() ?? .infinity
+    }
+
+    /// Checks that a movie's video packets come in strictly increasing decode time with a duration each, and that
+    /// the movie was stopped cleanly into a plain MP4 (the copy from the fragmented file refuses a frame without
+    /// time). Two frames of one moment, from two cameras at a switch, made a sample of no duration that ffprobe
+    /// discards and mp4mux refused to copy.
+    func assertVideoTimeOnlyGoesForward(_ url: URL, file: StaticString = #filePath, line: UInt = #line) throws {
+        let result = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                      "packet=dts_time,duration_time,flags", "-of", "csv=p=0", url.path])
+        XCTAssertEqual(result.status, 0, result.stderr, file: file, line: line)
+        let packets = result.stdout.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        let times = packets.compactMap { $0.first.flatMap(Double.init) }
+        let backwards = zip(times, times.dropFirst()).filter { $1 <= $0 }
+        XCTAssertEqual(backwards.map { "\($0.0)→\($0.1)" }, [], "video decode times not increasing", file: file, line: line)
+        let discarded = packets.filter { $0.count > 2 && $0[2].contains("D") }.map { $0[0] }
+        XCTAssertEqual(discarded, [], "video packets ffprobe discards", file: file, line: line)
+        XCTAssertFalse(try topLevelBoxes(url).contains("moof"), "the movie stayed fragmented: its copy into a plain MP4 failed",
+                       file: file, line: line)
     }
 
     /// Where a movie's video has gaps longer than `seconds` between consecutive frames: the time of the frame

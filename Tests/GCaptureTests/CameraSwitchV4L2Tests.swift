@@ -107,6 +107,7 @@ final class CameraSwitchV4L2Tests: XCTestCase {
         XCTAssertGreaterThan(Double(counted), probed.duration * slowest * 0.2, "frames missing from the movie")
         XCTAssertLessThan(Double(counted), probed.duration * max(sizes[0].rate, sizes[1].rate) * 1.1)
         XCTAssertTrue(try ffmpegDecodes(url), "ffmpeg does not decode the movie")
+        try assertVideoTimeOnlyGoesForward(url)
         let gap = try largestVideoGap(url)
         print("switches began at \(switchMoments.map { String(format: "%.2f", $0) }) s; the movie's gaps over 100 ms: "
               + (try videoGaps(url, over: 0.1)).map { String(format: "%.2f+%.0fms", $0.at, $0.length * 1000) }.joined(separator: " "))

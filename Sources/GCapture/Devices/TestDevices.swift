@@ -26,6 +26,10 @@ public struct TestCameraOptions: Sendable, Hashable, Codable {
     /// A scripted change drawn over the pattern (an object appearing, the light slowly changing), for
     /// motion detection to be tested against a known truth. Nil: the pattern alone.
     public var scene: Scene?
+    /// Seconds between a frame's capture (the time it is stamped with) and its delivery, as a USB camera's
+    /// transfer and decoding take 50-200 ms: a camera switched to may deliver frames older than the last one
+    /// the camera before it delivered.
+    public var deliveryDelay: Double
 
     /// 320x240, 640x480, 1280x720, 1920x1080 and 3840x2160.
     public static let standardSizes = FormatReader.standardSizes.map { Size(width: $0.0, height: $0.1) }
@@ -39,7 +43,7 @@ public struct TestCameraOptions: Sendable, Hashable, Codable {
     public init(pattern: Pattern = .smpte, motion: Int = 2, noiseLevel: Int = 0, noiseSeed: UInt32 = 1,
                 position: CaptureDevice.Position = .unspecified,
                 sizes: [Size] = TestCameraOptions.standardSizes,
-                maxFrameRate: Int = 60, stampsCaptureTime: Bool = false, scene: Scene? = nil) {
+                maxFrameRate: Int = 60, stampsCaptureTime: Bool = false, scene: Scene? = nil, deliveryDelay: Double = 0) {
         self.pattern = pattern
         self.motion = motion
         self.noiseLevel = max(0, min(noiseLevel, 127))
@@ -49,6 +53,7 @@ public struct TestCameraOptions: Sendable, Hashable, Codable {
         self.maxFrameRate = max(1, maxFrameRate)
         self.stampsCaptureTime = stampsCaptureTime
         self.scene = scene
+        self.deliveryDelay = max(0, deliveryDelay)
     }
 
     static let pixelFormats = ["NV12", "I420", "YUY2"]

@@ -65,6 +65,8 @@ enum SourceBuilder {
         }
         if case .testCamera(let options) = device.backend {
             TestCameraStalls.install(on: bin, uniqueID: device.uniqueID)
+            // First, so that the camera's watch, the scene and the stamp see the time the frame says it was taken.
+            if options.deliveryDelay > 0 { addDeliveryDelay(options.deliveryDelay, to: bin) }
             // Probes run in the order added: the scene, then the noise over it, then the stamp over both.
             if let scene = options.scene { addScene(scene, to: bin, caps: selection.caps) }
             if options.noiseLevel > 0 { addSensorNoise(to: bin, options: options, caps: selection.caps) }
@@ -146,6 +148,17 @@ enum SourceBuilder {
             throw .deviceFailed(device: device.description, underlying: error)
         } catch {
             throw .configurationFailed(reason: "cannot build the source of \(device): \(error)", underlying: nil)
+        }
+    }
+
+    /// Frames stamped `delay` seconds before they are delivered, as a camera stamps them with the time the
+    /// driver took them in: they leave as they are made, with a time that much in the past.
+    private static func addDeliveryDelay(_ delay: Double, to bin: Bin) {
+        guard let pad = bin.element(named: "caps")?.staticPad("sink") else { return }
+        let shift = ClockTime(delay * 1e9)
+        pad.addProbe(.buffer) { info in
+            if let pts = info.bufferPTS { info.setBufferTimestamps(pts: pts - min(pts, shift), duration: info.bufferDuration ?? 0) }
+            return .ok
         }
     }
 

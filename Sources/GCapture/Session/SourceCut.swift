@@ -5,6 +5,11 @@ import GStreamerKit
 /// the first the outputs get, with no hop through the session's queue and no wait for the next frame (the
 /// switch's gap was 2.6 frame intervals in the VM that way). The session's thread may still abandon the
 /// switch when the new source fails: before the cut nothing happened; after it, the tee goes back.
+/// Time never runs backwards across the cut: a new camera's frames stamped before the old camera's last
+/// delivered one (its first frames were taken while the old one still delivered, or it delivers later after
+/// taking them: USB cameras by 50-200 ms) are dropped until one comes after it. Two frames of one moment gave
+/// x264 and mp4mux a time going back: samples of no duration in the movie, frames ffprobe discards, a copy
+/// into a plain MP4 that mp4mux refused ("no PTS").
 final class SourceCut: Sendable {
     private enum Stage { case waiting, moved, abandoned }
 
@@ -13,30 +18,41 @@ final class SourceCut: Sendable {
         var linkFailure: GStreamerError?
         /// The probe that drops the old source's buffers once it no longer feeds the tee.
         var oldSourceProbe: UInt?
+        /// The time of the old source's last frame, read at the cut.
+        var previousLastTime: ClockTime?
     }
 
     private let state = Locked(State())
     private let previous: Bin
     private let next: Bin
     private let tee: Element
+    /// The presentation time of the last frame the old source let through (its SourceWatch's), nil before any.
+    private let previousLastTime: @Sendable () -> ClockTime?
     /// Marks a source's errors and end of stream as dealt with (true), or as the session's again (false).
     private let silence: @Sendable (_ path: String, _ silenced: Bool) -> Void
 
-    init(previous: Bin, next: Bin, tee: Element, silence: @escaping @Sendable (String, Bool) -> Void) {
+    init(previous: Bin, next: Bin, tee: Element, previousLastTime: @escaping @Sendable () -> ClockTime?,
+         silence: @escaping @Sendable (String, Bool) -> Void) {
         self.previous = previous
         self.next = next
         self.tee = tee
+        self.previousLastTime = previousLastTime
         self.silence = silence
     }
 
     /// Why the tee could not be linked to the new source, if it could not.
     var linkFailure: GStreamerError? { state.withLock { $0.linkFailure } }
 
-    /// On the new source's streaming thread, at its buffers until the tee has moved (then the probe goes).
-    func moveTee() -> Pad.ProbeReturn {
+    /// On the new source's streaming thread, at its buffers until the tee has moved and one of them came after
+    /// the old source's last (then the probe goes). `time`: the buffer's presentation time.
+    func moveTee(bufferTime time: ClockTime?) -> Pad.ProbeReturn {
         state.withLock { state in
+            switch state.stage {
             // An abandoned switch: the new source's buffers go nowhere until it is stopped.
-            guard state.stage == .waiting else { return .drop }
+            case .abandoned: return .drop
+            case .moved: return isAfterPrevious(time, state) ? .remove : .drop
+            case .waiting: break
+            }
             // The old source's buffers go nowhere from now on (unlinked, it would fail before it is stopped),
             // and whatever it says until it is stopped is dealt with.
             silence(previous.path, true)
@@ -57,8 +73,15 @@ final class SourceCut: Sendable {
                 return .drop
             }
             state.stage = .moved
-            return .remove
+            // Read once the old source can deliver no more (a frame it was pushing is counted already).
+            state.previousLastTime = previousLastTime()
+            return isAfterPrevious(time, state) ? .remove : .drop
         }
+    }
+
+    private func isAfterPrevious(_ time: ClockTime?, _ state: State) -> Bool {
+        guard let time, let last = state.previousLastTime else { return true }
+        return time > last
     }
 
     /// On the session's thread, when the new source failed: the tee goes back to the old one if it had moved.

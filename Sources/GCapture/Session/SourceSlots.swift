@@ -225,15 +225,18 @@ final class SourceSlots: @unchecked Sendable {
         let path = unit.bin.path, previousPath = previous.bin.path
         busState.withLock { _ = $0.failedSources.remove(path) }
         watch(unit)
-        let cut = SourceCut(previous: previous.bin, next: unit.bin, tee: tee) { [busState] path, silenced in
+        let previousWatch = sourceWatches.watch(at: previousPath)
+        let cut = SourceCut(previous: previous.bin, next: unit.bin, tee: tee,
+                            previousLastTime: { previousWatch?.lastDeliveredTime }) { [busState] path, silenced in
             busState.withLock { state in
                 if silenced { state.failedSources.insert(path) } else { state.failedSources.remove(path) }
             }
         }
         let failure = onTrial(path, waitingForFirstBufferFrom: [unit], timeout: timeout) {
             // Blocking probes run before the trial's first-buffer probe: the buffer that confirms the new
-            // source is the one that, once the tee is moved, reaches the outputs first.
-            unit.bin.staticPad("src")?.addProbe(.blockBuffer) { _ in cut.moveTee() }
+            // source is the first that, once the tee is moved, reaches the outputs (SourceCut drops the ones
+            // older than the old source's last).
+            unit.bin.staticPad("src")?.addProbe(.blockBuffer) { info in cut.moveTee(bufferTime: info.bufferPTS) }
             unit.bin.baseTime = pipeline.baseTime
             try unit.bin.setState(.ready)
             try unit.bin.syncStateWithParent()

@@ -39,6 +39,8 @@ final class RecordingTimeline: Sendable {
         var ended = false
         /// Where the last admitted frame ends, in the frames' own time.
         var lastVideoEnd: UInt64?
+        /// The time of the last frame seen (admitted or not, filler or not).
+        var lastVideoTime: UInt64?
         /// The audio has been let in up to the end of the file's video (see waitForAudioToReachVideoEnd).
         var audioReachedEnd = false
         var start: UInt64?
@@ -188,6 +190,10 @@ extension RecordingTimeline.State {
         }
         if let duration, duration > 0 { frameInterval = UInt64(duration) }
         guard !closed, !ended else { return nil }
+        // A frame not after the one before (SourceCut keeps a camera switch from making one): two samples of one
+        // moment make a movie mp4mux cannot copy, and an earlier one would come before the file's start.
+        if let last = lastVideoTime, time <= last { return nil }
+        lastVideoTime = time
         if pauseRequested, !resumeRequested {
             if pausedAt == nil { pausedAt = time }
             return nil

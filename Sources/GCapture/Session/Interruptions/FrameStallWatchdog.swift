@@ -65,6 +65,8 @@ final class SourceWatch: Sendable {
     private let worstLateness = Atomic<UInt64>(0)
     private let frames = Atomic<Int>(0)
     private let passed = Atomic<Int>(0)
+    /// The presentation time of the last frame let through; `ClockTime.none` before the first.
+    private let lastPassedTime = Atomic<UInt64>(UInt64(ClockTime.none))
     /// 1 lets every frame through, 2 every other one, 0 none (interrupted for pressure).
     let keepOneIn = Atomic<Int>(1)
 
@@ -108,9 +110,17 @@ final class SourceWatch: Sendable {
                 return .drop
             }
             passed.add(1, ordering: .relaxed)
+            if let time = info.bufferPTS { lastPassedTime.store(UInt64(time), ordering: .relaxed) }
             return .ok
         }
         probe.withLock { $0 = (pad, id) }
+    }
+
+    /// The presentation time of the last frame the watch let through, nil before the first: where a camera
+    /// switched to must begin (SourceCut).
+    var lastDeliveredTime: ClockTime? {
+        let time = lastPassedTime.load(ordering: .relaxed)
+        return time == UInt64(ClockTime.none) ? nil : ClockTime(time)
     }
 
     /// Takes the probe off (the source left the graph; it may come back, with a new watch).
@@ -179,6 +189,9 @@ final class SourceWatches: Sendable {
         let now = SourceWatch.monotonicNanoseconds()
         for watch in watches.withLock({ Array($0.values) }) { watch.checkForStall(now: now) }
     }
+
+    /// The watch on the source bin at `path`.
+    func watch(at path: String) -> SourceWatch? { watches.withLock { $0[path] } }
 
     /// The camera's watch (a graph has one camera source at a time, two only during a switch).
     var camera: SourceWatch? { watches.withLock { $0.values.first } }
