@@ -62,15 +62,18 @@ public final class TeeBranch: @unchecked Sendable {
     public func markFailed() { failed.set() }
     public var hasFailed: Bool { failed.isSet }
 
-    /// Unlinks the branch when the tee pads are idle, optionally drains it (EOS through every input,
-    /// waiting up to `timeout` for every sink to finish with it, so muxers finalize their files), then stops and
-    /// removes it. Blocks; must not be called on a streaming thread. Returns whether the drain completed:
-    /// false for a branch that failed (it cannot be drained, its files were not finalized) or whose sinks
-    /// did not see end-of-stream in time. `endingOwnInputs` ends the inputs the bin has besides its tee links
+    /// Unlinks the branch when the tee pads are idle (waiting up to `timeout` for that), optionally drains it
+    /// (EOS through every input, waiting for every sink to finish with it, so muxers finalize their files),
+    /// then stops and removes it. The drain goes on while buffers move inside the branch, as an encoder
+    /// works through frames queued before it on a loaded machine, and fails after `timeout` without any
+    /// moving, or after `limit` in all. Blocks; must not be called on a streaming thread. Returns whether
+    /// the drain completed: false for a branch that failed (it cannot be drained, its files were not
+    /// finalized) or whose sinks did not see end-of-stream in time. `endingOwnInputs` ends the inputs the bin has besides its tee links
     /// (appsrcs): it is called once the drain can see their end-of-stream reach the sinks (a sink's end seen
     /// before then is lost: the bin forgets its sinks' ends once all of them have posted one).
     @discardableResult
-    public func detach(drain: Bool, timeout: Duration = .seconds(3), endingOwnInputs: () -> Void = {}) -> Bool {
+    public func detach(drain: Bool, timeout: Duration = .seconds(3), limit: Duration = .seconds(30),
+                       endingOwnInputs: () -> Void = {}) -> Bool {
         let alreadyDetached = detached.withLock { value in
             defer { value = true }
             return value
@@ -85,9 +88,11 @@ public final class TeeBranch: @unchecked Sendable {
             try? sentinel.set("async", false)
             if (try? bin.add(sentinel)) != nil { try? sentinel.syncStateWithParent() }
         }
+        let sendEOS = !sinks.isEmpty
+        let progress = sendEOS ? DrainProgress(watching: bin) : nil
+        defer { progress?.stop() }
         endingOwnInputs()
         let unlinked = DispatchGroup()
-        let sendEOS = !sinks.isEmpty
         for link in links {
             unlinked.enter()
             let teePad = link.teePad, sinkPad = link.sinkPad
@@ -98,17 +103,16 @@ public final class TeeBranch: @unchecked Sendable {
                 return .remove
             }
         }
-        let deadline = DispatchTime.now() + .nanoseconds(Int(timeout.components.seconds) * 1_000_000_000
-                                                         + Int(timeout.components.attoseconds / 1_000_000_000))
-        var completed = unlinked.wait(timeout: deadline) == .success
+        let began = ContinuousClock.now
+        var completed = unlinked.wait(timeout: .now() + .nanoseconds(Int(timeout / .nanoseconds(1)))) == .success
         if !completed {
             // A tee is stuck pushing into this branch (it blocks downstream): force the unlinks.
             for link in links { link.teePad.unlink(from: link.sinkPad) }
-        } else if sendEOS {
+        } else if let progress {
             // Drained once every sink has handled the end completely (posted EOS), not merely received it:
             // a sink bin like hlssink2 lists its last segment only then.
             while !sinks.allSatisfy(bin.hasEndOfStream) {
-                guard DispatchTime.now() < deadline else {
+                guard progress.idleTime < timeout, ContinuousClock.now - began < limit else {
                     completed = false
                     break
                 }

@@ -108,6 +108,38 @@ final class TeeBranchTests: XCTestCase {
         XCTAssertFalse(branch.detach(drain: true, timeout: .milliseconds(300)), "an end that reached the sinks before the drain was seen")
     }
 
+    /// A drain that takes longer than its timeout but keeps moving (an encoder working through the frames queued
+    /// before it on a loaded machine) completes; one where nothing moves for the timeout fails after it. A slow
+    /// drain given up after a fixed 3 s left the movie to be rebuilt from its sidecar, without its last frames.
+    func testASlowDrainThatKeepsMovingCompletesAndAStuckOneFails() throws {
+        let (pipeline, _, _) = try livePipeline()
+        try pipeline.setState(.playing)
+        defer { pipeline.shutDown() }
+        func queuedBranch(frames: Int, microsecondsEach: Int) throws -> (TeeBranch, AppSource) {
+            let bin = try Bin.parse("appsrc name=src format=time is-live=true ! queue max-size-buffers=0 max-size-bytes=0 "
+                                    + "max-size-time=0 ! identity sleep-time=\(microsecondsEach) ! fakesink sync=false async=false")
+            let source = try XCTUnwrap(bin.element(named: "src").flatMap(AppSource.init))
+            source.setCaps(try Caps("application/x-test"))
+            let branch = try TeeBranch(attaching: bin, inputs: [], in: pipeline)
+            let bytes: [UInt8] = [1, 2, 3, 4]
+            for frame in 0..<frames {
+                XCTAssertTrue(bytes.withUnsafeBytes { source.push(copying: $0, presentationTime: ClockTime(frame) * 33 * .millisecond) })
+            }
+            return (branch, source)
+        }
+        let (slow, slowSource) = try queuedBranch(frames: 30, microsecondsEach: 40_000)
+        var began = Date()
+        XCTAssertTrue(slow.detach(drain: true, timeout: .milliseconds(300), endingOwnInputs: slowSource.endOfStream),
+                      "a drain that kept moving for \(Date().timeIntervalSince(began)) s was given up")
+        XCTAssertGreaterThan(Date().timeIntervalSince(began), 0.6, "the drain was not slower than its timeout: nothing tested")
+
+        let (stuck, stuckSource) = try queuedBranch(frames: 3, microsecondsEach: 1_500_000)
+        began = Date()
+        XCTAssertFalse(stuck.detach(drain: true, timeout: .milliseconds(300), endingOwnInputs: stuckSource.endOfStream),
+                       "a drain where nothing moved for 1.5 s completed")
+        XCTAssertLessThan(Date().timeIntervalSince(began), 5, "the stuck drain was not given up")
+    }
+
     func testAFailedBranchIsCutOffAndTheOthersKeepRunning() throws {
         let (pipeline, tee, main) = try livePipeline()
         let branchHolder = Locked<TeeBranch?>(nil)

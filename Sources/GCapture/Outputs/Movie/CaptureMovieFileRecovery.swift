@@ -110,6 +110,9 @@ extension CaptureMovieFileOutput {
             // Not finalized cleanly (a write failed, the microphone vanished, the drain timed out): the
             // sidecar holds every frame that was encoded, so the movie is rebuilt from it, without a track
             // that never received data.
+            let why = emptyAudioTrack ? "its audio track never received a sample"
+                : error.map { "\($0)" } ?? "its end did not reach the file in time"
+            Log.movie.warning("\(url.lastPathComponent) is rebuilt from its recovery sidecar: \(why)")
             do throws(CaptureError) {
                 try MovieRecovery.recover(url, includeAudio: stats.audioBuffers > 0)
             } catch let recoveryError {
