@@ -8,10 +8,11 @@ swift build --build-tests
 # The CLI as it ships (ShippedBuildTests run it): optimized, the Swift runtime linked in.
 bash scripts/build-release.sh gcapture
 mkdir -p .build
-# The suite takes ~4 min on an idle 2-core machine (~6 on a loaded one); a test that hangs must not hold CI
-# forever. The limit leaves room for a loaded machine; GCAPTURE_TEST_TIMEOUT (seconds) overrides it. Line-buffered, so the log
-# of a stopped run shows where it stopped.
-limit=${GCAPTURE_TEST_TIMEOUT:-900}
+# The suite takes ~15 min on an idle 2-core machine (the tests' own time summed: 894 s on 2026-11-27, a minute
+# of it the motion detector watching a minute of noise); a test that hangs must not hold CI forever. The limit
+# leaves room for a loaded machine; GCAPTURE_TEST_TIMEOUT (seconds) overrides it. Line-buffered, so the log of a
+# stopped run shows where it stopped.
+limit=${GCAPTURE_TEST_TIMEOUT:-1800}
 set +e
 timeout --kill-after=20 "$limit" stdbuf -oL -eL swift test --skip-build --disable-swift-testing "$@" 2>&1 | tee .build/test.log
 status=${PIPESTATUS[0]}

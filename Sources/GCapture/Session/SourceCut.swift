@@ -79,6 +79,15 @@ final class SourceCut: Sendable {
         }
     }
 
+    /// The same rule where a source replaces another that already stopped (a filler and the camera coming back):
+    /// the source's frames stamped at or before `time` are dropped, until the first after it (then the probe goes).
+    static func dropFrames(on output: Pad, notAfter time: ClockTime) {
+        output.addProbe(.buffer) { info in
+            guard let pts = info.bufferPTS, pts <= time else { return .remove }
+            return .drop
+        }
+    }
+
     private func isAfterPrevious(_ time: ClockTime?, _ state: State) -> Bool {
         guard let time, let last = state.previousLastTime else { return true }
         return time > last

@@ -140,9 +140,12 @@ final class SourceSlots: @unchecked Sendable {
             Log.session.debug("\(pipeline.name): \(slot == .video ? "camera" : "microphone") \(unit.device), switched over from \(previous.device)")
             return
         }
+        // Time goes on from the old source's last frame (a filler's, a camera's before its new format), as across a
+        // switch (SourceCut): a camera's first frames may be stamped before it.
+        let previousLastTime = previous.flatMap { sourceWatches.watch(at: $0.bin.path)?.lastDeliveredTime }
         if let previous { unplug(previous, from: tee) }
         do {
-            if let unit { try plug(unit, into: tee, confirmWithin: playing ? timeout : nil) }
+            if let unit { try plug(unit, into: tee, confirmWithin: playing ? timeout : nil, after: previousLastTime) }
         } catch {
             guard let previous else { throw error }
             Log.session.notice("\(pipeline.name): \(error); restarting \(previous.device)")
@@ -165,10 +168,12 @@ final class SourceSlots: @unchecked Sendable {
             """)
     }
 
-    private func plug(_ unit: SourceUnit, into tee: Element, confirmWithin timeout: Duration?) throws(CaptureError) {
+    /// `lastTime`: frames stamped at or before it stay out (the last frame the source before this one delivered).
+    private func plug(_ unit: SourceUnit, into tee: Element, confirmWithin timeout: Duration?, after lastTime: ClockTime? = nil) throws(CaptureError) {
         do {
             try pipeline.add(unit.bin)
             try unit.bin.link(to: tee)
+            if let lastTime, let output = unit.bin.staticPad("src") { SourceCut.dropFrames(on: output, notAfter: lastTime) }
             watch(unit)
         } catch {
             sourceWatches.remove(at: unit.bin.path)
