@@ -5,11 +5,14 @@ import GStreamerKit
 /// the first the outputs get, with no hop through the session's queue and no wait for the next frame (the
 /// switch's gap was 2.6 frame intervals in the VM that way). The session's thread may still abandon the
 /// switch when the new source fails: before the cut nothing happened; after it, the tee goes back.
-/// Time never runs backwards across the cut: a new camera's frames stamped before the old camera's last
-/// delivered one (its first frames were taken while the old one still delivered, or it delivers later after
-/// taking them: USB cameras by 50-200 ms) are dropped until one comes after it. Two frames of one moment gave
-/// x264 and mp4mux a time going back: samples of no duration in the movie, frames ffprobe discards, a copy
-/// into a plain MP4 that mp4mux refused ("no PTS").
+/// Time never runs backwards across the cut. A camera stamps a frame with the time it was taken and delivers
+/// it later (USB cameras 50-200 ms; a stream's first frames later still), so the new camera's first frames
+/// may be older than the old camera's last. Two frames of one moment gave x264 and mp4mux a time going back:
+/// samples of no duration in the movie, frames ffprobe discards, a copy into a plain MP4 that mp4mux refused
+/// ("no PTS"). So the cut waits, with the old camera still feeding the outputs, for the new camera's first
+/// frame newer than the old one's latest (vivid in the VM: ~100 ms of its first frames are older); a camera
+/// that stays behind (slower to deliver than the old one) is cut to after `longestWaitForNewerFrame`, and its
+/// frames older than the old one's last stay out.
 final class SourceCut: Sendable {
     private enum Stage { case waiting, moved, abandoned }
 
@@ -20,7 +23,12 @@ final class SourceCut: Sendable {
         var oldSourceProbe: UInt?
         /// The time of the old source's last frame, read at the cut.
         var previousLastTime: ClockTime?
+        /// When the new source's first buffer came (it may be older than the old source's latest, and wait).
+        var firstNewBuffer: ContinuousClock.Instant?
     }
+
+    /// How long the cut waits for the new camera to catch up with the old one.
+    static let longestWaitForNewerFrame = Duration.milliseconds(500)
 
     private let state = Locked(State())
     private let previous: Bin
@@ -52,6 +60,13 @@ final class SourceCut: Sendable {
             case .abandoned: return .drop
             case .moved: return isAfterPrevious(time, state) ? .remove : .drop
             case .waiting: break
+            }
+            // Older than what the old camera has already delivered: it goes on delivering for now.
+            let now = ContinuousClock.now
+            if state.firstNewBuffer == nil { state.firstNewBuffer = now }
+            if let time, let latest = previousLastTime(), time <= latest,
+               now - state.firstNewBuffer! < Self.longestWaitForNewerFrame {
+                return .drop
             }
             // The old source's buffers go nowhere from now on (unlinked, it would fail before it is stopped),
             // and whatever it says until it is stopped is dealt with.
