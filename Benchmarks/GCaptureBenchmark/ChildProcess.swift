@@ -27,6 +27,18 @@ struct ChildUsage: Sendable {
 
     var cpuSeconds: Double { userSeconds + systemSeconds }
     var peakRSSMiB: Double { Double(peakRSSKiB) / 1024 }
+
+    /// Another child run after this one for the same job: times summed, memory the larger of the two.
+    mutating func add(_ next: ChildUsage) {
+        wallSeconds += next.wallSeconds
+        userSeconds += next.userSeconds
+        systemSeconds += next.systemSeconds
+        minorFaults += next.minorFaults
+        peakRSSKiB = max(peakRSSKiB, next.peakRSSKiB)
+        waitMaxRSSKiB = max(waitMaxRSSKiB, next.waitMaxRSSKiB)
+        peakSplit = ResidentSplit(anonymousKiB: max(peakSplit.anonymousKiB, next.peakSplit.anonymousKiB),
+                                  fileKiB: max(peakSplit.fileKiB, next.peakSplit.fileKiB))
+    }
     var succeeded: Bool { exitCode == 0 }
     var endDescription: String {
         if let exitCode { return "exit status \(exitCode)" }

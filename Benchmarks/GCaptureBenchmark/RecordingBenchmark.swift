@@ -24,6 +24,9 @@ enum RecordingBenchmark {
         case gstLaunch = "gst-launch"
         /// gst-launch-1.0 with the engine's Matroska sidecar teed off the encoded streams.
         case gstLaunchSidecar = "gst-launch+sidecar"
+        /// gst-launch-1.0 with the sidecar, then a second gst-launch-1.0 copying the fragmented movie into a plain
+        /// MP4 as the engine does at a clean stop (their CPU summed): the same files made, like for like.
+        case gstLaunchSidecarRemux = "gst-launch+sidecar+remux"
         /// gst-launch-1.0 with the engine's whole graph: the sources' tees, the bounded leaky queues that keep
         /// the camera from waiting for the encoder, and the sidecar. Same work, no Swift: the memory reference.
         case gstLaunchEngineGraph = "gst-launch+engine-graph"
@@ -36,8 +39,8 @@ enum RecordingBenchmark {
         for round in 1...rounds {
             // The engine and its reference alternate who goes first; the others follow in turn.
             let order: [Kind] = round % 2 == 1
-                ? [.engine, .gstLaunch, .gstLaunchSidecar, .gstLaunchEngineGraph, .ffmpeg, .engineWithOutputs]
-                : [.gstLaunch, .engine, .ffmpeg, .gstLaunchEngineGraph, .gstLaunchSidecar, .engineWithOutputs]
+                ? [.engine, .gstLaunch, .gstLaunchSidecar, .gstLaunchSidecarRemux, .gstLaunchEngineGraph, .ffmpeg, .engineWithOutputs]
+                : [.gstLaunch, .engine, .ffmpeg, .gstLaunchEngineGraph, .gstLaunchSidecarRemux, .gstLaunchSidecar, .engineWithOutputs]
             for kind in order {
                 let run = try record(kind, seconds: seconds, round: round)
                 runs.append(run)
@@ -52,9 +55,9 @@ enum RecordingBenchmark {
     private static func record(_ kind: Kind, seconds: Double, round: Int) throws -> RecordingRun {
         let directory = try PhotoBenchmark.temporaryDirectory("record-\(kind.rawValue)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let file = directory.appendingPathComponent("movie.mp4")
+        var file = directory.appendingPathComponent("movie.mp4")
         let timeout = seconds + 60
-        let usage: ChildUsage
+        var usage: ChildUsage
         var engine: RecordingChildReport?
         switch kind {
         case .engine, .engineWithOutputs:
@@ -62,11 +65,16 @@ enum RecordingBenchmark {
                 + (kind == .engineWithOutputs ? ["--with-outputs"] : [])
             (usage, engine) = try ChildProcess.runChild(arguments, timeout: timeout, label: "recording (\(kind.rawValue))",
                                                         as: RecordingChildReport.self)
-        case .gstLaunch, .gstLaunchSidecar, .gstLaunchEngineGraph:
+        case .gstLaunch, .gstLaunchSidecar, .gstLaunchSidecarRemux, .gstLaunchEngineGraph:
             let sidecar = kind == .gstLaunch ? nil : directory.appendingPathComponent("movie.mkv")
             usage = try ChildProcess.gstLaunch(
                 RecordingContestants.gstLaunchDescription(seconds: seconds, file: file, sidecar: sidecar,
                                                           engineGraph: kind == .gstLaunchEngineGraph), timeout: timeout)
+            if kind == .gstLaunchSidecarRemux {
+                let plain = directory.appendingPathComponent("plain.mp4")
+                usage.add(try ChildProcess.gstLaunch(RecordingContestants.remuxDescription(of: file, to: plain), timeout: timeout))
+                file = plain
+            }
         case .ffmpeg:
             usage = try ChildProcess.run("ffmpeg", RecordingContestants.ffmpegArguments(seconds: seconds, file: file),
                                          searchPath: true, timeout: timeout)

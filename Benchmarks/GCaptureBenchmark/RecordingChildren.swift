@@ -64,6 +64,16 @@ enum RecordingContestants {
             + "\(sink) matroskamux name=sidecar ! filesink location=\(sidecar.path)"
     }
 
+    /// What the engine does at a clean stop, in gst-launch-1.0: the fragmented movie's streams copied, not
+    /// re-encoded, into a plain MP4 with one index (MovieRemux's graph: qtdemux, a multiqueue reading about a
+    /// second ahead, mp4mux).
+    static func remuxDescription(of file: URL, to plain: URL) -> String {
+        "filesrc location=\(file.path) ! qtdemux name=demux mp4mux name=mux ! filesink location=\(plain.path) "
+            + "multiqueue name=ahead max-size-buffers=32 max-size-bytes=0 max-size-time=0 "
+            + "demux.video_0 ! ahead.sink_0 ahead.src_0 ! h264parse ! mux.video_0 "
+            + "demux.audio_0 ! ahead.sink_1 ahead.src_1 ! aacparse ! mux.audio_0"
+    }
+
     /// ffmpeg 5.1 with libx264 at the same settings (CBR as x264enc's: maxrate = bitrate, 600 ms buffer) and its
     /// own AAC encoder, fragments at every key frame (1 s). Its source differs: lavfi's testsrc2, paced to real
     /// time by -re, and a mono sine upmixed to stereo.
