@@ -141,8 +141,9 @@ final class SourceSlots: @unchecked Sendable {
             return
         }
         // Time goes on from the old source's last frame (a filler's, a camera's before its new format), as across a
-        // switch (SourceCut): a camera's first frames may be stamped before it.
-        let previousLastTime = previous.flatMap { sourceWatches.watch(at: $0.bin.path)?.lastDeliveredTime }
+        // switch (SourceCut): a camera's first frames may be stamped before it. Only on a playing graph: a graph
+        // started again counts its time from zero.
+        let previousLastTime = playing ? previous.flatMap { sourceWatches.watch(at: $0.bin.path)?.lastDeliveredTime } : nil
         if let previous { unplug(previous, from: tee) }
         do {
             if let unit { try plug(unit, into: tee, confirmWithin: playing ? timeout : nil, after: previousLastTime) }
