@@ -68,9 +68,10 @@ public final class TeeBranch: @unchecked Sendable {
     /// works through frames queued before it on a loaded machine, and fails after `timeout` without any
     /// moving, or after `limit` in all. Blocks; must not be called on a streaming thread. Returns whether
     /// the drain completed: false for a branch that failed (it cannot be drained, its files were not
-    /// finalized) or whose sinks did not see end-of-stream in time. `endingOwnInputs` ends the inputs the bin has besides its tee links
-    /// (appsrcs): it is called once the drain can see their end-of-stream reach the sinks (a sink's end seen
-    /// before then is lost: the bin forgets its sinks' ends once all of them have posted one).
+    /// finalized) or whose sinks did not see end-of-stream in time. `endingOwnInputs` ends the inputs the
+    /// bin has besides its tee links (appsrcs): it is called once the drain can see their end-of-stream
+    /// reach the sinks (a sink's end seen before then is lost: the bin forgets its sinks' ends once all of
+    /// them have posted one).
     @discardableResult
     public func detach(drain: Bool, timeout: Duration = .seconds(3), limit: Duration = .seconds(30),
                        endingOwnInputs: () -> Void = {}) -> Bool {
