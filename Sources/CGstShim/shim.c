@@ -51,6 +51,20 @@ gboolean CGstShim_probe_info_copy_if_lent_by_bounded_pool(GstPadProbeInfo *info)
     return TRUE;
 }
 
+gboolean CGstShim_probe_info_retimed_copy(GstPadProbeInfo *info, GstClockTime pts, GstClockTime duration) {
+    GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
+    if (buffer == NULL) return FALSE;
+    // Memory of its own: nothing another thread read in the pooled buffer (or its reused struct) is written.
+    GstBuffer *copy = gst_buffer_copy_deep(buffer);
+    if (copy == NULL) return FALSE;
+    GST_BUFFER_PTS(copy) = pts;
+    if (GST_BUFFER_DTS_IS_VALID(copy)) GST_BUFFER_DTS(copy) = pts;
+    GST_BUFFER_DURATION(copy) = duration;
+    gst_buffer_unref(buffer);
+    GST_PAD_PROBE_INFO_DATA(info) = copy;
+    return TRUE;
+}
+
 gboolean CGstShim_bin_child_posted_eos(GstBin *bin, GstElement *child) {
     gboolean found = FALSE;
     GST_OBJECT_LOCK(bin);

@@ -204,6 +204,14 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             return CGstShim_probe_info_copy_if_lent_by_bounded_pool(raw) != 0
         }
 
+        /// Replaces the passing buffer with a copy of its own (memory included) stamped `pts` and `duration`:
+        /// retiming that writes nothing a reader of the original, or of its pool's next use of it, can see.
+        @discardableResult
+        public func replaceBufferWithRetimedCopy(pts: ClockTime, duration: ClockTime) -> Bool {
+            guard isBuffer else { return false }
+            return CGstShim_probe_info_retimed_copy(raw, pts, duration) != 0
+        }
+
         /// Makes the passing buffer writable and hands its memory to `body` (for in-place edits).
         public func withWritableBuffer(_ body: (WritableBuffer) -> Void) {
             guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }

@@ -40,6 +40,8 @@ gboolean CGstShim_probe_info_copy_if_lent_by_bounded_pool(GstPadProbeInfo *info)
 gboolean CGstShim_bin_child_posted_eos(GstBin *bin, GstElement *child);
 /// Makes the buffer carried by a probe writable, storing the (possibly new) buffer back in the probe info.
 GstBuffer *CGstShim_probe_info_writable_buffer(GstPadProbeInfo *info);
+/// Replaces the passing buffer with a deep copy stamped `pts` and `duration`; FALSE when it could not.
+gboolean CGstShim_probe_info_retimed_copy(GstPadProbeInfo *info, GstClockTime pts, GstClockTime duration);
 
 /// Tell ThreadSanitizer of a hand-off that GLib makes but TSan cannot see (GLib is not instrumented, its
 /// mutexes are futexes, its reference counts atomics of its own): `published` after preparing what another

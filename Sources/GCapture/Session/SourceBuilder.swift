@@ -157,7 +157,8 @@ enum SourceBuilder {
         guard let pad = bin.element(named: "caps")?.staticPad("sink") else { return }
         let shift = ClockTime(delay * 1e9)
         pad.addProbe(.buffer) { info in
-            if let pts = info.bufferPTS { info.setBufferTimestamps(pts: pts - min(pts, shift), duration: info.bufferDuration ?? 0) }
+            // A copy: the pooled frame's struct is what readers of its earlier uses read (ThreadSanitizer saw that).
+            if let pts = info.bufferPTS { info.replaceBufferWithRetimedCopy(pts: pts - min(pts, shift), duration: info.bufferDuration ?? 0) }
             return .ok
         }
     }
