@@ -1,4 +1,5 @@
 import GStreamerKit
+import Synchronization
 
 /// The moment of a camera switch: the tee taken from the old source and given to the new one between two
 /// buffers, on the new source's streaming thread, in the blocking probe of its first buffer. That buffer is
@@ -97,8 +98,13 @@ final class SourceCut: Sendable {
     /// The same rule where a source replaces another that already stopped (a filler and the camera coming back):
     /// the source's frames stamped at or before `time` are dropped, until the first after it (then the probe goes).
     static func dropFrames(on output: Pad, notAfter time: ClockTime) {
+        let dropped = Atomic<Int>(0)
         output.addProbe(.buffer) { info in
-            guard let pts = info.bufferPTS, pts <= time else { return .remove }
+            guard let pts = info.bufferPTS, pts <= time else {
+                Log.session.debug("a source in place of another: \(dropped.load(ordering: .relaxed)) frames not after \(time) dropped; first kept at \(info.bufferPTS.map { "\($0)" } ?? "none")")
+                return .remove
+            }
+            dropped.add(1, ordering: .relaxed)
             return .drop
         }
     }
