@@ -217,6 +217,37 @@ final class MovieOutputTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted(), ["first.mp4", "second.mp4"])
     }
 
+    /// What the camera took until stopRecording is in the movie, however late its frames come (a camera that
+    /// delivers a frame long after it took it, a slow encoder): the file used to end where the frames had got to
+    /// at the stop, which lost the last second of a recording in the VM's emulated CPU.
+    func testAStopKeepsTheFramesTakenBeforeItThatComeLate() async throws {
+        let delay = 1.0
+        let late = CaptureDevice.makeTestCamera(uniqueID: "late-frames", options: .init(
+            pattern: .checkers, motion: 2, sizes: [.init(width: 640, height: 480)], maxFrameRate: 30, deliveryDelay: delay))
+        let movie = CaptureMovieFileOutput()
+        let session = try makeSession(camera: late, outputs: [movie])
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        // The camera's first second of frames all say they were taken at its start (no time is before zero).
+        try await Task.sleep(for: .milliseconds(Int(delay * 1000) + 300))
+        let url = try temporaryFolder().appendingPathComponent("late.mp4")
+        let recording = await startRecording(movie, to: url)
+        // Heard after the branch is attached: the file's first frame is one that came after this, taken `delay` earlier.
+        let started = Date()
+        try await Task.sleep(for: .milliseconds(1500))
+        let stopped = Date()
+        movie.stopRecording()
+        try await assertFinishedWithoutError(recording)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+
+        // From a frame taken `delay` before the start was heard to the last frame taken before the stop; the frames
+        // taken in the last `delay` before the stop came after it.
+        let duration = try probe(url).duration
+        let heard = stopped.timeIntervalSince(started)
+        XCTAssertGreaterThan(duration, heard + delay / 2, "the frames taken before the stop that came after it are missing")
+        XCTAssertLessThan(duration, heard + delay + 0.3, "frames taken after the stop are in")
+        XCTAssertTrue(try ffmpegDecodes(url))
+    }
+
     func testTheSizeLimitStopsWithACompleteFile() async throws {
         let folder = try temporaryFolder()
         let movie = CaptureMovieFileOutput()

@@ -239,6 +239,37 @@ final class RecordingInterruptionTests: XCTestCase {
         XCTAssertEqual(timeline.stats.frames, 0, "counted as they reach the muxer, not here")
     }
 
+    /// A stop ends the file at the time it was asked: frames taken before it enter when they come, the first one
+    /// after it ends the file, and audio stops where that last frame may end.
+    func testAStopLetsInTheFramesTakenBeforeItAndNoneAfter() {
+        let timeline = RecordingTimeline()
+        let second: ClockTime = 1_000_000_000, frame: ClockTime = 33_333_333, buffer: ClockTime = 10_000_000
+        XCTAssertEqual(timeline.admitVideo(second, duration: frame), second)
+        XCTAssertNotNil(timeline.admitAudio(second, duration: buffer))
+        timeline.end(after: UInt64(second + 3 * frame))
+        XCTAssertEqual(timeline.admitVideo(second + frame, duration: frame), second, "taken before the stop, come after it")
+        XCTAssertNotNil(timeline.admitAudio(second + 3 * frame, duration: buffer), "within the last frame")
+        XCTAssertEqual(timeline.admitVideo(second + 3 * frame, duration: frame), second, "taken at the stop")
+        XCTAssertNil(timeline.admitAudio(second + 4 * frame, duration: buffer), "past where the last frame may end")
+        XCTAssertNil(timeline.admitVideo(second + 4 * frame, duration: frame), "taken after the stop")
+        XCTAssertNil(timeline.admitVideo(second + 5 * frame, duration: frame), "the file has ended")
+        // Ended: the wait for the video returns at once.
+        let waited = ContinuousClock().measure { timeline.waitForVideoToReachEnd(idle: .seconds(5), timeout: .seconds(5)) }
+        XCTAssertLessThan(waited, .seconds(1))
+    }
+
+    /// A camera that stays silent after a stop ends the file where it is, after the idle time, not the whole timeout.
+    func testAStopWithASilentCameraEndsTheFileAfterTheIdleTime() {
+        let timeline = RecordingTimeline()
+        let second: ClockTime = 1_000_000_000, frame: ClockTime = 33_333_333
+        XCTAssertEqual(timeline.admitVideo(second, duration: frame), second)
+        timeline.end(after: UInt64(2 * second))
+        let waited = ContinuousClock().measure { timeline.waitForVideoToReachEnd(idle: .milliseconds(300), timeout: .seconds(10)) }
+        XCTAssertGreaterThanOrEqual(waited, .milliseconds(300))
+        XCTAssertLessThan(waited, .seconds(5))
+        XCTAssertNil(timeline.admitVideo(second + frame, duration: frame), "a frame after the wait gave up")
+    }
+
     func testFinalizeAndResumeNamesTheNextFileAfterOnesThatExist() throws {
         let folder = try temporaryFolder()
         let url = folder.appendingPathComponent("take.mov.mp4")

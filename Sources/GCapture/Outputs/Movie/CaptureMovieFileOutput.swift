@@ -457,12 +457,16 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
         if let unstarted = found.unstarted { endUnstarted(unstarted, error: error) }
         guard found.drainsFile else { return }
         guard let context = found.context else { return complete(error: error, drained: false) }
-        // No frame enters from now on, whatever the session's queue is busy with before it gets to the drain;
-        // the audio, which lags the video, is let in up to the last frame's end before the drain (off the
-        // session's queue, which must not wait for it).
+        // A stop asked for ends the file at the moment it was asked, whatever the session's queue is busy with
+        // before it gets to the drain: the frames the camera took until then still enter (they may be a second
+        // late on a slow machine), and none after. A limit or an error ends it where the frames are. Then the
+        // audio, which lags the video, is let in up to the last frame's end before the drain (off the session's
+        // queue, which must not wait for either).
         let timeline = found.timeline, withAudio = found.withAudio
-        timeline?.end()
+        let stopTime = error == nil ? context.runningTime() : nil
+        if let stopTime { timeline?.end(after: stopTime) } else { timeline?.end() }
         workQueue.async {
+            if stopTime != nil { timeline?.waitForVideoToReachEnd(idle: .milliseconds(500), timeout: .seconds(3)) }
             if withAudio { timeline?.waitForAudioToReachVideoEnd(timeout: .milliseconds(500)) }
             context.onSessionQueue { graph in
                 let drained = graph?.detachBranch(of: self, drain: true) ?? false

@@ -37,6 +37,9 @@ final class RecordingTimeline: Sendable {
         let dropsFillerFrames: Bool
         /// Set when the file ends at an interruption: no frame enters any more, and no audio past the last frame.
         var ended = false
+        /// Set by a stop: the running time it was asked at. Frames captured until then still enter (however long
+        /// the encoder and the queues before the file take to bring them), the first one after it ends the file.
+        var endAfter: UInt64?
         /// Where the last admitted frame ends, in the frames' own time.
         var lastVideoEnd: UInt64?
         /// The time of the last frame seen (admitted or not, filler or not).
@@ -85,6 +88,28 @@ final class RecordingTimeline: Sendable {
     /// Ends the file where it is, before its branch is drained: frames from now on (the session's filler
     /// for an interrupted camera) stay out, and so does audio past the last frame, so the tracks end together.
     func end() { state.withLock { $0.ended = true } }
+
+    /// Ends the file at `time`, the running time stopRecording was called at: what the camera saw until the
+    /// user stopped is in the movie. Ending it where the frames had got to left out the frames still in the
+    /// camera's and the encoder's queues (a second of them in the VM's emulated CPU, where x264 lags).
+    func end(after time: UInt64) { state.withLock { if !$0.ended { $0.endAfter = time } } }
+
+    /// After `end(after:)`, before the audio wait and the drain: waits until a frame captured after the end time
+    /// came (every frame before it is in), while frames keep coming; a camera silent for `idle` (or a wait past
+    /// `timeout`) ends the file where it is. Blocks: call it off the streaming and session threads.
+    func waitForVideoToReachEnd(idle: Duration, timeout: Duration) {
+        let deadline = ContinuousClock.now + timeout
+        var seen = state.withLock { $0.lastVideoTime }, seenAt = ContinuousClock.now
+        while true {
+            let (done, last) = state.withLock { ($0.ended || $0.closed || $0.endAfter == nil, $0.lastVideoTime) }
+            if done { return }
+            let now = ContinuousClock.now
+            if last != seen { (seen, seenAt) = (last, now) }
+            if now >= deadline || now - seenAt >= idle { break }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        end()
+    }
 
     /// Told outside the lock, so that the output may stop the recording from there.
     private func report(_ reason: CaptureError, if first: Bool) {
@@ -190,6 +215,10 @@ extension RecordingTimeline.State {
         }
         if let duration, duration > 0 { frameInterval = UInt64(duration) }
         guard !closed, !ended else { return nil }
+        if let endAfter, time > endAfter {
+            ended = true
+            return nil
+        }
         // A frame not after the one before (SourceCut keeps a camera switch from making one): two samples of one
         // moment make a movie mp4mux cannot copy, and an earlier one would come before the file's start.
         if let last = lastVideoTime, time <= last { return nil }
@@ -250,6 +279,12 @@ extension RecordingTimeline.State {
             return nil
         }
         if full { return nil }
+        // A stop waits for the video up to its time: audio from then on (and a frame's length more, where the last
+        // frame may end) stays out already.
+        if !ended, let endAfter, pts >= endAfter + (frameInterval ?? 0) {
+            audioReachedEnd = true
+            return nil
+        }
         if let maxDuration = limits.maxDuration, fileTime >= maxDuration {
             audioReachedEnd = true
             return nil
