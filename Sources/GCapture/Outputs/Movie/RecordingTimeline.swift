@@ -98,17 +98,21 @@ final class RecordingTimeline: Sendable {
     /// came (every frame before it is in), while frames keep coming; a camera silent for `idle` (or a wait past
     /// `timeout`) ends the file where it is. Blocks: call it off the streaming and session threads.
     func waitForVideoToReachEnd(idle: Duration, timeout: Duration) {
-        let deadline = ContinuousClock.now + timeout
         var seen = state.withLock { $0.lastVideoTime }, seenAt = ContinuousClock.now
-        while true {
+        Self.poll(for: timeout) {
             let (done, last) = state.withLock { ($0.ended || $0.closed || $0.endAfter == nil, $0.lastVideoTime) }
-            if done { return }
-            let now = ContinuousClock.now
-            if last != seen { (seen, seenAt) = (last, now) }
-            if now >= deadline || now - seenAt >= idle { break }
-            Thread.sleep(forTimeInterval: 0.005)
+            if last != seen { (seen, seenAt) = (last, .now) }
+            return done || ContinuousClock.now - seenAt >= idle
         }
+        // Given up (a silent camera, or too late): the file ends where it is. After a frame past the stop time, or a
+        // limit, this changes nothing: those ended the file already.
         end()
+    }
+
+    /// Checks `condition` every 5 ms until it holds, at most `timeout`.
+    private static func poll(for timeout: Duration, until condition: () -> Bool) {
+        let deadline = ContinuousClock.now + timeout
+        while !condition(), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
     }
 
     /// Told outside the lock, so that the output may stop the recording from there.
@@ -179,10 +183,7 @@ final class RecordingTimeline: Sendable {
     /// and a drain at once ended the AAC track ~0.1 s before the video. Returns at once when no audio can
     /// come (paused, nothing recorded yet). Blocks: call it off the streaming and session threads.
     func waitForAudioToReachVideoEnd(timeout: Duration) {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline, !state.withLock({ $0.audioReachedEnd || $0.pauseRequested || $0.start == nil }) {
-            Thread.sleep(forTimeInterval: 0.005)
-        }
+        Self.poll(for: timeout) { state.withLock { $0.audioReachedEnd || $0.pauseRequested || $0.start == nil } }
     }
 
     /// For the muxer's video input (encoded frames, file timestamps): whether the frame enters the file.
