@@ -73,6 +73,43 @@ final class CameraSwitchTests: XCTestCase {
         XCTAssertLessThan(gaps, 5.0 / 25, "the largest gap between two frames in the movie: \(gaps) s")
     }
 
+    /// A frame a hair newer than the last of the source before it (two cameras' frames of one moment, 100 µs
+    /// apart) is not a new moment: mp4mux's tick at 30 fps is 1/3000 s, and such a frame became a second sample
+    /// of one decode time (seen in the VM: the copy into a plain MP4 failed and the movie stayed fragmented).
+    /// The first frame a moment later goes through, and so does everything after it.
+    func testASourceInPlaceOfAnotherLetsThroughOnlyFramesAMomentAfterItsLast() throws {
+        let pipeline = try Pipeline.launch("appsrc name=src format=time caps=video/x-raw,format=GRAY8,width=4,height=4,framerate=30/1 "
+                                           + "! appsink name=sink sync=false")
+        defer { pipeline.shutDown() }
+        let source = try XCTUnwrap(pipeline.element(named: "src").flatMap(AppSource.init))
+        let sink = try XCTUnwrap(pipeline.element(named: "sink").flatMap(AppSink.init))
+        let times = Locked<[ClockTime]>([])
+        sink.setSampleHandler { sample in times.withLock { $0.append(sample.presentationTime ?? 0) } }
+        let last: ClockTime = 1_000_000_000, frame: ClockTime = 33_333_333
+        SourceCut.dropFrames(on: try XCTUnwrap(source.element.staticPad("src")), notAfter: last)
+        try pipeline.setState(.playing)
+        let pixels = [UInt8](repeating: 128, count: 16)
+        for time in [last - frame, last, last + 100_000, last + frame, last + frame + 100_000] {
+            XCTAssertTrue(pixels.withUnsafeBytes { source.push(copying: $0, presentationTime: time) })
+        }
+        source.endOfStream()
+        let deadline = Date().addingTimeInterval(10)
+        while times.withLock({ $0.count }) < 2, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        Thread.sleep(forTimeInterval: 0.1)
+        // Once through, the probe is gone: what comes after is the source's own order (and the movie's rule).
+        XCTAssertEqual(times.withLock { $0 }, [last + frame, last + frame + 100_000])
+    }
+
+    func testAFrameIsANewMomentAQuarterOfItsIntervalAfterTheLast() {
+        let last: ClockTime = 1_000_000_000, frame: ClockTime = 33_333_333
+        XCTAssertFalse(SourceCut.isNewMoment(last + 100_000, after: last, frameDuration: frame), "within mp4mux's tick at 30 fps")
+        XCTAssertFalse(SourceCut.isNewMoment(last + frame / 4, after: last, frameDuration: frame))
+        XCTAssertTrue(SourceCut.isNewMoment(last + frame / 4 + 1, after: last, frameDuration: frame))
+        XCTAssertFalse(SourceCut.isNewMoment(last + 900_000, after: last, frameDuration: nil), "no duration: a millisecond")
+        XCTAssertTrue(SourceCut.isNewMoment(last + 2_000_000, after: last, frameDuration: nil))
+        XCTAssertFalse(SourceCut.isNewMoment(last - frame, after: last, frameDuration: frame))
+    }
+
     /// A switch to a camera that delivers its frames 200 ms after taking them (as USB cameras do by 50-200 ms)
     /// and back: its first frames are older than the last of the camera before, and stay out, so that time
     /// only goes forward in every output; the movie copies cleanly into a plain MP4. Without that, frames of

@@ -226,14 +226,15 @@ final class RecordingInterruptionTests: XCTestCase {
         XCTAssertEqual(timeline.admitVideo(2 * second + frame, duration: frame), 2 * second)
     }
 
-    /// A frame not after the one before (two cameras' frames of one moment at a switch) stays out of the file:
-    /// mp4mux made it a sample of no duration, and one earlier than the file's first frame trapped.
+    /// A frame not a moment after the one before (two cameras' frames of one moment at a switch) stays out of the
+    /// file: mp4mux made it a sample of no duration, and one earlier than the file's first frame trapped.
     func testAFrameNotAfterTheOneBeforeStaysOut() {
         let timeline = RecordingTimeline()
         let second: ClockTime = 1_000_000_000, frame: ClockTime = 33_333_333
         XCTAssertEqual(timeline.admitVideo(second, duration: frame), second)
         XCTAssertEqual(timeline.admitVideo(second + frame, duration: frame), second)
         XCTAssertNil(timeline.admitVideo(second + frame, duration: frame), "a second frame of the same moment")
+        XCTAssertNil(timeline.admitVideo(second + frame + 100_000, duration: frame), "100 µs later: one tick of mp4mux's at 30 fps")
         XCTAssertNil(timeline.admitVideo(second - frame, duration: frame), "a frame from before the file's start")
         XCTAssertEqual(timeline.admitVideo(second + 2 * frame, duration: frame), second)
         XCTAssertEqual(timeline.stats.frames, 0, "counted as they reach the muxer, not here")

@@ -13,7 +13,7 @@ import Synchronization
 /// ("no PTS"). So the cut waits, with the old camera still feeding the outputs, for the new camera's first
 /// frame newer than the old one's latest (vivid in the VM: ~100 ms of its first frames are older); a camera
 /// that stays behind (slower to deliver than the old one) is cut to after `longestWaitForNewerFrame`, and its
-/// frames older than the old one's last stay out.
+/// frames older than the old one's last stay out. "Newer" means a new moment to a movie (`isNewMoment`).
 final class SourceCut: Sendable {
     private enum Stage { case waiting, moved, abandoned }
 
@@ -30,6 +30,19 @@ final class SourceCut: Sendable {
 
     /// How long the cut waits for the new camera to catch up with the old one.
     static let longestWaitForNewerFrame = Duration.milliseconds(500)
+
+    /// Whether a frame stamped `time` is a moment after one stamped `last`, as a movie sees it. Newer by a
+    /// nanosecond is not enough: mp4mux keeps a track's times in hundredths of the frame interval its caps give
+    /// (1/3000 s at 30 fps), and a frame 100 µs after the one before became a second sample of the same decode
+    /// time, the copy into a plain MP4 failed and the movie stayed fragmented (seen in the VM at a switch: two
+    /// samples at 9.682333 s). A camera never delivers two frames within a quarter of its interval; two cameras
+    /// at a switch, or a filler and the camera it stood in for, may.
+    static func isNewMoment(_ time: ClockTime, after last: ClockTime, frameDuration: ClockTime?) -> Bool {
+        time > last + max(frameDuration.map { $0 / 4 } ?? 0, shortestFrameSpacing)
+    }
+
+    /// The least two frames of a camera whose buffers give no duration must be apart: mp4mux's tick at 10 fps.
+    static let shortestFrameSpacing: ClockTime = 1_000_000
 
     private let state = Locked(State())
     private let previous: Bin
@@ -53,19 +66,19 @@ final class SourceCut: Sendable {
     var linkFailure: GStreamerError? { state.withLock { $0.linkFailure } }
 
     /// On the new source's streaming thread, at its buffers until the tee has moved and one of them came after
-    /// the old source's last (then the probe goes). `time`: the buffer's presentation time.
-    func moveTee(bufferTime time: ClockTime?) -> Pad.ProbeReturn {
+    /// the old source's last (then the probe goes). `time` and `duration`: the buffer's.
+    func moveTee(bufferTime time: ClockTime?, duration: ClockTime?) -> Pad.ProbeReturn {
         state.withLock { state in
             switch state.stage {
             // An abandoned switch: the new source's buffers go nowhere until it is stopped.
             case .abandoned: return .drop
-            case .moved: return isAfterPrevious(time, state) ? .remove : .drop
+            case .moved: return isAfterPrevious(time, duration: duration, state) ? .remove : .drop
             case .waiting: break
             }
-            // Older than what the old camera has already delivered: it goes on delivering for now.
+            // Not newer than what the old camera has already delivered: it goes on delivering for now.
             let now = ContinuousClock.now
             if state.firstNewBuffer == nil { state.firstNewBuffer = now }
-            if let time, let latest = previousLastTime(), time <= latest,
+            if let time, let latest = previousLastTime(), !Self.isNewMoment(time, after: latest, frameDuration: duration),
                now - state.firstNewBuffer! < Self.longestWaitForNewerFrame {
                 return .drop
             }
@@ -91,16 +104,16 @@ final class SourceCut: Sendable {
             state.stage = .moved
             // Read once the old source can deliver no more (a frame it was pushing is counted already).
             state.previousLastTime = previousLastTime()
-            return isAfterPrevious(time, state) ? .remove : .drop
+            return isAfterPrevious(time, duration: duration, state) ? .remove : .drop
         }
     }
 
     /// The same rule where a source replaces another that already stopped (a filler and the camera coming back):
-    /// the source's frames stamped at or before `time` are dropped, until the first after it (then the probe goes).
+    /// the source's frames not a moment after `time` are dropped, until the first that is (then the probe goes).
     static func dropFrames(on output: Pad, notAfter time: ClockTime) {
         let dropped = Atomic<Int>(0)
         output.addProbe(.buffer) { info in
-            guard let pts = info.bufferPTS, pts <= time else {
+            guard let pts = info.bufferPTS, !isNewMoment(pts, after: time, frameDuration: info.bufferDuration) else {
                 Log.session.debug("a source in place of another: \(dropped.load(ordering: .relaxed)) frames not after \(time) dropped; first kept at \(info.bufferPTS.map { "\($0)" } ?? "none")")
                 return .remove
             }
@@ -109,9 +122,9 @@ final class SourceCut: Sendable {
         }
     }
 
-    private func isAfterPrevious(_ time: ClockTime?, _ state: State) -> Bool {
+    private func isAfterPrevious(_ time: ClockTime?, duration: ClockTime?, _ state: State) -> Bool {
         guard let time, let last = state.previousLastTime else { return true }
-        return time > last
+        return Self.isNewMoment(time, after: last, frameDuration: duration)
     }
 
     /// On the session's thread, when the new source failed: the tee goes back to the old one if it had moved.

@@ -220,9 +220,9 @@ extension RecordingTimeline.State {
             ended = true
             return nil
         }
-        // A frame not after the one before (SourceCut keeps a camera switch from making one): two samples of one
-        // moment make a movie mp4mux cannot copy, and an earlier one would come before the file's start.
-        if let last = lastVideoTime, time <= last { return nil }
+        // A frame not a moment after the one before (SourceCut keeps a camera switch from making one): two samples
+        // of one moment make a movie mp4mux cannot copy, and an earlier one would come before the file's start.
+        if let last = lastVideoTime, !SourceCut.isNewMoment(ClockTime(time), after: ClockTime(last), frameDuration: duration) { return nil }
         lastVideoTime = time
         if pauseRequested, !resumeRequested {
             if pausedAt == nil { pausedAt = time }
