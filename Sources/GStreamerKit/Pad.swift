@@ -123,12 +123,16 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
             return Int(gst_buffer_get_size(UnsafeMutablePointer<GstBuffer>(OpaquePointer(data))))
         }
 
-        /// Moves the passing buffer's timestamps earlier by `amount` (making it writable first): how a
-        /// recording's timeline starts at zero and skips its pauses.
-        public func shiftBufferTimestamps(earlierBy amount: ClockTime) {
+        /// Moves the passing buffer's timestamps earlier by `amount` (making it writable first), after moving them
+        /// `later` first: how a recording's timeline starts at zero, skips its pauses, and puts a frame a moment
+        /// after the one before.
+        public func shiftBufferTimestamps(earlierBy amount: ClockTime, later: ClockTime = 0) {
             guard isBuffer, let buffer = CGstShim_probe_info_writable_buffer(raw) else { return }
-            if buffer.pointee.pts != ClockTime.none { buffer.pointee.pts = buffer.pointee.pts >= amount ? buffer.pointee.pts - amount : 0 }
-            if buffer.pointee.dts != ClockTime.none { buffer.pointee.dts = buffer.pointee.dts >= amount ? buffer.pointee.dts - amount : 0 }
+            func shifted(_ time: ClockTime) -> ClockTime {
+                time == ClockTime.none ? time : time + later >= amount ? time + later - amount : 0
+            }
+            buffer.pointee.pts = shifted(buffer.pointee.pts)
+            buffer.pointee.dts = shifted(buffer.pointee.dts)
             CGstShim_tsan_published(buffer)
         }
 

@@ -182,17 +182,33 @@ final class SharedEncoderTests: XCTestCase {
     func testATimelineOfEncodedFramesBeginsAndResumesAtKeyFrames() {
         let timeline = RecordingTimeline()
         let frame: ClockTime = 33_333_333
-        XCTAssertNil(timeline.admitVideo(0, duration: frame, isKeyFrame: false), "no file begins with a delta frame")
-        XCTAssertEqual(timeline.admitVideo(frame, duration: frame, isKeyFrame: true), frame)
-        XCTAssertEqual(timeline.admitVideo(2 * frame, duration: frame, isKeyFrame: false), frame)
+        XCTAssertNil(timeline.admitEncodedVideo(0, duration: frame, isKeyFrame: false)?.shift, "no file begins with a delta frame")
+        XCTAssertEqual(timeline.admitEncodedVideo(frame, duration: frame, isKeyFrame: true)?.shift, frame)
+        XCTAssertEqual(timeline.admitEncodedVideo(2 * frame, duration: frame, isKeyFrame: false)?.shift, frame)
         timeline.pause()
-        XCTAssertNil(timeline.admitVideo(3 * frame, duration: frame, isKeyFrame: true))
+        XCTAssertNil(timeline.admitEncodedVideo(3 * frame, duration: frame, isKeyFrame: true)?.shift)
         timeline.resume()
-        XCTAssertNil(timeline.admitVideo(4 * frame, duration: frame, isKeyFrame: false), "a resume waits for a key frame")
+        XCTAssertNil(timeline.admitEncodedVideo(4 * frame, duration: frame, isKeyFrame: false)?.shift, "a resume waits for a key frame")
         XCTAssertTrue(timeline.isResuming)
-        XCTAssertEqual(timeline.admitVideo(5 * frame, duration: frame, isKeyFrame: true), 3 * frame,
+        XCTAssertEqual(timeline.admitEncodedVideo(5 * frame, duration: frame, isKeyFrame: true)?.shift, 3 * frame,
                        "the pause lasted from the first frame left out to the key frame")
         XCTAssertFalse(timeline.isResuming)
+    }
+
+    /// An encoded frame of the same moment as the one before (a camera's frames bunched under load, two cameras'
+    /// at a switch) goes in a moment after it, not out: the frames after it need it. Dropped, a key frame left
+    /// twelve frames that ffmpeg could not decode (CameraSwitchV4L2Tests: 345 frames of 357 in the file).
+    func testAnEncodedFrameOfTheSameMomentGoesInAMomentLater() throws {
+        let timeline = RecordingTimeline()
+        let second: ClockTime = 1_000_000_000, frame: ClockTime = 33_333_333, moment = SourceCut.oneMoment(frameDuration: frame)
+        XCTAssertEqual(timeline.admitEncodedVideo(second, duration: frame, isKeyFrame: true), .init(shift: second))
+        let key = try XCTUnwrap(timeline.admitEncodedVideo(second + 100_000, duration: frame, isKeyFrame: true), "a key frame 100 µs later")
+        XCTAssertEqual(key, .init(shift: second, later: moment + 1 - 100_000))
+        let delta = try XCTUnwrap(timeline.admitEncodedVideo(second + 200_000, duration: frame, isKeyFrame: false))
+        XCTAssertEqual(delta.later, 2 * (moment + 1) - 200_000, "and the next one a moment after that")
+        XCTAssertEqual(timeline.admitEncodedVideo(second + frame, duration: frame, isKeyFrame: false), .init(shift: second),
+                       "a frame a moment later keeps its time")
+        XCTAssertNil(timeline.admitVideo(second + frame + 100_000, duration: frame), "a raw frame of the same moment stays out")
     }
 
     /// A pause and a resume with no frame between them leave the timeline running, audio included (the

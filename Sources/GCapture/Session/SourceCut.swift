@@ -38,11 +38,14 @@ final class SourceCut: Sendable {
     /// samples at 9.682333 s). A camera never delivers two frames within a quarter of its interval; two cameras
     /// at a switch, or a filler and the camera it stood in for, may.
     static func isNewMoment(_ time: ClockTime, after last: ClockTime, frameDuration: ClockTime?) -> Bool {
-        time > last + max(frameDuration.map { $0 / 4 } ?? 0, shortestFrameSpacing)
+        time > last + oneMoment(frameDuration: frameDuration)
     }
 
-    /// The least two frames of a camera whose buffers give no duration must be apart: mp4mux's tick at 10 fps.
-    static let shortestFrameSpacing: ClockTime = 1_000_000
+    /// How close two frames are to be of one moment: a quarter of the frame's interval, and at least mp4mux's tick
+    /// at 10 fps for a camera whose buffers give no duration.
+    static func oneMoment(frameDuration: ClockTime?) -> ClockTime {
+        max(frameDuration.map { $0 / 4 } ?? 0, 1_000_000)
+    }
 
     private let state = Locked(State())
     private let previous: Bin

@@ -141,12 +141,12 @@ struct MovieRecordingBranch {
             let gate = !fedByPreRoll ? KeyFrameGate(encoder: encoder, queue: bin.element(named: "video_in")) : nil
             pads.first?.addProbe(.buffer) { info in
                 guard gate?.admits(isDeltaFrame: info.isDeltaFrame) ?? true else { return .drop }
-                guard let shift = timeline.admitVideo(info.bufferRunningTime, duration: info.bufferDuration,
-                                                      isKeyFrame: !info.isDeltaFrame) else {
+                guard let admitted = timeline.admitEncodedVideo(info.bufferRunningTime, duration: info.bufferDuration,
+                                                                isKeyFrame: !info.isDeltaFrame) else {
                     if timeline.isResuming { encoder.requestKeyFrame() }
                     return .drop
                 }
-                info.shiftBufferTimestamps(earlierBy: shift)
+                info.shiftBufferTimestamps(earlierBy: admitted.shift, later: admitted.later)
                 return .ok
             }
         } else if timeline.isTimelapse {

@@ -120,15 +120,33 @@ final class RecordingTimeline: Sendable {
         if first { onLimit(reason) }
     }
 
-    /// For the video input's probe: nil when the frame stays out of the file, else how much earlier its
-    /// timestamps must move. With encoded frames (`isKeyFrame` told) the file and every resume begin at a
-    /// key frame: the frames before it could not be decoded.
-    func admitVideo(_ pts: ClockTime?, duration: ClockTime?, isFiller: Bool = false, isKeyFrame: Bool = true) -> ClockTime? {
+    /// For the raw video input's probe: nil when the frame stays out of the file, else how much earlier its
+    /// timestamps must move.
+    func admitVideo(_ pts: ClockTime?, duration: ClockTime?, isFiller: Bool = false) -> ClockTime? {
+        admit(pts, duration: duration, isFiller: isFiller, keyFrame: nil)?.shift
+    }
+
+    /// For the input of frames a shared encoder encoded: nil when the frame stays out of the file, else how its
+    /// timestamps move. The file and every resume begin at a key frame: the frames before it could not be
+    /// decoded. A frame of the same moment as the one before goes in a moment after it (`VideoAdmission.later`)
+    /// rather than out: the frames after it need it to decode.
+    func admitEncodedVideo(_ pts: ClockTime?, duration: ClockTime?, isKeyFrame: Bool) -> VideoAdmission? {
+        admit(pts, duration: duration, isFiller: false, keyFrame: isKeyFrame)
+    }
+
+    struct VideoAdmission: Equatable {
+        /// How much earlier the frame's timestamps move.
+        var shift: ClockTime
+        /// How much later they move first: an encoded frame of the same moment as the one before.
+        var later: ClockTime = 0
+    }
+
+    private func admit(_ pts: ClockTime?, duration: ClockTime?, isFiller: Bool, keyFrame: Bool?) -> VideoAdmission? {
         guard let pts else { return nil }
         var reached = false
         defer { report(.maximumDurationReached, if: reached) }
         return state.withLock {
-            $0.admitVideo(at: UInt64(pts), duration: duration, isFiller: isFiller, isKeyFrame: isKeyFrame, reachedLimit: &reached)
+            $0.admitVideo(at: UInt64(pts), duration: duration, isFiller: isFiller, keyFrame: keyFrame, reachedLimit: &reached)
         }
     }
 
@@ -205,9 +223,10 @@ final class RecordingTimeline: Sendable {
 }
 
 extension RecordingTimeline.State {
-    /// See RecordingTimeline.admitVideo.
-    mutating func admitVideo(at time: UInt64, duration: ClockTime?, isFiller: Bool, isKeyFrame: Bool,
-                             reachedLimit reached: inout Bool) -> ClockTime? {
+    /// See RecordingTimeline.admitVideo and admitEncodedVideo. `keyFrame`: whether an encoded frame is a key
+    /// frame, nil for a raw frame.
+    mutating func admitVideo(at captured: UInt64, duration: ClockTime?, isFiller: Bool, keyFrame: Bool?,
+                             reachedLimit reached: inout Bool) -> RecordingTimeline.VideoAdmission? {
         if isFiller, dropsFillerFrames {
             // The camera is gone: the file ends with its last frame, the audio too (the session may
             // say why only later). Filler before the first frame is only skipped.
@@ -216,14 +235,22 @@ extension RecordingTimeline.State {
         }
         if let duration, duration > 0 { frameInterval = UInt64(duration) }
         guard !closed, !ended else { return nil }
-        if let endAfter, time > endAfter {
+        if let endAfter, captured > endAfter {
             ended = true
             return nil
         }
         // A frame not a moment after the one before (SourceCut keeps a camera switch from making one): two samples
         // of one moment make a movie mp4mux cannot copy, and an earlier one would come before the file's start.
-        if let last = lastVideoTime, !SourceCut.isNewMoment(ClockTime(time), after: ClockTime(last), frameDuration: duration) { return nil }
+        var time = captured
+        if let last = lastVideoTime, !SourceCut.isNewMoment(ClockTime(time), after: ClockTime(last), frameDuration: duration) {
+            // A raw frame stays out, before the encoder: no other frame needs it. An encoded one is needed by the
+            // frames after it, a key frame by all of them up to the next (in the VM, one dropped here left twelve
+            // frames ffmpeg could not decode), so it goes in a moment after the one before instead.
+            guard keyFrame != nil else { return nil }
+            time = last + UInt64(SourceCut.oneMoment(frameDuration: duration)) + 1
+        }
         lastVideoTime = time
+        let isKeyFrame = keyFrame ?? true
         if pauseRequested, !resumeRequested {
             if pausedAt == nil { pausedAt = time }
             return nil
@@ -253,14 +280,14 @@ extension RecordingTimeline.State {
             return nil
         }
         lastVideoEnd = time + interval
-        return ClockTime((start ?? time) + pausedTotal)
+        return .init(shift: ClockTime((start ?? time) + pausedTotal), later: ClockTime(time - captured))
     }
 
     /// See RecordingTimeline.admitTimelapseFrame.
     mutating func admitTimelapseFrame(at time: UInt64, duration: ClockTime?, isFiller: Bool,
                                       reachedLimit reached: inout Bool) -> (pts: UInt64, duration: UInt64)? {
         guard timelapse != nil,
-              let shift = admitVideo(at: time, duration: duration, isFiller: isFiller, isKeyFrame: true, reachedLimit: &reached),
+              let shift = admitVideo(at: time, duration: duration, isFiller: isFiller, keyFrame: nil, reachedLimit: &reached)?.shift,
               let placement = timelapse?.placement(at: time - UInt64(shift)) else { return nil }
         timelapse?.keep(at: time - UInt64(shift))
         return placement
