@@ -7,7 +7,8 @@ import PackageDescription
 //   knows nothing about cameras) → GCapture (the capture engine) → GCaptureDescription (YAML description
 //   files) → GCaptureControl (the control commands of `run`/`serve`, typed, and the controller that carries
 //   them out) → GCaptureWeb (the operator's web page, on SwiftNIO) → gcapture CLI, benchmark, examples.
-//   CImaging holds the engine's pixel loops (plain C, no GStreamer); CProcessHeap tunes glibc's heap;
+//   GCapturePhotos (the media library: PhotoKit's shape over a folder and a SQLite index) sits beside
+//   GCaptureDescription, on GCapture. CImaging holds the engine's pixel loops (plain C, no GStreamer); CProcessHeap tunes glibc's heap;
 //   CDeviceServices reads the accelerometer service and V4L2 controls for the engine.
 let package = Package(
     name: "gcapture",
@@ -18,6 +19,7 @@ let package = Package(
         .library(name: "GStreamerKit", targets: ["GStreamerKit"]),
         .library(name: "GCaptureSupport", targets: ["GCaptureSupport"]),
         .library(name: "GCaptureDescription", targets: ["GCaptureDescription"]),
+        .library(name: "GCapturePhotos", targets: ["GCapturePhotos"]),
         .library(name: "GCaptureControl", targets: ["GCaptureControl"]),
         .executable(name: "gcapture", targets: ["GCaptureCLI"]),
         .executable(name: "gcapture-bench", targets: ["GCaptureBenchmark"]),
@@ -35,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // `swift package generate-documentation --target GCapture` (scripts/build-docs.sh): the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The photo library's index (GCapturePhotos only): SQLite, through the system's libsqlite3.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -55,6 +59,11 @@ let package = Package(
         .target(name: "CProcessHeap"),
         .target(name: "GCapture", dependencies: ["GCaptureSupport", "GStreamerKit", "CImaging", "CProcessHeap", "CDeviceServices",
                                                  .product(name: "Logging", package: "swift-log")]),
+        // The media library (PhotoKit's shape): assets and albums of a folder, indexed in SQLite. Knows the
+        // engine's imaging (thumbnails, movie posters), not sessions.
+        .target(name: "GCapturePhotos", dependencies: ["GCapture", "GStreamerKit", "GCaptureSupport",
+                                                       .product(name: "GRDB", package: "GRDB.swift"),
+                                                       .product(name: "Logging", package: "swift-log")]),
         // Description files (YAML): read, checked with positions, and built into a session.
         .target(name: "GCaptureDescription", dependencies: ["GCapture", "GCaptureSupport", .product(name: "Yams", package: "Yams")]),
         // The control protocol of `gcapture run` (stdin lines, the web page's commands): typed requests,
@@ -80,7 +89,7 @@ let package = Package(
         .executableTarget(name: "Recorder", dependencies: ["GCapture"], path: "Examples/Recorder"),
         .executableTarget(name: "MotionDetector", dependencies: ["GCapture"], path: "Examples/MotionDetector"),
         .testTarget(name: "GStreamerKitTests", dependencies: ["GStreamerKit", "GCaptureSupport"]),
-        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCaptureDescription", "GCaptureControl", "GCaptureWeb", "GCaptureSupport", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
+        .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCapturePhotos", "GCaptureDescription", "GCaptureControl", "GCaptureWeb", "GCaptureSupport", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
                     // Description files the tests read from the source tree (#filePath), not resources.
                     exclude: ["Descriptions", "Browser"]),
         // The seed documents' AVFoundation code ported by renaming; GCapture alone, in the seeds' Swift 5.

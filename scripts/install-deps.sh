@@ -9,6 +9,8 @@ packages=(
   gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   gstreamer1.0-pulseaudio pulseaudio pulseaudio-utils
   libjpeg-dev
+  # The photo library's index (GRDB builds on the system's SQLite).
+  libsqlite3-dev
   # jpegtran: the web tests' slow (progressive) photos.
   libjpeg-turbo-progs
   ffmpeg libimage-exiftool-perl v4l-utils

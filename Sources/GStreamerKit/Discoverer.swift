@@ -7,6 +7,8 @@ public struct MediaInfo: Sendable {
     public var duration: ClockTime?
     public var videoStreamCount: Int
     public var audioStreamCount: Int
+    /// The first video stream's picture size, when it has one.
+    public var videoSize: (width: Int, height: Int)?
 
     /// Reads a file's streams and duration. Blocks for up to `timeout`.
     public static func discover(_ url: URL, timeout: ClockTime = 10 * .second) throws -> MediaInfo {
@@ -28,8 +30,16 @@ public struct MediaInfo: Sendable {
             return Int(g_list_length(list))
         }
         let duration = gst_discoverer_info_get_duration(info)
+        let videoStreams = gst_discoverer_info_get_video_streams(info)
+        defer { gst_discoverer_stream_info_list_free(videoStreams) }
+        var videoSize: (width: Int, height: Int)?
+        if let first = videoStreams?.pointee.data {
+            let video = OpaquePointer(first)
+            let width = Int(gst_discoverer_video_info_get_width(video)), height = Int(gst_discoverer_video_info_get_height(video))
+            if width > 0, height > 0 { videoSize = (width, height) }
+        }
         return MediaInfo(duration: duration == ClockTime.none || duration == 0 ? nil : duration,
-                         videoStreamCount: count(gst_discoverer_info_get_video_streams(info)),
-                         audioStreamCount: count(gst_discoverer_info_get_audio_streams(info)))
+                         videoStreamCount: Int(g_list_length(videoStreams)),
+                         audioStreamCount: count(gst_discoverer_info_get_audio_streams(info)), videoSize: videoSize)
     }
 }

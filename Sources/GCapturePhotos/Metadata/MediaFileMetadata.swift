@@ -1,0 +1,33 @@
+import Foundation
+import GStreamerKit
+
+/// What the index records of a media file, read from the file itself: a photo's header, a movie's streams.
+struct MediaFileMetadata: Equatable, Sendable {
+    var mediaType: AssetMediaType
+    /// As displayed (a photo's EXIF orientation applied).
+    var pixelWidth = 0
+    var pixelHeight = 0
+    var orientation = 1
+    /// When the photo was taken, if its EXIF says.
+    var dateTaken: Date?
+    var duration: TimeInterval = 0
+
+    /// Reads `path`. A photo that is not a JPEG, or a movie GStreamer cannot read, throws: the caller decides
+    /// whether that refuses a request (adding a file) or only leaves the size unknown (indexing a folder).
+    static func read(path: String, mediaType: AssetMediaType, movieTimeout: Double = 10) throws -> MediaFileMetadata {
+        switch mediaType {
+        case .image:
+            let header = try JPEGHeader.read(path: path)
+            let size = header.displayedSize
+            return MediaFileMetadata(mediaType: .image, pixelWidth: size.width, pixelHeight: size.height,
+                                     orientation: header.orientation, dateTaken: header.dateTaken)
+        case .video:
+            let info = try MediaInfo.discover(URL(fileURLWithPath: path), timeout: ClockTime(movieTimeout * 1e9))
+            guard info.videoStreamCount > 0 else { throw PhotoLibraryError.unsupportedResource(URL(fileURLWithPath: path), reason: "it has no video") }
+            return MediaFileMetadata(mediaType: .video, pixelWidth: info.videoSize?.width ?? 0, pixelHeight: info.videoSize?.height ?? 0,
+                                     duration: info.duration.map { Double($0) / 1e9 } ?? 0)
+        case .unknown, .audio:
+            return MediaFileMetadata(mediaType: mediaType)
+        }
+    }
+}

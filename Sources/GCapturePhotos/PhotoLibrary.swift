@@ -1,0 +1,130 @@
+import Foundation
+import GCaptureSupport
+import GRDB
+import Logging
+
+/// A photo and movie library over a folder, in PhotoKit's shape (PHPhotoLibrary): the files are the truth,
+/// an index beside them (`.gcapture-library.sqlite`, SQLite) makes fetching fast, and an album file
+/// (`.gcapture-library.json`) holds the albums and favourites. Any program may add or delete files; `refresh()`
+/// (and, when observed, the folder watch) brings the index up to date.
+///
+/// Changes are made in `performChanges` blocks with change requests, applied all or nothing on the library's
+/// own queue. Fetches read the index synchronously, one indexed query each, as PhotoKit's do.
+public final class PhotoLibrary: Sendable {
+    public let folder: URL
+
+    /// Writes take turns here: a refresh, a change block. Never the caller's thread.
+    let work: BlockingQueue
+    /// Held by whatever writes (a refresh, a change block), so that `performChangesAndWait`, which runs on the
+    /// caller's thread, still takes its turn.
+    let writing = Lock()
+    private let state = Locked(State())
+    private let logger = Logger(label: "gcapture.photos")
+
+    private struct State {
+        var index: LibraryIndex?
+        var indexRecoveryReason: String?
+        var observers: [WeakObserver] = []
+        var hasStartedFirstRefresh = false
+    }
+
+    /// A library over `folder`. Nothing is read or created until it is used; the first use opens (or
+    /// rebuilds) its index and starts bringing it up to date in the background.
+    public init(folder: URL) {
+        self.folder = folder.standardizedFileURL
+        work = BlockingQueue(label: "gcapture.photos.library")
+    }
+
+    private static let sharedLibrary = Locked<PhotoLibrary?>(nil)
+
+    /// The user's library: the folder `GCAPTURE_PHOTO_LIBRARY` names, else `~/Pictures/gcapture`
+    /// (XDG_PICTURES_DIR's, when set).
+    public static func shared() -> PhotoLibrary {
+        sharedLibrary.withLock { shared in
+            if let shared { return shared }
+            let library = PhotoLibrary(folder: defaultFolder())
+            shared = library
+            return library
+        }
+    }
+
+    static func defaultFolder(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let named = environment["GCAPTURE_PHOTO_LIBRARY"], !named.isEmpty { return URL(fileURLWithPath: named) }
+        let pictures = environment["XDG_PICTURES_DIR"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent("Pictures")
+        return pictures.appendingPathComponent("gcapture")
+    }
+
+    /// Why the index was rebuilt from the folder when it was opened (it was corrupt, or of another schema);
+    /// nil when it was sound or new. The warning is logged as well.
+    public var indexRecoveryReason: String? { state.withLock { $0.indexRecoveryReason } }
+
+    // MARK: The index
+
+    /// The index, opened on first use; nil while the folder does not exist (nothing to index yet).
+    func openIndex() throws -> LibraryIndex? {
+        if let index = state.withLock({ $0.index }) { return index }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue else { return nil }
+        let opened = try LibraryIndex(folder: folder)
+        let (index, isFirst) = state.withLock { state -> (LibraryIndex, Bool) in
+            if let index = state.index { return (index, false) } // another thread won the race
+            state.index = opened
+            state.indexRecoveryReason = opened.rebuildReason
+            let isFirst = !state.hasStartedFirstRefresh
+            state.hasStartedFirstRefresh = true
+            return (opened, isFirst)
+        }
+        if let reason = opened.rebuildReason, index === opened {
+            logger.warning("photo library index rebuilt from the folder", metadata: ["folder": "\(folder.path)", "reason": "\(reason)"])
+        }
+        if isFirst { Task { [self] in _ = try? await refresh() } }
+        return index
+    }
+
+    /// Brings the index up to date with the folder: files added, changed or removed by any program, and the
+    /// album file. Returns what changed (nil when nothing did); observers are told as well.
+    @discardableResult
+    public func refresh() async throws -> Change? {
+        let change = try await work.run { [self] () throws -> Change? in
+            guard let index = try openIndex() else { return nil }
+            return try writing.withLock { try IndexRefresh(folder: folder, index: index, logger: logger).run() }
+        }
+        if let change { notify(change) }
+        return change
+    }
+
+    // MARK: Observing
+
+    /// Tells `observer` of every change made through the library or found by a refresh, on a queue of the
+    /// library's. Held weakly, as in PhotoKit.
+    public func register(_ observer: some PhotoLibraryChangeObserver) {
+        state.withLock { $0.observers.append(WeakObserver(observer: observer)) }
+    }
+
+    public func unregisterChangeObserver(_ observer: some PhotoLibraryChangeObserver) {
+        state.withLock { $0.observers.removeAll { $0.observer == nil || $0.observer === observer } }
+    }
+
+    private static let notifications = DispatchQueue(label: "gcapture.photos.observers")
+
+    func notify(_ change: Change) {
+        let observers = state.withLock { state -> [any PhotoLibraryChangeObserver] in
+            state.observers.removeAll { $0.observer == nil }
+            return state.observers.compactMap(\.observer)
+        }
+        guard !observers.isEmpty else { return }
+        Self.notifications.async {
+            for observer in observers { observer.photoLibraryDidChange(change) }
+        }
+    }
+}
+
+private struct WeakObserver: Sendable {
+    weak var observer: (any PhotoLibraryChangeObserver)?
+}
+
+/// Told of a library's changes (PhotoKit's PHPhotoLibraryChangeObserver).
+public protocol PhotoLibraryChangeObserver: AnyObject, Sendable {
+    func photoLibraryDidChange(_ changeInstance: Change)
+}
