@@ -27,7 +27,35 @@ static void copy_message(j_common_ptr info, char *error, size_t error_capacity) 
     if (error_capacity > 0) snprintf(error, error_capacity, "%s", message);
 }
 
-int CImaging_jpeg_thumbnail(const uint8_t *jpeg, size_t jpeg_length, int max_dimension, int quality,
+/// The picture `pixels` (RGB, `width` x `height`) as EXIF `orientation` says it is shown, in a new block;
+/// `*shown_width/height` are its sides after the turn (swapped for 5 to 8). NULL when out of memory.
+static uint8_t *orient(const uint8_t *pixels, int width, int height, int orientation, int *shown_width, int *shown_height) {
+    int turned = orientation >= 5 && orientation <= 8;
+    int out_width = turned ? height : width, out_height = turned ? width : height;
+    uint8_t *out = malloc((size_t)out_width * 3 * (size_t)out_height);
+    if (out == NULL) return NULL;
+    for (int y = 0; y < out_height; y++) {
+        for (int x = 0; x < out_width; x++) {
+            int sx, sy; // the stored pixel shown at (x, y)
+            switch (orientation) {
+            case 2: sx = width - 1 - x; sy = y; break;
+            case 3: sx = width - 1 - x; sy = height - 1 - y; break;
+            case 4: sx = x; sy = height - 1 - y; break;
+            case 5: sx = y; sy = x; break;
+            case 6: sx = y; sy = height - 1 - x; break;
+            case 7: sx = width - 1 - y; sy = height - 1 - x; break;
+            case 8: sx = width - 1 - y; sy = x; break;
+            default: sx = x; sy = y; break;
+            }
+            memcpy(out + ((size_t)y * out_width + x) * 3, pixels + ((size_t)sy * width + sx) * 3, 3);
+        }
+    }
+    *shown_width = out_width;
+    *shown_height = out_height;
+    return out;
+}
+
+int CImaging_jpeg_thumbnail(const uint8_t *jpeg, size_t jpeg_length, int max_dimension, int quality, int orientation,
                             uint8_t **thumbnail, size_t *thumbnail_length, int *decoded_width, int *decoded_height,
                             char *error, size_t error_capacity) {
     struct jpeg_decompress_struct decoder;
@@ -119,6 +147,15 @@ int CImaging_jpeg_thumbnail(const uint8_t *jpeg, size_t jpeg_length, int max_dim
     }
     free(scaled);
     scaled = NULL;
+    if (orientation >= 2 && orientation <= 8) {
+        uint8_t *shown = orient(small, out_width, out_height, orientation, &out_width, &out_height);
+        free(small);
+        small = shown;
+        if (small == NULL) {
+            snprintf(error, error_capacity, "out of memory");
+            return -1;
+        }
+    }
 
     encoder.err = jpeg_std_error(&encode_failure.manager);
     encode_failure.manager.error_exit = thumbnail_fail;

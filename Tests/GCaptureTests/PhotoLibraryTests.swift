@@ -262,6 +262,51 @@ final class PhotoLibraryTests: XCTestCase {
         }
     }
 
+    /// The rows of a JPEG as ffmpeg (not our decoder) reads them, one grey byte per pixel.
+    func greyRows(of jpeg: Data, width: Int, height: Int) throws -> [[UInt8]] {
+        let url = try temporaryFolder().appendingPathComponent("picture.jpg")
+        try jpeg.write(to: url)
+        let raw = url.deletingPathExtension().appendingPathExtension("gray")
+        let result = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", url.path, "-f", "rawvideo", "-pix_fmt", "gray", raw.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let bytes = [UInt8](try Data(contentsOf: raw))
+        XCTAssertEqual(bytes.count, width * height)
+        return (0..<height).map { Array(bytes[$0 * width..<($0 + 1) * width]) }
+    }
+
+    func testAThumbnailIsDownsampledAndTurnedUprightAsTheExifSays() async throws {
+        let folder = try temporaryFolder()
+        // Stored 640x480, its left half black and right half white; EXIF 6 shows it turned a quarter clockwise,
+        // so the black half is at the top of what a viewer shows.
+        let pixels = (0..<(640 * 480)).map { $0 % 640 < 320 ? UInt8(0) : UInt8(255) }
+        try JPEGEncoder.encode(grayscale: pixels, width: 640, height: 480, quality: 90).write(to: folder.appendingPathComponent("turned.jpg"))
+        XCTAssertEqual(try runTool("/usr/bin/exiftool", ["-q", "-overwrite_original", "-Orientation#=6",
+                                                         folder.appendingPathComponent("turned.jpg").path]).status, 0)
+        let library = PhotoLibrary(folder: folder)
+        try await library.refresh()
+        let asset = try XCTUnwrap(library.fetchAssets(with: .image).firstObject)
+        XCTAssertEqual([asset.pixelWidth, asset.pixelHeight], [480, 640], "the asset's size is the shown one")
+
+        let manager = CachingImageManager(countLimit: 4)
+        let image = try await manager.requestImage(for: asset, targetSize: CGSize(width: 120, height: 120), contentMode: .aspectFit)
+        XCTAssertEqual([image.pixelWidth, image.pixelHeight], [90, 120], "fits 120x120, upright")
+        let rows = try greyRows(of: image.jpegData, width: 90, height: 120)
+        XCTAssertLessThan(rows[10][45], 40, "top: the stored left half, black")
+        XCTAssertGreaterThan(rows[110][45], 215, "bottom: the stored right half, white")
+        let again = try await manager.requestImage(for: asset, targetSize: CGSize(width: 120, height: 120), contentMode: .aspectFit)
+        XCTAssertEqual(again, image)
+        XCTAssertEqual(manager.cachedImageCount, 1)
+
+        let filled = try await manager.requestImage(for: asset, targetSize: CGSize(width: 120, height: 120), contentMode: .aspectFill)
+        XCTAssertEqual([filled.pixelWidth, filled.pixelHeight], [120, 160], "covers 120x120")
+
+        try writeMovie(folder.appendingPathComponent("clip.mp4"))
+        try await library.refresh()
+        let movie = try XCTUnwrap(library.fetchAssets(with: .video).firstObject)
+        let poster = try await ImageManager.default().requestImage(for: movie, targetSize: CGSize(width: 160, height: 160))
+        XCTAssertEqual([poster.pixelWidth, poster.pixelHeight], [160, 120], "the movie's first frame, 4:3")
+    }
+
     func testAChangeNamingAnAssetThatIsGoneFailsAndChangesNothing() async throws {
         let folder = try temporaryFolder()
         try writeJPEG(folder.appendingPathComponent("a.jpg"))

@@ -48,7 +48,9 @@ int CImaging_encode_jpeg(const CImagingYUVImage *image, int quality, const uint8
 /// `jpeg`, decoded at libjpeg's smallest scale (1/2, 1/4, 1/8) that is still large enough: a big photo is
 /// never decoded whole. `*thumbnail` is malloc'd, the caller frees it; `*decoded_width/height` say how large
 /// the decoded picture was (the proof that it was not decoded at full size). Returns 0, or -1 with the reason.
-int CImaging_jpeg_thumbnail(const uint8_t *jpeg, size_t jpeg_length, int max_dimension, int quality,
+/// The small picture is turned or mirrored as EXIF `orientation` (1 to 8) says the photo is shown, so the
+/// thumbnail is upright with no orientation tag of its own.
+int CImaging_jpeg_thumbnail(const uint8_t *jpeg, size_t jpeg_length, int max_dimension, int quality, int orientation,
                             uint8_t **thumbnail, size_t *thumbnail_length, int *decoded_width, int *decoded_height,
                             char *error, size_t error_capacity);
 

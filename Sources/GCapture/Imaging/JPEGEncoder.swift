@@ -33,14 +33,16 @@ public enum JPEGEncoder {
     /// A small JPEG of a JPEG, its longer side `maximumDimension` pixels (or the picture's own size when
     /// smaller). Decoded at libjpeg's smallest scale that is still large enough (1/2, 1/4, 1/8): a
     /// 12-megapixel photo is never decoded whole.
-    public static func thumbnail(ofJPEG jpeg: Data, maximumDimension: Int, quality: Int = 75) throws(CaptureError) -> Data {
+    /// `orientation` (EXIF's 1 to 8) turns the small picture the way the photo is shown, so the thumbnail is
+    /// upright.
+    public static func thumbnail(ofJPEG jpeg: Data, maximumDimension: Int, quality: Int = 75, orientation: Int = 1) throws(CaptureError) -> Data {
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
         var width: Int32 = 0, height: Int32 = 0
         var message = [CChar](repeating: 0, count: 200)
         let status = jpeg.withUnsafeBytes { bytes in
             CImaging_jpeg_thumbnail(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, Int32(maximumDimension),
-                                    Int32(quality), &output, &length, &width, &height, &message, message.count)
+                                    Int32(quality), Int32(orientation), &output, &length, &width, &height, &message, message.count)
         }
         defer { free(output) }
         guard status == 0, let output else {
