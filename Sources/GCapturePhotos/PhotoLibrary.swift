@@ -26,6 +26,8 @@ public final class PhotoLibrary: Sendable {
         var indexRecoveryReason: String?
         var observers: [WeakObserver] = []
         var hasStartedFirstRefresh = false
+        /// The folder's inotify watch, while anyone observes.
+        var watch: FolderWatch?
     }
 
     /// A library over `folder`. Nothing is read or created until it is used; the first use opens (or
@@ -79,6 +81,7 @@ public final class PhotoLibrary: Sendable {
             logger.warning("photo library index rebuilt from the folder", metadata: ["folder": "\(folder.path)", "reason": "\(reason)"])
         }
         if isFirst { Task { [self] in _ = try? await refresh() } }
+        startWatchIfObserved()
         return index
     }
 
@@ -96,14 +99,39 @@ public final class PhotoLibrary: Sendable {
 
     // MARK: Observing
 
-    /// Tells `observer` of every change made through the library or found by a refresh, on a queue of the
-    /// library's. Held weakly, as in PhotoKit.
+    /// Tells `observer` of every change made through the library, or by any other program to the folder
+    /// (watched with inotify while anyone observes), on a queue of the library's. Held weakly, as in PhotoKit.
     public func register(_ observer: some PhotoLibraryChangeObserver) {
         state.withLock { $0.observers.append(WeakObserver(observer: observer)) }
+        _ = try? openIndex()
+        startWatchIfObserved()
     }
 
     public func unregisterChangeObserver(_ observer: some PhotoLibraryChangeObserver) {
-        state.withLock { $0.observers.removeAll { $0.observer == nil || $0.observer === observer } }
+        let idle = state.withLock { state -> FolderWatch? in
+            state.observers.removeAll { $0.observer == nil || $0.observer === observer }
+            guard state.observers.isEmpty else { return nil }
+            defer { state.watch = nil }
+            return state.watch
+        }
+        idle?.stop()
+    }
+
+    private func startWatchIfObserved() {
+        let wanted = state.withLock { !$0.observers.isEmpty && $0.watch == nil && $0.index != nil }
+        guard wanted, let watch = FolderWatch(folder: folder, onChange: { [weak self] in
+            guard let self else { return }
+            Task { _ = try? await self.refresh() }
+        }) else { return }
+        let surplus = state.withLock { state -> FolderWatch? in
+            if state.watch == nil { state.watch = watch; return nil }
+            return watch
+        }
+        surplus?.stop()
+    }
+
+    deinit {
+        state.withLock { $0.watch }?.stop()
     }
 
     private static let notifications = DispatchQueue(label: "gcapture.photos.observers")

@@ -183,6 +183,7 @@ final class PhotoLibraryTests: XCTestCase {
         private let lock = NSLock()
         private var changes: [Change] = []
         let arrived = DispatchSemaphore(value: 0)
+        var last: Change? { lock.withLock { changes.last } }
 
         func photoLibraryDidChange(_ changeInstance: Change) {
             lock.withLock { changes.append(changeInstance) }
@@ -216,6 +217,40 @@ final class PhotoLibraryTests: XCTestCase {
         XCTAssertEqual(details.fetchResultAfterChanges.map(\.localIdentifier).sorted(), ["kept.jpg", "new.jpg"])
         let refreshedAgain = try await library.refresh()
         XCTAssertNil(refreshedAgain, "nothing changed since")
+    }
+
+    /// The observer's changes, waited for with a deadline.
+    func nextChange(_ log: ChangeLog, within seconds: Double) throws -> Change {
+        guard log.arrived.wait(timeout: .now() + seconds) == .success else { throw DeadlineExceeded(description: "no change within \(seconds) s") }
+        return try XCTUnwrap(log.last)
+    }
+
+    func testAPhotoCopiedInByCpReachesTheObserverWithinASecondAndADeletedOneLeaves() async throws {
+        let folder = try temporaryFolder()
+        try writeJPEG(folder.appendingPathComponent("old.jpg"))
+        let library = PhotoLibrary(folder: folder)
+        try await library.refresh()
+        let log = ChangeLog()
+        library.register(log)
+        let outside = try temporaryFolder().appendingPathComponent("new.jpg")
+        try writeJPEG(outside)
+
+        XCTAssertEqual(try runTool("/bin/cp", [outside.path, folder.appendingPathComponent("new.jpg").path]).status, 0)
+        let copied = monotonicMilliseconds()
+        let added = try nextChange(log, within: 5)
+        let latency = monotonicMilliseconds() - copied
+        XCTAssertEqual(added.insertedAssetIdentifiers, ["new.jpg"])
+        XCTAssertLessThan(latency, 1000, "cp → observer took \(Int(latency)) ms")
+        XCTAssertEqual(library.fetchAssets(withLocalIdentifiers: ["new.jpg"]).count, 1, "the index has it too")
+
+        XCTAssertEqual(try runTool("/bin/mkdir", [folder.appendingPathComponent("later").path]).status, 0)
+        _ = try? nextChange(log, within: 1) // a new folder alone changes nothing the index holds
+        XCTAssertEqual(try runTool("/bin/cp", [outside.path, folder.appendingPathComponent("later/deep.jpg").path]).status, 0)
+        XCTAssertEqual(try nextChange(log, within: 5).insertedAssetIdentifiers, ["later/deep.jpg"], "a subfolder made after the watch began is watched")
+
+        XCTAssertEqual(try runTool("/bin/rm", [folder.appendingPathComponent("old.jpg").path]).status, 0)
+        XCTAssertEqual(try nextChange(log, within: 5).removedAssetIdentifiers, ["old.jpg"])
+        library.unregisterChangeObserver(log)
     }
 
     func testFetchOptionsSelectByTypeDateAndFavoriteAndLimit() async throws {
