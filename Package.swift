@@ -92,7 +92,8 @@ let package = Package(
         .testTarget(name: "GCaptureTests", dependencies: ["GCapture", "GCapturePhotos", "GCaptureDescription", "GCaptureControl", "GCaptureWeb", "GCaptureSupport", "GStreamerKit", .product(name: "Logging", package: "swift-log")],
                     // Description files the tests read from the source tree (#filePath), not resources.
                     exclude: ["Descriptions", "Browser"]),
-        // The seed documents' AVFoundation code ported by renaming; GCapture alone, in the seeds' Swift 5.
-        .testTarget(name: "SeedPortTests", dependencies: ["GCapture"], swiftSettings: [.swiftLanguageMode(.v5)]),
+        // The seed documents' AVFoundation and PhotoKit code ported by renaming; GCapture and GCapturePhotos
+        // alone, in the seeds' Swift 5.
+        .testTarget(name: "SeedPortTests", dependencies: ["GCapture", "GCapturePhotos"], swiftSettings: [.swiftLanguageMode(.v5)]),
     ]
 )

@@ -114,8 +114,9 @@ int CImaging_jpeg_thumbnail(const uint8_t *jpeg, size_t jpeg_length, int max_dim
     int longest = width > height ? width : height;
     int out_width = width, out_height = height;
     if (longest > max_dimension) {
-        out_width = (int)((long)width * max_dimension / longest);
-        out_height = (int)((long)height * max_dimension / longest);
+        // Rounded, not truncated: a 640x480 photo filling 100x100 is 133x100, not 133x99.
+        out_width = (int)(((long)width * max_dimension + longest / 2) / longest);
+        out_height = (int)(((long)height * max_dimension + longest / 2) / longest);
         if (out_width < 1) out_width = 1;
         if (out_height < 1) out_height = 1;
     }

@@ -11,12 +11,19 @@ public enum ImageContentMode: Int, Sendable {
     public static let `default` = ImageContentMode.aspectFit
 }
 
-/// PhotoKit's PHImageRequestOptions, the parts a folder library has.
-public struct ImageRequestOptions: Sendable {
+/// PhotoKit's PHImageRequestOptions, the parts a folder library has. Read when a request starts.
+public final class ImageRequestOptions {
     /// JPEG quality of the image delivered, 1 to 100.
     public var quality = 80
+    /// Accepted for ports; a folder library has no degraded stages: the one image delivered is the final one.
+    public var allowSecondaryDegradedImage = false
     public init() {}
 }
+
+/// In a result handler's info: whether the image is a low-quality stage. Always false here.
+public let ImageResultIsDegradedKey = "PHImageResultIsDegradedKey"
+/// In a result handler's info: why there is no image.
+public let ImageErrorKey = "PHImageErrorKey"
 
 /// A picture the image manager made: a JPEG, upright (the photo's EXIF orientation applied), small enough for
 /// where it is shown. What PhotoKit hands over as a UIImage; Linux has no UIImage, and a JPEG goes straight
@@ -43,8 +50,8 @@ public class ImageManager: @unchecked Sendable {
     public init() {}
 
     /// The picture of `asset` for `targetSize` (pixels), as PhotoKit's `requestImage`: the result handler is
-    /// called once, on a queue of the manager's, with nil and an error under `ImageManager.errorKey` when the
-    /// file cannot be read. Returns an identifier (PhotoKit's PHImageRequestID).
+    /// called once, on a queue of the manager's, with nil and an error under `ImageErrorKey` when the file
+    /// cannot be read. Returns an identifier (PhotoKit's PHImageRequestID).
     @discardableResult
     public func requestImage(for asset: Asset, targetSize: CGSize, contentMode: ImageContentMode, options: ImageRequestOptions?,
                              resultHandler: @escaping @Sendable (LibraryImage?, [String: any Sendable]?) -> Void) -> Int32 {
@@ -52,25 +59,28 @@ public class ImageManager: @unchecked Sendable {
             value += 1
             return value
         }
+        let quality = options?.quality ?? 80
         Task {
             do {
-                let image = try await requestImage(for: asset, targetSize: targetSize, contentMode: contentMode, options: options)
-                resultHandler(image, nil)
+                let image = try await makeImage(for: asset, targetSize: targetSize, contentMode: contentMode, quality: quality)
+                resultHandler(image, [ImageResultIsDegradedKey: false])
             } catch {
-                resultHandler(nil, [Self.errorKey: "\(error)"])
+                resultHandler(nil, [ImageErrorKey: "\(error)", ImageResultIsDegradedKey: false])
             }
         }
         return identifier
     }
 
-    public static let errorKey = "PHImageErrorKey"
     private static let nextRequest = Locked<Int32>(0)
 
     /// The picture of `asset` for `targetSize`, awaited.
     public func requestImage(for asset: Asset, targetSize: CGSize, contentMode: ImageContentMode = .aspectFit,
                              options: ImageRequestOptions? = nil) async throws -> LibraryImage {
+        try await makeImage(for: asset, targetSize: targetSize, contentMode: contentMode, quality: options?.quality ?? 80)
+    }
+
+    func makeImage(for asset: Asset, targetSize: CGSize, contentMode: ImageContentMode, quality: Int) async throws -> LibraryImage {
         let longest = Self.longestSide(of: asset, fitting: targetSize, contentMode: contentMode)
-        let quality = options?.quality ?? 80
         switch asset.mediaType {
         case .image:
             return try await decoding.run { try Self.photo(asset, longestSide: longest, quality: quality) }
@@ -141,13 +151,11 @@ public final class CachingImageManager: ImageManager, @unchecked Sendable {
         super.init()
     }
 
-    public override func requestImage(for asset: Asset, targetSize: CGSize, contentMode: ImageContentMode = .aspectFit,
-                                      options: ImageRequestOptions? = nil) async throws -> LibraryImage {
+    override func makeImage(for asset: Asset, targetSize: CGSize, contentMode: ImageContentMode, quality: Int) async throws -> LibraryImage {
         let key = Key(identifier: asset.localIdentifier, fileSize: asset.fileSize, modified: asset.modificationDate,
-                      longestSide: Self.longestSide(of: asset, fitting: targetSize, contentMode: contentMode),
-                      quality: options?.quality ?? 80)
+                      longestSide: Self.longestSide(of: asset, fitting: targetSize, contentMode: contentMode), quality: quality)
         if let kept = cache.withLock({ $0.entries[key] }) { return kept }
-        let made = try await super.requestImage(for: asset, targetSize: targetSize, contentMode: contentMode, options: options)
+        let made = try await super.makeImage(for: asset, targetSize: targetSize, contentMode: contentMode, quality: quality)
         cache.withLock { cache in
             if cache.entries.updateValue(made, forKey: key) == nil { cache.order.append(key) }
             while cache.order.count > countLimit { cache.entries[cache.order.removeFirst()] = nil }

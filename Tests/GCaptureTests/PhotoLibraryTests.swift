@@ -45,6 +45,17 @@ final class PhotoLibraryTests: XCTestCase {
         XCTAssertEqual(header.displayedSize.width, 48, "orientation 6 turns the picture a quarter")
         XCTAssertEqual(header.dateTaken, ISO8601DateFormatter().date(from: "2025-06-01T08:20:30Z"))
 
+        XCTAssertFalse(header.dateTakenHasSubseconds)
+        XCTAssertEqual(try runTool("/usr/bin/exiftool", ["-q", "-overwrite_original", "-SubSecTimeOriginal=25", url.path]).status, 0)
+        let finer = try JPEGHeader.read(path: url.path)
+        XCTAssertEqual(finer.dateTaken, ISO8601DateFormatter().date(from: "2025-06-01T08:20:30Z")?.addingTimeInterval(0.25))
+
+        // EXIF's whole seconds give way to the file's finer time when the file was written within them.
+        let taken = try XCTUnwrap(header.dateTaken)
+        let metadata = MediaFileMetadata(mediaType: .image, dateTaken: taken)
+        XCTAssertEqual(metadata.creationDate(fileDate: taken.addingTimeInterval(0.6)), taken.addingTimeInterval(0.6))
+        XCTAssertEqual(metadata.creationDate(fileDate: taken.addingTimeInterval(3600)), taken, "a copy made later keeps the EXIF moment")
+
         let plain = try JPEGHeader.read(data: try jpeg(width: 30, height: 20))
         XCTAssertEqual([plain.pixelWidth, plain.pixelHeight, plain.orientation], [30, 20, 1])
         XCTAssertNil(plain.dateTaken)

@@ -1,8 +1,8 @@
 // The seed documents' camera code (../shared/seeds/002_*.txt: the permission check, Patterns 1, 3, 4, 6 and
 // 7; 004's mirroring fix), ported to gcapture by dropping the AV prefix. This file imports GCapture alone,
 // and its methods keep the seeds' shape, so the compiler checks that the renaming is all a port needs. What
-// Linux lacks is replaced, each marked LINUX: UIKit's button and PhotoKit's library by the small stand-ins
-// at the end, KVO's NSKeyValueObservation by the RotationCoordinator's own observation, and the preview
+// Linux lacks is replaced, each marked LINUX: UIKit's button by a small stand-in at the end (PhotoKit's
+// library is GCapturePhotos' PhotoLibrary, and a stand-in keeps what was saved for the tests to read at once), KVO's NSKeyValueObservation by the RotationCoordinator's own observation, and the preview
 // layer's optional connection by the preview output's connection, which is always there. Left out: Pattern 2 (a
 // SwiftUI preview) and Pattern 5 (interruption notifications do not exist yet). DEVICES marks the one
 // other change: the seeds' device lookup `AVCaptureDevice.default(.builtInWideAngleCamera, for: .video,
@@ -11,6 +11,7 @@
 // `sessionQueue.async { [self] in ... }` sends self to another queue.
 import Foundation
 import GCapture
+import GCapturePhotos
 
 // MARK: Mandatory First Steps, 2. Request Camera Permission (Linux decides by group membership: no prompt)
 
@@ -42,7 +43,7 @@ class CameraManager: NSObject {
 
     // LINUX: what the seeds give UIKit and PhotoKit.
     let shutterButton = ShutterButton()
-    let library = PhotoLibrary()
+    let library = SavedMedia()
     private var rotationCoordinator: CaptureDevice.RotationCoordinator?
     private var rotationObservation: CaptureDevice.RotationCoordinator.Observation?  // LINUX: NSKeyValueObservation?
     /// Pattern 6 sets up the coordinator again for the new camera when there is a preview.
@@ -348,12 +349,28 @@ extension CameraManager: CapturePhotoCaptureDelegate {
         guard error == nil else { return }
 
         // CRITICAL: Save proxy to library ASAP before app is backgrounded
+        // App may be force-quit if memory pressure is high during backgrounding
         guard let proxyData = deferredPhotoProxy.fileDataRepresentation() else { return }
 
-        library.addProxy(proxyData)  // LINUX: PHPhotoLibrary's performChanges with .photoProxy
+        Task {
+            try await PhotoLibrary.shared().performChanges {
+                let request = AssetCreationRequest.forAsset()
+                // Use .photoProxy resource type - triggers deferred processing in Photos
+                request.addResource(with: .photoProxy, data: proxyData, options: nil)
+            }
+        }
     }
 
-    func savePhotoToLibrary(_ data: Data) { library.addPhoto(data) }  // LINUX
+    // The seeds leave its body out; this is PhotoKit's way, as the proxy's above.
+    func savePhotoToLibrary(_ data: Data) {
+        library.addPhoto(data)  // LINUX: what the test reads at once
+        Task {
+            try await PhotoLibrary.shared().performChanges {
+                let request = AssetCreationRequest.forAsset()
+                request.addResource(with: .photo, data: data, options: nil)
+            }
+        }
+    }
 }
 
 extension CameraManager: CaptureFileOutputRecordingDelegate {
@@ -386,16 +403,15 @@ final class ShutterButton: @unchecked Sendable {
     func readinessSeen(_ readiness: CapturePhotoOutput.CaptureReadiness) { lock.withLock { _seen.append(readiness) } }
 }
 
-/// What the seeds hand to the photo library.
-final class PhotoLibrary: @unchecked Sendable {
+/// What the seeds hand to the photo library, kept for the tests to read at once (the photos go to the real
+/// PhotoLibrary as well).
+final class SavedMedia: @unchecked Sendable {
     private let lock = NSLock()
-    private var _photos: [Data] = [], _proxies: [Data] = [], _videos: [URL] = [], _videoErrors: [String] = []
+    private var _photos: [Data] = [], _videos: [URL] = [], _videoErrors: [String] = []
     var photos: [Data] { lock.withLock { _photos } }
-    var proxies: [Data] { lock.withLock { _proxies } }
     var videos: [URL] { lock.withLock { _videos } }
     var videoErrors: [String] { lock.withLock { _videoErrors } }
     func addPhoto(_ data: Data) { lock.withLock { _photos.append(data) } }
-    func addProxy(_ data: Data) { lock.withLock { _proxies.append(data) } }
     func addVideo(_ url: URL) { lock.withLock { _videos.append(url) } }
     func addVideoError(_ error: Error) { lock.withLock { _videoErrors.append("\(error)") } }
 }

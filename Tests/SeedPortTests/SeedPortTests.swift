@@ -1,10 +1,16 @@
 import Foundation
 import GCapture
+import GCapturePhotos
 import XCTest
 
 /// Runs the ported seed code (CameraManager.swift) on test cameras and checks what it produced with
 /// exiftool and ffprobe. This target depends on GCapture alone: it also proves `import GCapture` suffices.
 final class SeedPortTests: XCTestCase {
+    override func setUp() {
+        super.setUp()
+        _ = seedLibraryFolder
+    }
+
     /// A back and a front camera: the test pattern at 640x480, so .photo and .high pick that size.
     private let cameras = [CaptureDevice.Position.back, .front].map { position in
         CaptureDevice.makeTestCamera(uniqueID: "test-\(position.rawValue)",
@@ -90,10 +96,12 @@ final class SeedPortTests: XCTestCase {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let url = folder.appendingPathComponent("deferred.jpg")
+        let before = PhotoLibrary.shared().countAssets()
         camera.captureDeferredPhoto(to: url)
-        // The seed's proxy callback, with its non-optional proxy, is called.
-        try await waitUntil("the proxy is in the library") { camera.library.proxies.count == 1 }
-        XCTAssertEqual(try exif(camera.library.proxies[0])["FileType"] as? String, "JPEG")
+        // The seed's proxy callback, with its non-optional proxy, is called, and its PhotoKit code saves it.
+        try await waitUntil("the proxy is in the library") { PhotoLibrary.shared().countAssets() > before }
+        let saved = try XCTUnwrap(newestPhotos(limit: 1).firstObject)
+        XCTAssertEqual(try exif(saved.fileURL)["FileType"] as? String, "JPEG")
         let photoOutput = camera.photoOutput
         let finished = try await within(30, "the deferred photos") { await photoOutput.finishDeferredPhotosWhenIdle(in: folder) }
         camera.stopSession()

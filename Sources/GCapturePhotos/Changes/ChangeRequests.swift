@@ -17,6 +17,10 @@ public final class ObjectPlaceholder: Sendable {
 public enum AssetResourceType: Int, Sendable {
     case photo = 1
     case video = 2
+    /// A deferred photo's proxy (CaptureDeferredPhotoProxy's JPEG). Linux has no Photos app to finish it
+    /// later: the library keeps it as a photo, and the engine's `finishDeferredPhotosWhenIdle` writes the
+    /// finished one.
+    case photoProxy = 19
 }
 
 /// PhotoKit's PHAssetResourceCreationOptions.

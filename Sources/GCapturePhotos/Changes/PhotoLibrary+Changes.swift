@@ -165,7 +165,7 @@ struct ChangeApplier {
     /// Puts a resource in the folder under a name of its own, atomically: written (or linked) to a hidden
     /// file, checked, flushed, then linked to its final name, which `link` never lets overwrite another file.
     private func place(_ resource: (type: AssetResourceType, source: ChangePlan.Source, options: AssetResourceCreationOptions)) throws -> Placed {
-        let mediaType: AssetMediaType = resource.type == .photo ? .image : .video
+        let mediaType: AssetMediaType = resource.type == .video ? .video : .image
         var sourceURL: URL?
         let temporary = folder.appendingPathComponent(".incoming-\(UUID().uuidString)").path
         defer { unlink(temporary) }

@@ -122,7 +122,7 @@ final class LibraryIndex: Sendable {
             for record in records {
                 let metadata = record.metadata
                 let fileDate = Double(record.stamp.modified) / 1e9
-                let created = metadata.dateTaken?.timeIntervalSince1970 ?? fileDate
+                let created = metadata.creationDate(fileDate: Date(timeIntervalSince1970: fileDate)).timeIntervalSince1970
                 try upsert.execute(arguments: [record.identifier, metadata.mediaType.rawValue, metadata.pixelWidth, metadata.pixelHeight,
                                                metadata.orientation, created, fileDate, record.stamp.modified, record.stamp.size,
                                                metadata.duration])

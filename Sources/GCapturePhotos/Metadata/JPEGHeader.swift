@@ -10,6 +10,8 @@ struct JPEGHeader: Equatable, Sendable {
     var orientation: Int = 1
     /// EXIF DateTimeOriginal (else DateTime), read in the time zone the EXIF names, else the local one.
     var dateTaken: Date?
+    /// Whether `dateTaken` has a fraction of a second (SubSecTimeOriginal); EXIF dates are whole seconds.
+    var dateTakenHasSubseconds = false
 
     /// The picture as shown: orientations 5 to 8 turn it a quarter, swapping its sides.
     var displayedSize: (width: Int, height: Int) {
@@ -46,7 +48,7 @@ struct JPEGHeader: Equatable, Sendable {
         let start = [UInt8](try bytes(0, 2))
         guard start == [0xFF, 0xD8] else { throw Failure.notAJPEG }
         var offset = 2
-        var exif: (orientation: Int, date: Date?)?
+        var exif: (orientation: Int, date: Date?, hasSubseconds: Bool)?
         while true {
             let marker = [UInt8](try bytes(offset, 4))
             guard marker.count == 4 else { throw Failure.truncated }
@@ -64,7 +66,7 @@ struct JPEGHeader: Equatable, Sendable {
                 let height = Int(body[1]) << 8 | Int(body[2]), width = Int(body[3]) << 8 | Int(body[4])
                 guard width > 0, height > 0 else { throw Failure.notAJPEG }
                 return JPEGHeader(pixelWidth: width, pixelHeight: height, orientation: exif?.orientation ?? 1,
-                                  dateTaken: exif?.date)
+                                  dateTaken: exif?.date, dateTakenHasSubseconds: exif?.hasSubseconds ?? false)
             }
             if kind == 0xE1, exif == nil {
                 let body = try bytes(offset + 4, length - 2)
@@ -76,11 +78,12 @@ struct JPEGHeader: Equatable, Sendable {
 }
 
 /// The two EXIF facts the library needs, from a TIFF structure: IFD0's Orientation and DateTime, and the
-/// EXIF IFD's DateTimeOriginal and OffsetTimeOriginal. Anything malformed reads as absent, never as a crash.
+/// EXIF IFD's DateTimeOriginal, SubSecTimeOriginal and OffsetTimeOriginal. Anything malformed reads as
+/// absent, never as a crash.
 struct ExifReader {
     let tiff: [UInt8]
 
-    func read() -> (orientation: Int, date: Date?)? {
+    func read() -> (orientation: Int, date: Date?, hasSubseconds: Bool)? {
         guard tiff.count >= 8 else { return nil }
         let little: Bool
         switch (tiff[0], tiff[1]) {
@@ -113,7 +116,7 @@ struct ExifReader {
             return String(decoding: bytes, as: UTF8.self)
         }
         guard let ifd0Offset = u32(4) else { return nil }
-        var orientation = 1, dateTime: String?, original: String?, offsetText: String?
+        var orientation = 1, dateTime: String?, original: String?, offsetText: String?, subseconds: String?
         for entry in entries(at: ifd0Offset) {
             switch entry.tag {
             case 0x0112 where entry.type == 3:
@@ -124,11 +127,16 @@ struct ExifReader {
                 for inner in entries(at: exifOffset) {
                     if inner.tag == 0x9003 { original = text(inner) }
                     if inner.tag == 0x9011 { offsetText = text(inner) }
+                    if inner.tag == 0x9291 { subseconds = text(inner) }
                 }
             default: continue
             }
         }
-        return (orientation, Self.date(original ?? dateTime, offset: offsetText))
+        var date = Self.date(original ?? dateTime, offset: offsetText)
+        let digits = subseconds?.trimmingCharacters(in: .whitespaces) ?? ""
+        let fraction = original != nil && !digits.isEmpty && digits.allSatisfy(\.isNumber) ? Double("0." + digits) : nil
+        if let fraction, let whole = date { date = whole.addingTimeInterval(fraction) }
+        return (orientation, date, fraction != nil)
     }
 
     /// "2026:11:28 09:15:02" in the zone "+01:00" names, or the local zone when none is given.

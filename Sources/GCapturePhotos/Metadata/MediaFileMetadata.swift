@@ -10,7 +10,17 @@ struct MediaFileMetadata: Equatable, Sendable {
     var orientation = 1
     /// When the photo was taken, if its EXIF says.
     var dateTaken: Date?
+    var dateTakenHasSubseconds = false
     var duration: TimeInterval = 0
+
+    /// When the asset was made: the EXIF moment, else when the file was written. EXIF keeps whole seconds;
+    /// a file written within the two seconds after its EXIF moment was written when the photo was taken, so its
+    /// time is the finer one (a burst's photos then keep their order).
+    func creationDate(fileDate: Date) -> Date {
+        guard let dateTaken else { return fileDate }
+        let after = fileDate.timeIntervalSince(dateTaken)
+        return !dateTakenHasSubseconds && after >= 0 && after < 2 ? fileDate : dateTaken
+    }
 
     /// Reads `path`. A photo that is not a JPEG, or a movie GStreamer cannot read, throws: the caller decides
     /// whether that refuses a request (adding a file) or only leaves the size unknown (indexing a folder).
@@ -20,7 +30,8 @@ struct MediaFileMetadata: Equatable, Sendable {
             let header = try JPEGHeader.read(path: path)
             let size = header.displayedSize
             return MediaFileMetadata(mediaType: .image, pixelWidth: size.width, pixelHeight: size.height,
-                                     orientation: header.orientation, dateTaken: header.dateTaken)
+                                     orientation: header.orientation, dateTaken: header.dateTaken,
+                                     dateTakenHasSubseconds: header.dateTakenHasSubseconds)
         case .video:
             let info = try MediaInfo.discover(URL(fileURLWithPath: path), timeout: ClockTime(movieTimeout * 1e9))
             guard info.videoStreamCount > 0 else { throw PhotoLibraryError.unsupportedResource(URL(fileURLWithPath: path), reason: "it has no video") }
