@@ -81,7 +81,7 @@ let package = Package(
             dependencies: ["GCapture", "GCaptureDescription", "GCaptureControl", "GCaptureWeb", "GCaptureSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")]
         ),
-        .executableTarget(name: "GCaptureBenchmark", dependencies: ["GCapture", "GStreamerKit"],
+        .executableTarget(name: "GCaptureBenchmark", dependencies: ["GCapture", "GCapturePhotos", "GStreamerKit"],
                           path: "Benchmarks/GCaptureBenchmark"),
         .executableTarget(name: "FrameCounter", dependencies: ["GCapture"], path: "Examples/FrameCounter"),
         // The examples (issue 15), each on GCapture alone, in AVFoundation's shape; run by ExampleTests.

@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve, preroll, motion
+    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve, preroll, motion, library
         case motionVersus = "motion-vs" }
 
     var seconds = 10.0
@@ -14,6 +14,7 @@ struct Options {
     var latencyRounds = 40
     var photoShots = 40
     var burstRounds = 1
+    var libraryAssets = 100_000
     var soakMinutes = 30.0
     var json = false
     var only: Part?
@@ -31,6 +32,7 @@ struct Options {
                gcapture-bench --only preroll [--seconds S] [--rounds N] [--json]  (a recording with a 5 s pre-roll ring and without)
                gcapture-bench --only motion [--seconds S] [--rounds N] [--json]   (a CaptureMotionOutput's CPU)
                gcapture-bench --only motion-vs [--seconds S] [--rounds N] [--json] (against motion 4.5.1; vivid, best two instances)
+               gcapture-bench --only library [--assets N] [--rounds N] [--json]  (the photo library: 100,000 photos by default)
 
           --seconds S          seconds of 1080p30 frames per child process, of the photo burst and of each
                                recording (default 10)
@@ -71,6 +73,9 @@ struct Options {
         shows when its show_square control is set. With two vivid instances (v4l2-vm --vivid-opts
         "n_devs=2 node_types=0x1,0x1 num_inputs=1,1 input_types=0x0,0x0") the two run at once, one per camera;
         with one, one after the other.
+        `--only library` (never part of the default run) makes --assets small photos (100,000) in one folder and times
+        the photo library's full index rebuild (goal ≤ 60 s), its index's size (≤ 50 MB), and the newest 100 fetched
+        (≤ 20 ms at p95) beside the same answer by scanning the folder, as the web gallery does today.
           --json               print one JSON object with every figure instead of the table
         """
 
@@ -99,6 +104,7 @@ struct Options {
             case "--latency-rounds": options.latencyRounds = try count(for: argument)
             case "--photo-shots": options.photoShots = try count(for: argument)
             case "--burst-rounds": options.burstRounds = try count(for: argument)
+            case "--assets": options.libraryAssets = try count(for: argument)
             case "--soak-minutes":
                 let text = try value(for: argument)
                 guard let minutes = Double(text), minutes >= 1, minutes <= 24 * 60 else {
@@ -108,7 +114,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, serve, preroll, motion or motion-vs, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, serve, preroll, motion, motion-vs or library, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -118,7 +124,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve, .preroll, .motion, .motionVersus].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve, .preroll, .motion, .motionVersus, .library].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -176,6 +182,9 @@ case .motionVersus?:
 case .serve?:
     await reportAlone({ try ServeBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
                       table: ServeBenchmark.table)
+case .library?:
+    await reportAlone({ try await LibraryBenchmark.run(assets: options.libraryAssets, rounds: options.rounds, progress: printError) },
+                      table: LibraryBenchmark.table)
 case .preroll?:
     await reportAlone({ try PreRollBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
                       table: PreRollBenchmark.table)
