@@ -61,7 +61,7 @@ let package = Package(
                                                  .product(name: "Logging", package: "swift-log")]),
         // The media library (PhotoKit's shape): assets and albums of a folder, indexed in SQLite. Knows the
         // engine's imaging (thumbnails, movie posters), not sessions.
-        .target(name: "GCapturePhotos", dependencies: ["GCapture", "GStreamerKit", "GCaptureSupport",
+        .target(name: "GCapturePhotos", dependencies: ["GCapture", "GCaptureSupport",
                                                        .product(name: "GRDB", package: "GRDB.swift"),
                                                        .product(name: "Logging", package: "swift-log")]),
         // Description files (YAML): read, checked with positions, and built into a session.
@@ -78,7 +78,7 @@ let package = Package(
                                                     .product(name: "NIOSSL", package: "swift-nio-ssl")]),
         .executableTarget(
             name: "GCaptureCLI",
-            dependencies: ["GCapture", "GCaptureDescription", "GCaptureControl", "GCaptureWeb", "GCaptureSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["GCapture", "GCaptureDescription", "GCaptureControl", "GCaptureWeb", "GCapturePhotos", "GCaptureSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(name: "GCaptureBenchmark", dependencies: ["GCapture", "GCapturePhotos", "GStreamerKit"],

@@ -56,7 +56,7 @@ page="$out/man/man1/gcapture.1"
 warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 MANROFFOPT=-ww man -l "$page" 2>&1 >/dev/null || true)
 [ -z "$warnings" ] || fail "the man page renders with warnings: $warnings"
 rendered=$(LC_ALL=C.UTF-8 MANWIDTH=80 man -l "$page" 2>/dev/null | col -bx)
-for command in devices frames photo preview record run inspect; do
+for command in devices frames photo preview record run inspect library; do
   grep -qE "^ +$command( |\$)" <<<"$rendered" || fail "the man page has no section for $command"
 done
 

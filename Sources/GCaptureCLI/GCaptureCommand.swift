@@ -30,7 +30,7 @@ struct GCaptureCommand: AsyncParsableCommand {
         """,
         version: "gcapture \(CaptureRuntime.version) (GStreamer \(CaptureRuntime.gstreamerVersion))",
         subcommands: [DevicesCommand.self, FramesCommand.self, PhotoCommand.self, PreviewCommand.self, RecordCommand.self, StreamCommand.self,
-                      RunCommand.self, ServeCommand.self, InspectCommand.self]
+                      RunCommand.self, ServeCommand.self, InspectCommand.self, LibraryCommand.self]
     )
 
     /// ArgumentParser's own main, but with the synopsis wrapped (see HelpWrapping) in what it prints.

@@ -4,7 +4,7 @@ import XCTest
 /// `gcapture --help` and every subcommand's help as a person reads them in an 80-column terminal, and the
 /// shell completions generated from the same argument parser.
 final class HelpAndCompletionTests: XCTestCase {
-    static let known = ["devices", "frames", "photo", "preview", "record", "run", "inspect"]
+    static let known = ["devices", "frames", "photo", "preview", "record", "run", "inspect", "library"]
 
     /// The subcommands `gcapture --help` lists: a command added later is checked too.
     func subcommands() throws -> [String] {

@@ -190,7 +190,7 @@ struct ChangeApplier {
             metadata = try MediaFileMetadata.read(path: temporary, mediaType: mediaType)
         } catch {
             let what = mediaType == .image ? "it is not a JPEG photo" : "it is not a movie GStreamer can read"
-            throw PhotoLibraryError.unsupportedResource(sourceURL, reason: "\(what) (\(error))")
+            throw PhotoLibraryError.unsupportedResource(sourceURL, reason: "\(what): \(error)")
         }
         let descriptor = open(temporary, O_RDONLY)
         if descriptor >= 0 { fsync(descriptor); close(descriptor) }

@@ -1,4 +1,5 @@
 import Foundation
+import GCaptureSupport
 import Logging
 
 /// One pass that makes the index say what the folder says: new and changed files are read (their headers
@@ -36,7 +37,7 @@ struct IndexRefresh {
     /// an asset (of unknown size): the folder says it is there.
     static func read(_ files: [(identifier: String, stamp: FileStamp)], in folder: URL) -> [LibraryIndex.Record] {
         guard !files.isEmpty else { return [] }
-        let records = UnsafeRecords(count: files.count)
+        let records = RecordSlots(count: files.count)
         let chunks = max(1, min(files.count / 64, ProcessInfo.processInfo.activeProcessorCount * 4))
         DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
             for position in stride(from: chunk, to: files.count, by: chunks) {
@@ -52,17 +53,12 @@ struct IndexRefresh {
 }
 
 /// One slot per file, each written by exactly one thread of `concurrentPerform` and read after it returns.
-private final class UnsafeRecords: @unchecked Sendable {
-    private var slots: [LibraryIndex.Record?]
-    private let lock = NSLock()
+private final class RecordSlots: Sendable {
+    private let slots: Locked<[LibraryIndex.Record?]>
 
-    init(count: Int) { slots = Array(repeating: nil, count: count) }
+    init(count: Int) { slots = Locked(Array(repeating: nil, count: count)) }
 
-    func set(_ position: Int, _ record: LibraryIndex.Record) {
-        lock.lock()
-        slots[position] = record
-        lock.unlock()
-    }
+    func set(_ position: Int, _ record: LibraryIndex.Record) { slots.withLock { $0[position] = record } }
 
-    var all: [LibraryIndex.Record] { slots.compactMap { $0 } }
+    var all: [LibraryIndex.Record] { slots.withLock { $0.compactMap { $0 } } }
 }

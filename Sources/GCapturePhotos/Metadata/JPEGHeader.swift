@@ -18,9 +18,16 @@ struct JPEGHeader: Equatable, Sendable {
         orientation >= 5 && orientation <= 8 ? (pixelHeight, pixelWidth) : (pixelWidth, pixelHeight)
     }
 
-    enum Failure: Error, Equatable {
+    enum Failure: Error, Equatable, CustomStringConvertible {
         case notAJPEG
         case truncated
+
+        var description: String {
+            switch self {
+            case .notAJPEG: "its bytes are not a JPEG's"
+            case .truncated: "it ends before its picture begins"
+            }
+        }
     }
 
     /// Reads the header of the JPEG file at `path`.

@@ -1,5 +1,5 @@
 import Foundation
-import GStreamerKit
+import GCapture
 
 /// What the index records of a media file, read from the file itself: a photo's header, a movie's streams.
 struct MediaFileMetadata: Equatable, Sendable {
@@ -33,10 +33,10 @@ struct MediaFileMetadata: Equatable, Sendable {
                                      orientation: header.orientation, dateTaken: header.dateTaken,
                                      dateTakenHasSubseconds: header.dateTakenHasSubseconds)
         case .video:
-            let info = try MediaInfo.discover(URL(fileURLWithPath: path), timeout: ClockTime(movieTimeout * 1e9))
-            guard info.videoStreamCount > 0 else { throw PhotoLibraryError.unsupportedResource(URL(fileURLWithPath: path), reason: "it has no video") }
-            return MediaFileMetadata(mediaType: .video, pixelWidth: info.videoSize?.width ?? 0, pixelHeight: info.videoSize?.height ?? 0,
-                                     duration: info.duration.map { Double($0) / 1e9 } ?? 0)
+            let info = try MovieFileInfo.read(URL(fileURLWithPath: path), timeout: movieTimeout)
+            guard info.videoTrackCount > 0 else { throw PhotoLibraryError.unsupportedResource(URL(fileURLWithPath: path), reason: "it has no video") }
+            return MediaFileMetadata(mediaType: .video, pixelWidth: info.pixelWidth, pixelHeight: info.pixelHeight,
+                                     duration: info.duration ?? 0)
         case .unknown, .audio:
             return MediaFileMetadata(mediaType: mediaType)
         }
