@@ -18,6 +18,7 @@ public final class PhotoLibrary: Sendable {
     /// Held by whatever writes (a refresh, a change block), so that `performChangesAndWait`, which runs on the
     /// caller's thread, still takes its turn.
     let writing = Lock()
+    private let opening = Lock()
     private let state = Locked(State())
     private let logger = Logger(label: "gcapture.photos")
 
@@ -25,7 +26,6 @@ public final class PhotoLibrary: Sendable {
         var index: LibraryIndex?
         var indexRecoveryReason: String?
         var observers: [WeakObserver] = []
-        var hasStartedFirstRefresh = false
         /// The folder's inotify watch, while anyone observes.
         var watch: FolderWatch?
     }
@@ -63,26 +63,28 @@ public final class PhotoLibrary: Sendable {
 
     // MARK: The index
 
-    /// The index, opened on first use; nil while the folder does not exist (nothing to index yet).
+    /// The index, opened on first use; nil while the folder does not exist (nothing to index yet). One
+    /// thread opens it: two opening a corrupt index at once would each delete what the other made.
     func openIndex() throws -> LibraryIndex? {
         if let index = state.withLock({ $0.index }) { return index }
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue else { return nil }
-        let opened = try LibraryIndex(folder: folder)
-        let (index, isFirst) = state.withLock { state -> (LibraryIndex, Bool) in
-            if let index = state.index { return (index, false) } // another thread won the race
-            state.index = opened
-            state.indexRecoveryReason = opened.rebuildReason
-            let isFirst = !state.hasStartedFirstRefresh
-            state.hasStartedFirstRefresh = true
-            return (opened, isFirst)
+        let opened: LibraryIndex? = try opening.withLock {
+            if let index = state.withLock({ $0.index }) { return index }
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue else { return nil }
+            let index = try LibraryIndex(folder: folder)
+            state.withLock { state in
+                state.index = index
+                state.indexRecoveryReason = index.rebuildReason
+            }
+            if let reason = index.rebuildReason {
+                logger.warning("photo library index rebuilt from the folder", metadata: ["folder": "\(folder.path)", "reason": "\(reason)"])
+            }
+            // The first refresh brings an index made now, or left by an earlier run, up to date with the folder.
+            Task { [self] in _ = try? await refresh() }
+            return index
         }
-        if let reason = opened.rebuildReason, index === opened {
-            logger.warning("photo library index rebuilt from the folder", metadata: ["folder": "\(folder.path)", "reason": "\(reason)"])
-        }
-        if isFirst { Task { [self] in _ = try? await refresh() } }
-        startWatchIfObserved()
-        return index
+        if opened != nil { startWatchIfObserved() }
+        return opened
     }
 
     /// Brings the index up to date with the folder: files added, changed or removed by any program, and the
