@@ -36,7 +36,9 @@ public struct LibraryImage: Sendable, Equatable {
 
 /// Makes pictures of assets for display (PhotoKit's PHImageManager): a photo downsampled with libjpeg's
 /// scaled decoding (a 48-megapixel photo is never decoded whole) and turned upright; a movie's poster from its
-/// first frame through GStreamer. The work runs on queues of its own, never the caller's thread.
+/// first frame through GStreamer. The work runs on queues of its own, never the caller's thread. Unchecked
+/// only because a class that can be subclassed (PhotoKit's caching manager is one) cannot be checked: it
+/// holds nothing mutable.
 public class ImageManager: @unchecked Sendable {
     private static let shared = ImageManager()
 

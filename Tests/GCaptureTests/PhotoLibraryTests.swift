@@ -353,6 +353,31 @@ final class PhotoLibraryTests: XCTestCase {
         XCTAssertEqual([poster.pixelWidth, poster.pixelHeight], [160, 120], "the movie's first frame, 4:3")
     }
 
+    func testAFolderGoneForAWhileIsAnErrorNotAnEmptyLibrary() async throws {
+        let scratch = try temporaryFolder()
+        let folder = scratch.appendingPathComponent("usb-stick")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for index in 0..<3 { try writeJPEG(folder.appendingPathComponent("p\(index).jpg")) }
+        let library = PhotoLibrary(folder: folder)
+        try await library.refresh()
+        let log = ChangeLog()
+        library.register(log)
+        let away = scratch.appendingPathComponent("unmounted")
+        try FileManager.default.moveItem(at: folder, to: away)
+        do {
+            try await library.refresh()
+            XCTFail("a folder that is gone cannot be refreshed")
+        } catch PhotoLibraryError.unreadable(let url, _) {
+            XCTAssertEqual(url.path, folder.path)
+        }
+        XCTAssertEqual(library.fetchAssets(with: nil).count, 3, "the index did not forget the assets")
+        try FileManager.default.moveItem(at: away, to: folder)
+        let change = try await library.refresh()
+        XCTAssertNil(change, "back as it was: nothing changed")
+        library.unregisterChangeObserver(log)
+        XCTAssertEqual(log.arrived.wait(timeout: .now()), .timedOut, "no observer was told of removals")
+    }
+
     func testAChangeNamingAnAssetThatIsGoneFailsAndChangesNothing() async throws {
         let folder = try temporaryFolder()
         try writeJPEG(folder.appendingPathComponent("a.jpg"))

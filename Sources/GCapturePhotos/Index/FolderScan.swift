@@ -22,7 +22,13 @@ enum FolderScan {
 
     /// Every photo and movie under `folder`, by its path relative to it. Hidden files and folders (the index,
     /// the album file, a recording's recovery sidecar, a file being added) are not media.
-    static func mediaFiles(in folder: URL) -> [String: FileStamp] {
+    /// A folder that cannot be read (gone, an unmounted disk) throws: read as empty, it would make the index
+    /// forget every asset.
+    static func mediaFiles(in folder: URL) throws -> [String: FileStamp] {
+        guard let probe = opendir(folder.path) else {
+            throw PhotoLibraryError.unreadable(folder, reason: String(cString: strerror(errno)))
+        }
+        closedir(probe)
         var found: [String: FileStamp] = [:]
         walk(folder.path, prefix: "", into: &found, depth: 0)
         return found

@@ -10,7 +10,7 @@ struct IndexRefresh {
     let logger: Logger
 
     func run() throws -> Change? {
-        let files = FolderScan.mediaFiles(in: folder)
+        let files = try FolderScan.mediaFiles(in: folder)
         let known = try index.stamps()
         let stale = files.filter { known[$0.key] != $0.value }.map { (identifier: $0.key, stamp: $0.value) }
         let removals = known.keys.filter { files[$0] == nil }
