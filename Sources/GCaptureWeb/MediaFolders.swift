@@ -161,8 +161,11 @@ final class Thumbnails: Sendable {
         return made
     }
 
+    /// Upright: a photo taken with its orientation in EXIF (`--exif-orientation`) is turned as a viewer turns it,
+    /// since the small JPEG carries no EXIF of its own.
     static func make(from jpeg: Data, size: Int = Thumbnails.size) -> Data? {
-        try? JPEGEncoder.thumbnail(ofJPEG: jpeg, maximumDimension: size, quality: 75)
+        let orientation = (try? JPEGHeader.read(data: jpeg))?.orientation ?? 1
+        return try? JPEGEncoder.thumbnail(ofJPEG: jpeg, maximumDimension: size, quality: 75, orientation: orientation)
     }
 }
 

@@ -47,6 +47,17 @@ final class ServeCommandTests: XCTestCase {
         let size = try XCTUnwrap(try probe(thumbnailFile, countFrames: false).videoSize)
         XCTAssertLessThanOrEqual(max(size.width, size.height), 240, "a thumbnail, not the photo")
         XCTAssertLessThan(thumbnail.body.count, 40_000)
+        XCTAssertGreaterThan(size.width, size.height, "the test camera's landscape photo")
+
+        // A photo whose EXIF says it is shown turned a quarter gets an upright (portrait) thumbnail.
+        let turned = folder.appendingPathComponent("turned.jpg")
+        try FileManager.default.copyItem(atPath: photoPath, toPath: turned.path)
+        XCTAssertEqual(try runTool("/usr/bin/exiftool", ["-q", "-overwrite_original", "-Orientation#=6", turned.path]).status, 0)
+        let turnedThumbnail = try http(port, "GET", "/thumbs/0/turned.jpg")
+        XCTAssertEqual(turnedThumbnail.status, 200)
+        try turnedThumbnail.body.write(to: thumbnailFile)
+        let turnedSize = try XCTUnwrap(try probe(thumbnailFile, countFrames: false).videoSize)
+        XCTAssertLessThan(turnedSize.width, turnedSize.height, "turned as the EXIF says")
         let full = try http(port, "GET", try XCTUnwrap(items[1]["url"] as? String))
         XCTAssertEqual(full.body, try Data(contentsOf: URL(fileURLWithPath: photoPath)))
 

@@ -1,28 +1,28 @@
 import Foundation
 
 /// What a JPEG's header says about the picture, read without decoding it: the frame's size (SOFn), and from
-/// its EXIF the orientation and the moment it was taken. A library rebuilt from 100,000 photos reads only
-/// their headers: a few small reads per file, the scan data never.
-struct JPEGHeader: Equatable, Sendable {
-    var pixelWidth: Int
-    var pixelHeight: Int
+/// its EXIF the orientation and the moment it was taken. A photo library rebuilt from 100,000 photos reads
+/// only their headers: a few small reads per file, the scan data never.
+public struct JPEGHeader: Equatable, Sendable {
+    public var pixelWidth: Int
+    public var pixelHeight: Int
     /// EXIF orientation, 1 (upright) to 8; 1 when the photo has none.
-    var orientation: Int = 1
+    public var orientation: Int = 1
     /// EXIF DateTimeOriginal (else DateTime), read in the time zone the EXIF names, else the local one.
-    var dateTaken: Date?
+    public var dateTaken: Date?
     /// Whether `dateTaken` has a fraction of a second (SubSecTimeOriginal); EXIF dates are whole seconds.
-    var dateTakenHasSubseconds = false
+    public var dateTakenHasSubseconds = false
 
     /// The picture as shown: orientations 5 to 8 turn it a quarter, swapping its sides.
-    var displayedSize: (width: Int, height: Int) {
+    public var displayedSize: (width: Int, height: Int) {
         orientation >= 5 && orientation <= 8 ? (pixelHeight, pixelWidth) : (pixelWidth, pixelHeight)
     }
 
-    enum Failure: Error, Equatable, CustomStringConvertible {
+    public enum Failure: Error, Equatable, CustomStringConvertible {
         case notAJPEG
         case truncated
 
-        var description: String {
+        public var description: String {
             switch self {
             case .notAJPEG: "its bytes are not a JPEG's"
             case .truncated: "it ends before its picture begins"
@@ -30,8 +30,8 @@ struct JPEGHeader: Equatable, Sendable {
         }
     }
 
-    /// Reads the header of the JPEG file at `path`.
-    static func read(path: String) throws -> JPEGHeader {
+    /// Reads the header of the JPEG file at `path`. Blocks for a few small reads.
+    public static func read(path: String) throws -> JPEGHeader {
         guard let file = FileHandle(forReadingAtPath: path) else { throw CocoaError(.fileReadNoPermission) }
         defer { try? file.close() }
         return try read { offset, count in
@@ -41,7 +41,7 @@ struct JPEGHeader: Equatable, Sendable {
     }
 
     /// Reads a JPEG held in memory.
-    static func read(data: Data) throws -> JPEGHeader {
+    public static func read(data: Data) throws -> JPEGHeader {
         try read { offset, count in
             guard offset < data.count else { return Data() }
             let start = data.startIndex + offset
