@@ -68,7 +68,7 @@ let package = Package(
         .target(name: "GCaptureDescription", dependencies: ["GCapture", "GCaptureSupport", .product(name: "Yams", package: "Yams")]),
         // The control protocol of `gcapture run` (stdin lines, the web page's commands): typed requests,
         // replies and events, and the controller that carries them out on a running session. No terminal, no HTTP.
-        .target(name: "GCaptureControl", dependencies: ["GCapture", "GCaptureDescription", "GCaptureSupport"]),
+        .target(name: "GCaptureControl", dependencies: ["GCapture", "GCaptureDescription", "GCapturePhotos", "GCaptureSupport"]),
         // The operator's web page (`gcapture serve`, `gcapture run --http`): live view, controls, events, gallery.
         // Knows the engine and the control commands, not the CLI: they are carried out through its OperatorConsole.
         .target(name: "GCaptureWeb", dependencies: ["GCapture", "GCaptureControl", "GCaptureSupport",

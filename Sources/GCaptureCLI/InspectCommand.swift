@@ -51,7 +51,7 @@ struct InspectCommand: ParsableCommand {
         if let photo = d.outputs.photo, let files = described.photoFiles {
             lines.append("photo: \(files.folder.appendingPathComponent(photo.name.text).path) — quality \(photo.quality)"
                          + (photo.zeroShutterLag ? ", zero shutter lag" : "") + (photo.deferred ? ", deferred" : "")
-                         + (photo.exifOrientation ? ", EXIF orientation" : ""))
+                         + (photo.exifOrientation ? ", EXIF orientation" : "") + (photo.album.map { ", album '\($0)'" } ?? ""))
         }
         if let movie = d.outputs.movie, let files = described.movieFiles, let output = described.movieOutput {
             var limits: [String] = []

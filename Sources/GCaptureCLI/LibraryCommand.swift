@@ -144,7 +144,6 @@ struct LibraryImport: AsyncParsableCommand {
 
     func run() async throws {
         let opened = try await library.open()
-        let existing = album.flatMap { title in opened.fetchAssetCollections().first { $0.localizedTitle == title } }
         var placeholders: [ObjectPlaceholder] = []
         do {
             try await opened.performChanges {
@@ -156,11 +155,7 @@ struct LibraryImport: AsyncParsableCommand {
                     request.isFavorite = favorite
                     placeholders.append(request.placeholderForCreatedAsset!)
                 }
-                if let album {
-                    let request = existing.flatMap(AssetCollectionChangeRequest.init(for:))
-                        ?? AssetCollectionChangeRequest.creationRequestForAssetCollection(withTitle: album)
-                    request.addAssets(placeholders)
-                }
+                if let album { AssetCollectionChangeRequest.forAssetCollection(titled: album).addAssets(placeholders) }
             }
         } catch let error as PhotoLibraryError {
             throw CommandFailure("nothing was imported: \(error)")

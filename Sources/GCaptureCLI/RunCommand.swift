@@ -179,7 +179,8 @@ struct RunCommand: AsyncParsableCommand {
             movieNaming: described.movieFiles?.pattern ?? ControlledCaptureSettings.defaultMovieNaming,
             postRoll: description.outputs.movie?.postRoll ?? CaptureEventRecorder.defaultPostRoll,
             eventGap: description.outputs.movie?.eventGap,
-            triggerInterval: description.outputs.movie?.triggerEvery)
+            triggerInterval: description.outputs.movie?.triggerEvery,
+            photoAlbum: photo?.album)
     }
 
     /// The set-up the options describe.

@@ -41,6 +41,7 @@ extension CaptureController {
             let fields: ControlFields = ["path": path, "width": size.width, "height": size.height,
                                          "rotation": photo.resolvedSettings.rotationAngle, "mirrored": photo.resolvedSettings.isMirrored,
                                          "shutterLagMs": photo.shutterLagMilliseconds, "trigger": ticket.trigger]
+            if let album = settings.photoAlbum { await file(URL(fileURLWithPath: path), inAlbum: album) }
             // A person at a terminal already reads the reply to their own command.
             events.emit("photo", fields, text: ticket.trigger == "command" ? nil : "photo \(path) (\(size.width)x\(size.height), \(ticket.trigger))")
             return .success(ControlReply(fields: ["path": path, "width": size.width, "height": size.height],

@@ -1,6 +1,7 @@
 import Foundation
 import GCapture
 import GCaptureDescription
+import GCapturePhotos
 import GCaptureSupport
 
 /// Carries out the control commands on a running `ControlledCapture`. An actor: requests from stdin, the
@@ -38,6 +39,8 @@ public actor CaptureController {
     nonisolated let motionNow = Locked<[Double]?>(nil)
     var progress: Task<Void, Never>?
     var photosInFlight = 0
+    /// The photo folders' libraries, one per folder (`outputs.photo.album`): opened once, their index kept.
+    var photoLibraries: [URL: PhotoLibrary] = [:]
     var photosIdle: [CheckedContinuation<Void, Never>] = []
     var stopping = false
     private var sessionEvents: Task<Void, Never>?

@@ -56,6 +56,8 @@ public struct ControlledCaptureSettings: Sendable, Equatable {
     public var photoEXIFOrientation: Bool
     public var photoFolder: URL
     public var movieFolder: URL
+    /// The photo-library album each photo goes to (the photo folder is then a library); nil: none.
+    public var photoAlbum: String?
     /// How files are named when a command gives no path (the description files' rule: {counter}, {date}).
     public var photoNaming: FileNamePattern
     public var movieNaming: FileNamePattern
@@ -70,7 +72,9 @@ public struct ControlledCaptureSettings: Sendable, Equatable {
     public init(rotation: Int = 0, mirrored: Bool = false, photoQuality: CapturePhotoOutput.QualityPrioritization = .balanced,
                 photoEXIFOrientation: Bool = false, photoFolder: URL, movieFolder: URL,
                 photoNaming: FileNamePattern = defaultPhotoNaming, movieNaming: FileNamePattern = defaultMovieNaming,
-                postRoll: Double = CaptureEventRecorder.defaultPostRoll, eventGap: Double? = nil, triggerInterval: Double? = nil) {
+                postRoll: Double = CaptureEventRecorder.defaultPostRoll, eventGap: Double? = nil, triggerInterval: Double? = nil,
+                photoAlbum: String? = nil) {
+        self.photoAlbum = photoAlbum
         self.rotation = rotation
         self.mirrored = mirrored
         self.photoQuality = photoQuality
@@ -98,6 +102,7 @@ public struct ControlledCaptureSettings: Sendable, Equatable {
         if photoFolder != other.photoFolder { changed.append("photoFolder") }
         if movieFolder != other.movieFolder { changed.append("movieFolder") }
         if photoNaming != other.photoNaming { changed.append("photoNaming") }
+        if photoAlbum != other.photoAlbum { changed.append("photoAlbum") }
         if movieNaming != other.movieNaming { changed.append("movieNaming") }
         if postRoll != other.postRoll { changed.append("postRoll") }
         if eventGap != other.eventGap { changed.append("eventGap") }
@@ -116,7 +121,8 @@ extension ControlledCapture {
         var destinations: [String] = []
         if photoOutput != nil {
             fields["photoFolder"] = settings.photoFolder.path
-            destinations.append("photos go to \(settings.photoFolder.path)")
+            destinations.append("photos go to \(settings.photoFolder.path)" + (settings.photoAlbum.map { ", album '\($0)'" } ?? ""))
+            if let album = settings.photoAlbum { fields["photoAlbum"] = album }
         }
         if movieOutput != nil {
             fields["movieFolder"] = settings.movieFolder.path

@@ -128,6 +128,39 @@ final class RunCommandTests: XCTestCase {
         XCTAssertGreaterThan(probed.duration, 2.5)
     }
 
+    func testADescribedRunsPhotosGoIntoItsLibraryAlbum() throws {
+        let folder = try temporaryFolder()
+        let file = folder.appendingPathComponent("booth.yaml")
+        try """
+            version: 1
+            camera:
+              id: test
+              preset: low
+            outputs:
+              photo:
+                folder: shots
+                album: Wedding
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let run = try launch("gcapture", ["run", file.path, "--json"], writesStdin: true)
+        XCTAssertTrue(run.waitForEvent("started"), "not started: \(run.errorOutput)")
+        XCTAssertEqual(run.events("started").first?["photoAlbum"] as? String, "Wedding")
+        run.send(#"{"id": 1, "command": "photo"}"#)
+        run.send(#"{"id": 2, "command": "photo"}"#)
+        let first = try XCTUnwrap(run.waitForReply(1)?["path"] as? String, run.errorOutput)
+        let second = try XCTUnwrap(run.waitForReply(2)?["path"] as? String, run.errorOutput)
+        quit(run)
+        checkLines(run)
+        XCTAssertEqual(run.events("photoAlbumFailed").count, 0, run.output)
+
+        // The library as `gcapture library` reads it from the photo folder: both photos, in the album.
+        let shots = folder.appendingPathComponent("shots").path
+        let listed = try runGCapture(["library", "list", "--album", "Wedding", "--library", shots, "--json"], timeout: 60)
+        XCTAssertEqual(listed.status, 0, listed.stderr)
+        let assets = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]], listed.stdout)
+        XCTAssertEqual(Set(assets.compactMap { $0["path"] as? String }), [first, second])
+        XCTAssertTrue(assets.allSatisfy { $0["pixelWidth"] as? Int == 320 }, "\(assets)")
+    }
+
     func testJSONRequestsMakePhotosAndARecordingAnsweredByTheirIds() throws {
         let folder = try temporaryFolder()
         let run = try startRun(folder)

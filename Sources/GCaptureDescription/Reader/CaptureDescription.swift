@@ -97,6 +97,8 @@ public struct CaptureDescription: Sendable, Equatable {
         public var name = FileNamePattern.defaultPhoto
         /// EXIF Orientation instead of turned pixels.
         public var exifOrientation = false
+        /// The photo-library album (GCapturePhotos) each photo goes to; the photo folder is then a library.
+        public var album: String?
     }
 
     public struct Movie: Sendable, Equatable {

@@ -179,6 +179,14 @@ extension NodeReader {
             }
         }
         if let node = fields["exif-orientation"], let value = bool(node, "outputs.photo.exif-orientation") { photo.exifOrientation = value }
+        if let node = fields["album"], let value = text(node, "outputs.photo.album") {
+            if value.trimmingCharacters(in: .whitespaces).isEmpty || value.count > 200
+                || value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                error(at(node), "outputs.photo.album is an album's title: 1 to 200 characters on one line, not \(describe(node))")
+            } else {
+                photo.album = value
+            }
+        }
         if let node = fields["folder"], let value = folder(node, "outputs.photo.folder") { photo.folder = value }
         if let node = fields["name"], let value = pattern(node, "outputs.photo.name", extensions: ["jpg", "jpeg"], what: " (photos are JPEG)") {
             photo.name = value

@@ -11,7 +11,7 @@ enum Schema {
         "outputs": ["preview", "photo", "movie", "frames", "stream", "timelapse", "motion"],
         "outputs.motion": ["zones", "masks", "sensitivity", "minimum-area", "triggers"],
         "outputs.preview": ["sink", "gravity", "fullscreen", "mirror"],
-        "outputs.photo": ["quality", "zero-shutter-lag", "deferred", "folder", "name", "exif-orientation"],
+        "outputs.photo": ["quality", "zero-shutter-lag", "deferred", "folder", "name", "exif-orientation", "album"],
         "outputs.movie": ["audio", "format", "fragment-interval", "pre-roll", "post-roll", "event-gap", "trigger-every", "max-duration", "max-size", "min-free-disk",
                           "encoder", "bit-rate", "folder", "name"],
         "outputs.frames": ["format", "width", "height", "discard-late"],

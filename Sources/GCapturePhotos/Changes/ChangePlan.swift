@@ -48,9 +48,14 @@ final class ChangeBlock: @unchecked Sendable {
             }
         }
         for request in albumRequests {
-            if let target = request.target {
-                plan.albumEdits.append(.init(target: .existing(target), title: request.title, steps: request.edits))
-            } else if let placeholder = request.placeholder {
+            switch request.target {
+            case .identifier(let identifier)?:
+                plan.albumEdits.append(.init(target: .existing(identifier), title: request.title, steps: request.edits))
+            case .titled(let title)?:
+                plan.albumEdits.append(.init(target: .titled(title, request.placeholder ?? ObjectPlaceholder()), title: request.title,
+                                             steps: request.edits))
+            case nil:
+                guard let placeholder = request.placeholder else { continue }
                 plan.albumEdits.append(.init(target: .created(placeholder), title: request.title, steps: request.edits))
             }
         }
@@ -85,6 +90,8 @@ struct ChangePlan: Sendable {
         enum Target: Sendable {
             case existing(String)
             case created(ObjectPlaceholder)
+            /// The album of this title, made when there is none.
+            case titled(String, ObjectPlaceholder)
         }
 
         enum Member: Sendable {

@@ -106,25 +106,37 @@ public final class AssetCreationRequest: AssetChangeRequest {
 
 /// A new album, or a change to one: its title and its assets (PhotoKit's PHAssetCollectionChangeRequest).
 public final class AssetCollectionChangeRequest {
-    let target: String?
+    enum Target { case identifier(String), titled(String) }
+
+    let target: Target?
     let placeholder: ObjectPlaceholder?
     public var title: String
     var edits: [ChangePlan.AlbumEdit.Step] = []
 
     /// A change to `collection`; nil if it is not an album of the library (PhotoKit's failable init).
     public init?(for collection: AssetCollection) {
-        target = collection.localIdentifier
+        target = .identifier(collection.localIdentifier)
         placeholder = nil
         title = collection.localizedTitle ?? ""
         ChangeBlock.register(self, as: "AssetCollectionChangeRequest(for:)")
     }
 
-    private init(title: String) {
-        target = nil
+    private init(title: String, orExisting: Bool = false) {
+        target = orExisting ? .titled(title) : nil
         placeholder = ObjectPlaceholder()
         self.title = title
         ChangeBlock.register(self, as: "AssetCollectionChangeRequest.creationRequestForAssetCollection")
     }
+
+    /// Linux's addition: the album titled `title`, made when the library has none, found and made in the same
+    /// step as the change (two runs filing photos at once make one album, not two).
+    public class func forAssetCollection(titled title: String) -> AssetCollectionChangeRequest {
+        AssetCollectionChangeRequest(title: title, orExisting: true)
+    }
+
+    /// Linux's addition: adds files already in the library's folder, by their paths in it (what another
+    /// program wrote there, or a capture output); they are indexed with the change.
+    public func addAssets(withLocalIdentifiers identifiers: [String]) { edits.append(.add(identifiers.map { .asset($0) })) }
 
     public class func creationRequestForAssetCollection(withTitle title: String) -> AssetCollectionChangeRequest {
         AssetCollectionChangeRequest(title: title)

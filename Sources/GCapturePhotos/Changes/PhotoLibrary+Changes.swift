@@ -102,10 +102,11 @@ struct ChangeApplier {
         // Committed: the new files are in, the album file says what it should. What is left cannot be undone.
         for file in placed { if let source = file.movedFrom { unlink(source) } }
         for identifier in plan.deletedAssets { unlink(folder.appendingPathComponent(identifier).path) }
-        let records = placed.compactMap { file in
+        var records = placed.compactMap { file in
             FolderScan.stamp(ofPath: file.path).map { LibraryIndex.Record(identifier: file.identifier, metadata: file.metadata, stamp: $0) }
         }
         if let index = try library.openIndex() {
+            records += try recordsOfUnindexedFiles(addedToAlbumsBy: plan, index: index)
             try index.apply(records: records, removals: plan.deletedAssets, albumFile: albumFile)
         }
         let edited = Set(plan.assetEdits.map(\.identifier))
@@ -142,10 +143,14 @@ struct ChangeApplier {
             guard let found = albumFile.albums.firstIndex(where: { $0.identifier == identifier }) else { throw PhotoLibraryError.noSuchObject(identifier) }
             position = found
         case .created(let placeholder):
-            let identifier = UUID().uuidString
-            albumFile.albums.append(.init(identifier: identifier, title: edit.title, created: Date(), assets: []))
-            placeholder.assign(identifier)
-            position = albumFile.albums.count - 1
+            position = Self.makeAlbum(edit.title, for: placeholder, in: &albumFile)
+        case .titled(let title, let placeholder):
+            if let found = albumFile.albums.firstIndex(where: { $0.title == title }) {
+                placeholder.assign(albumFile.albums[found].identifier)
+                position = found
+            } else {
+                position = Self.makeAlbum(title, for: placeholder, in: &albumFile)
+            }
         }
         albumFile.albums[position].title = edit.title
         for step in edit.steps {
@@ -160,6 +165,31 @@ struct ChangeApplier {
                 albumFile.albums[position].assets.removeAll { identifiers.contains($0) }
             }
         }
+    }
+
+    /// Files put in an album by their paths that the index does not know as they are now (a capture output's
+    /// photo written a moment ago): read with the change, so that the album shows them at once.
+    private func recordsOfUnindexedFiles(addedToAlbumsBy plan: ChangePlan, index: LibraryIndex) throws -> [LibraryIndex.Record] {
+        var named = Set<String>()
+        for edit in plan.albumEdits {
+            for case .add(let members) in edit.steps {
+                for case .asset(let identifier) in members { named.insert(identifier) }
+            }
+        }
+        guard !named.isEmpty else { return [] }
+        let known = try index.stamps(of: named)
+        let stale = named.compactMap { identifier -> (identifier: String, stamp: FileStamp)? in
+            guard let stamp = FolderScan.stamp(ofPath: folder.appendingPathComponent(identifier).path), known[identifier] != stamp else { return nil }
+            return (identifier, stamp)
+        }
+        return IndexRefresh.read(stale, in: folder)
+    }
+
+    private static func makeAlbum(_ title: String, for placeholder: ObjectPlaceholder, in albumFile: inout AlbumFile) -> Int {
+        let identifier = UUID().uuidString
+        albumFile.albums.append(.init(identifier: identifier, title: title, created: Date(), assets: []))
+        placeholder.assign(identifier)
+        return albumFile.albums.count - 1
     }
 
     /// Puts a resource in the folder under a name of its own, atomically: written (or linked) to a hidden

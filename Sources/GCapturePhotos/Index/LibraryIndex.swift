@@ -105,6 +105,18 @@ final class LibraryIndex: Sendable {
         }
     }
 
+    /// What the index holds of these files (those it has).
+    func stamps(of identifiers: some Collection<String>) throws -> [String: FileStamp] {
+        try pool.read { db in
+            var stamps: [String: FileStamp] = [:]
+            let statement = try db.cachedStatement(sql: "SELECT fileSize, fileModified FROM asset WHERE identifier = ?")
+            for identifier in identifiers {
+                if let row = try Row.fetchOne(statement, arguments: [identifier]) { stamps[identifier] = FileStamp(size: row[0], modified: row[1]) }
+            }
+            return stamps
+        }
+    }
+
     struct Record: Sendable {
         var identifier: String
         var metadata: MediaFileMetadata
