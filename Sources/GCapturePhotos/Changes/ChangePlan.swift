@@ -12,6 +12,13 @@ final class ChangeBlock: @unchecked Sendable {
     var deletedAssets: [String] = []
     var deletedAlbums: [String] = []
 
+    /// Runs a change block on this thread and returns what its requests ask.
+    static func collect(_ changes: () -> Void) -> ChangePlan {
+        let block = ChangeBlock()
+        $current.withValue(block) { changes() }
+        return block.plan
+    }
+
     static func register(_ request: AssetChangeRequest, as name: String) {
         guard let block = current else { preconditionFailure(PhotoLibraryError.requestOutsideChangeBlock(name).description) }
         block.assetRequests.append(request)

@@ -5,9 +5,7 @@ extension PhotoLibrary {
     /// all or nothing: new files appear under their final names only when every request can be made, the album
     /// file is replaced in one rename, and a failure removes what was added. Observers are told afterwards.
     public func performChanges(_ changes: () -> Void) async throws {
-        let block = ChangeBlock()
-        ChangeBlock.$current.withValue(block) { changes() }
-        let plan = block.plan
+        let plan = ChangeBlock.collect(changes)
         guard !plan.isEmpty else { return }
         let change = try await work.run { [self] in try ChangeApplier(library: self).apply(plan) }
         notify(change)
@@ -15,9 +13,7 @@ extension PhotoLibrary {
 
     /// PhotoKit's callback form: `completionHandler` gets whether it succeeded and the error.
     public func performChanges(_ changes: () -> Void, completionHandler: (@Sendable (Bool, (any Error)?) -> Void)?) {
-        let block = ChangeBlock()
-        ChangeBlock.$current.withValue(block) { changes() }
-        let plan = block.plan
+        let plan = ChangeBlock.collect(changes)
         Task {
             do {
                 if !plan.isEmpty {
@@ -33,9 +29,7 @@ extension PhotoLibrary {
 
     /// Blocks the calling thread until the changes are made (PhotoKit's `performChangesAndWait`).
     public func performChangesAndWait(_ changes: () -> Void) throws {
-        let block = ChangeBlock()
-        ChangeBlock.$current.withValue(block) { changes() }
-        let plan = block.plan
+        let plan = ChangeBlock.collect(changes)
         guard !plan.isEmpty else { return }
         let change = try ChangeApplier(library: self).apply(plan)
         notify(change)

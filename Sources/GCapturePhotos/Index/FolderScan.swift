@@ -7,6 +7,12 @@ struct FileStamp: Equatable, Sendable {
     var modified: Int
 }
 
+extension FileStamp {
+    init(_ info: stat) {
+        self.init(size: Int(info.st_size), modified: Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec))
+    }
+}
+
 /// The library's media files, found by walking its folder (subfolders too) with readdir and fstatat: 100,000
 /// files are listed in well under a second, where FileManager's enumerator takes several.
 enum FolderScan {
@@ -38,7 +44,7 @@ enum FolderScan {
     static func stamp(ofPath path: String) -> FileStamp? {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return FileStamp(size: Int(info.st_size), modified: Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec))
+        return FileStamp(info)
     }
 
     private static func walk(_ path: String, prefix: String, into found: inout [String: FileStamp], depth: Int) {
@@ -56,8 +62,7 @@ enum FolderScan {
             switch info.st_mode & S_IFMT {
             case S_IFREG:
                 guard mediaType(ofName: name) != nil else { continue }
-                found[prefix + name] = FileStamp(size: Int(info.st_size),
-                                                 modified: Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec))
+                found[prefix + name] = FileStamp(info)
             case S_IFDIR:
                 walk(path + "/" + name, prefix: prefix + name + "/", into: &found, depth: depth + 1)
             default:

@@ -14,18 +14,16 @@ struct IndexRefresh {
         let known = try index.stamps()
         let stale = files.filter { known[$0.key] != $0.value }.map { (identifier: $0.key, stamp: $0.value) }
         let removals = known.keys.filter { files[$0] == nil }
+        let laid = try index.albumFile()
         let albumFile: AlbumFile
         do {
             albumFile = try AlbumFile.read(in: folder)
         } catch {
             // The albums cannot be read now; the index keeps the ones it has rather than forgetting them.
             logger.warning("photo library album file unreadable", metadata: ["error": "\(error)"])
-            if stale.isEmpty && removals.isEmpty { return nil }
-            try index.apply(records: Self.read(stale, in: folder), removals: removals, albumFile: try index.albumFile())
-            return Change(inserted: Set(stale.map(\.identifier)).subtracting(known.keys),
-                          changed: Set(stale.map(\.identifier)).intersection(known.keys), removed: Set(removals), albumsChanged: false)
+            albumFile = laid
         }
-        let albumsChanged = try index.albumFile() != albumFile
+        let albumsChanged = albumFile != laid
         if stale.isEmpty && removals.isEmpty && !albumsChanged { return nil }
         try index.apply(records: Self.read(stale, in: folder), removals: removals, albumFile: albumFile)
         let staleIdentifiers = Set(stale.map(\.identifier))
