@@ -40,6 +40,9 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
     /// Whether removing the output must push end-of-stream through it first (files need finalizing).
     var drainsOnDetach: Bool { false }
 
+    /// How long that drain may take in all before the branch is stopped as it is (TeeBranch.detach's limit).
+    var drainLimit: Duration { .seconds(30) }
+
     /// Whether the output gives up frames first under system pressure (SessionPressure): what takes video
     /// and does not record it. Asked at each frame while the session thins frame outputs.
     var yieldsFramesUnderPressure: Bool { mediaType == .video && !drainsOnDetach }

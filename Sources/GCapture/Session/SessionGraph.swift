@@ -353,7 +353,8 @@ final class SessionGraph: @unchecked Sendable {
     @discardableResult
     func detachBranch(of output: CaptureOutput, drain: Bool? = nil) -> Bool {
         guard let attached = busState.withLock({ $0.branches.removeValue(forKey: ObjectIdentifier(output)) }) else { return true }
-        let drained = attached.branch.detach(drain: drain ?? output.drainsOnDetach, endingOwnInputs: output.branchWillDetach)
+        let drained = attached.branch.detach(drain: drain ?? output.drainsOnDetach, limit: output.drainLimit,
+                                             endingOwnInputs: output.branchWillDetach)
         if let encoder = attached.encoder {
             encoder.users -= 1
             release(encoder)

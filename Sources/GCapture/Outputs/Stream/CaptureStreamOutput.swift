@@ -416,6 +416,14 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     /// it every stop behind it (a recording's, the session's).
     override var drainsOnDetach: Bool { state == .live }
 
+    /// RTSP sends its media over RTP the moment it is encoded, so the frames are out as soon as the encoder
+    /// has flushed; rtspclientsink's own end then waits for RTP's goodbye (RTCP BYE), which rtpsession
+    /// schedules at a randomised RTCP interval, seconds away. Stopping that stream waited 5 s and more in one
+    /// stop out of six; after 2 s the branch is stopped (TEARDOWN) with every frame already sent.
+    override var drainLimit: Duration {
+        locked { publication?.destination.kind } == .rtsp ? .seconds(2) : super.drainLimit
+    }
+
     override func didJoin(_ context: OutputContext, branch: Bin?) {
         locked { self.context = context }
     }
