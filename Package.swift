@@ -71,7 +71,7 @@ let package = Package(
         .target(name: "GCaptureControl", dependencies: ["GCapture", "GCaptureDescription", "GCapturePhotos", "GCaptureSupport"]),
         // The operator's web page (`gcapture serve`, `gcapture run --http`): live view, controls, events, gallery.
         // Knows the engine and the control commands, not the CLI: they are carried out through its OperatorConsole.
-        .target(name: "GCaptureWeb", dependencies: ["GCapture", "GCaptureControl", "GCaptureSupport",
+        .target(name: "GCaptureWeb", dependencies: ["GCapture", "GCaptureControl", "GCapturePhotos", "GCaptureSupport",
                                                     .product(name: "NIOCore", package: "swift-nio"),
                                                     .product(name: "NIOPosix", package: "swift-nio"),
                                                     .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -27,8 +27,9 @@ packages=(
   # The shells whose completion scripts the tests check (bash is there), man to render the man page, and
   # systemd-analyze for the kiosk's units (Examples/kiosk).
   zsh fish man-db systemd
-  # The web page's browser test: headless Chromium, its driver, Selenium for Debian's Python.
-  chromium chromium-driver python3-selenium
+  # The web page's browser test: headless Chromium, its driver, Selenium for Debian's Python; unzip reads the
+  # gallery's zip downloads.
+  chromium chromium-driver python3-selenium unzip
   # HTTPS for the web page's tests: openssl makes a test authority and certificate, curl checks the chain,
   # certutil (libnss3-tools) makes Chromium trust that authority.
   openssl curl libnss3-tools

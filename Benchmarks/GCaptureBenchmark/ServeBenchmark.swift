@@ -67,7 +67,7 @@ enum ServeBenchmark {
         """
     }
 
-    private static func listeningPort(_ handle: FileHandle, within seconds: Double) throws -> Int {
+    static func listeningPort(_ handle: FileHandle, within seconds: Double) throws -> Int {
         let deadline = Date().addingTimeInterval(seconds)
         var text = ""
         while Date() < deadline {
@@ -114,7 +114,7 @@ enum ServeBenchmark {
         }
     }
 
-    private static func connect(port: Int) -> Int32? {
+    static func connect(port: Int) -> Int32? {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { return nil }
         var address = sockaddr_in()
@@ -126,6 +126,28 @@ enum ServeBenchmark {
         }
         guard connected == 0 else { close(socket); return nil }
         return socket
+    }
+
+    /// One GET on a connection of its own, timed from the caller's side: from connecting to the server
+    /// closing it after the whole answer. Returns the status and the body's size.
+    static func timedGet(port: Int, _ target: String) throws(BenchmarkError) -> (status: Int, bytes: Int, milliseconds: Double) {
+        let start = LibraryBenchmark.monotonicSeconds()
+        guard let socket = connect(port: port) else { throw .child("cannot connect to gcapture serve on port \(port)") }
+        defer { close(socket) }
+        let request = "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n"
+        _ = request.withCString { send(socket, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        var answer = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = recv(socket, &chunk, chunk.count, 0)
+            if count <= 0 { break }
+            answer += chunk[0..<count]
+        }
+        let elapsed = (LibraryBenchmark.monotonicSeconds() - start) * 1000
+        let head = String(decoding: answer.prefix(64), as: UTF8.self)
+        let status = head.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        let split = answer.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound ?? answer.count
+        return (status, answer.count - split, elapsed)
     }
 
     /// utime + stime of a process, from /proc/PID/stat.

@@ -75,7 +75,9 @@ struct Options {
         with one, one after the other.
         `--only library` (never part of the default run) makes --assets small photos (100,000) in one folder and times
         the photo library's full index rebuild (goal ≤ 60 s), its index's size (≤ 50 MB), and the newest 100 fetched
-        (≤ 20 ms at p95) beside the same answer by scanning the folder, as the web gallery does today.
+        (≤ 20 ms at p95) beside the same answer by scanning the folder, as the web gallery did before the library;
+        then one gallery page served by `gcapture serve` over that folder, first and half-way down (≤ 50 ms at p95),
+        beside the folder-scanning listing /api/gallery.
           --json               print one JSON object with every figure instead of the table
         """
 

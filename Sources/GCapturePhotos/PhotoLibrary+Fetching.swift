@@ -33,10 +33,18 @@ extension PhotoLibrary {
 
     /// How many assets `options` select, without reading them.
     public func countAssets(with options: FetchOptions? = nil) -> Int {
-        var query = FetchQuery()
-        if let predicate = options?.predicate { query.add(predicate) }
+        count(scope: nil, options: options)
+    }
+
+    /// How many of an album's assets `options` select, without reading them.
+    public func countAssets(in collection: AssetCollection, options: FetchOptions? = nil) -> Int {
+        count(scope: .album(collection.localIdentifier), options: options)
+    }
+
+    private func count(scope: AssetScope?, options: FetchOptions?) -> Int {
+        let (from, query, _) = selection(scope: scope, options: options)
         guard let index = try? openIndex() else { return 0 }
-        return (try? index.count(sql: "SELECT count(*) FROM asset" + query.whereClause, arguments: query.statementArguments)) ?? 0
+        return (try? index.count(sql: "SELECT count(*) " + from + query.whereClause, arguments: query.statementArguments)) ?? 0
     }
 
     private enum AssetScope {
@@ -45,7 +53,8 @@ extension PhotoLibrary {
         case identifiers([String])
     }
 
-    private func assetFetch(scope: AssetScope?, options: FetchOptions?) -> FetchResult<Asset> {
+    /// The FROM and WHERE of a fetch, and its order when its options give none.
+    private func selection(scope: AssetScope?, options: FetchOptions?) -> (from: String, query: FetchQuery, defaultOrder: String) {
         var query = FetchQuery()
         var from = "FROM asset"
         var defaultOrder = "asset.creationDate ASC, asset.identifier ASC"
@@ -62,6 +71,11 @@ extension PhotoLibrary {
         case nil: break
         }
         if let predicate = options?.predicate { query.add(predicate) }
+        return (from, query, defaultOrder)
+    }
+
+    private func assetFetch(scope: AssetScope?, options: FetchOptions?) -> FetchResult<Asset> {
+        let (from, query, defaultOrder) = selection(scope: scope, options: options)
         let ascending = options?.sortDescriptors?.first?.ascending ?? true
         let sql = "SELECT \(LibraryIndex.assetColumns) " + from + query.whereClause
             + FetchQuery.order(options?.sortDescriptors, keys: FetchQuery.assetSortKeys,

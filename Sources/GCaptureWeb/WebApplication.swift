@@ -1,5 +1,6 @@
 import Foundation
 import GCaptureControl
+import GCapturePhotos
 import GCaptureSupport
 import NIOCore
 import NIOHTTP1
@@ -14,6 +15,7 @@ struct WebApplication: Sendable {
     let console: any OperatorConsole
     let liveView: LiveView?
     let media: MediaFolders
+    let library: LibraryGallery
     let thumbnails = Thumbnails()
     let movieThumbnails = MovieThumbnails()
 
@@ -22,6 +24,8 @@ struct WebApplication: Sendable {
         self.console = console
         self.liveView = liveView
         media = MediaFolders(configuration.folders, isTimelapse: configuration.isTimelapse)
+        library = LibraryGallery(media: media)
+        library.follow(console.events())
     }
 
     func respond(to request: WebRequest) async -> WebResponse {
@@ -50,9 +54,18 @@ struct WebApplication: Sendable {
         case (.POST, "/api/command"):
             return await command(request)
         case (.GET, "/api/events"):
-            return .events(console.events())
+            return .events(Self.merged(console.events(), library.events()))
         case (.GET, "/api/gallery"):
             return await gallery()
+        case (.GET, "/api/library"):
+            return await libraryPage(request)
+        case (.GET, "/api/library/albums"):
+            let library = library
+            return .json(.ok, await Self.fileOpening.run { library.albums() })
+        case (.POST, "/api/library/favorite"):
+            return await favorite(request)
+        case (.POST, "/api/library/zip"):
+            return await zipDownload(request)
         case (.GET, "/favicon.ico"):
             return .bytes(.noContent, Data(), type: "image/x-icon", extra: [("Cache-Control", "max-age=86400")])
         default:
@@ -64,7 +77,8 @@ struct WebApplication: Sendable {
             guard request.method == .GET || request.method == .HEAD else { return .error(.methodNotAllowed, "\(path) is read with GET") }
             return await mediaFile(folder: components[2], name: components[3], thumbnail: components[1] == "thumbs", request: request)
         }
-        if ["/", "/live.mjpg", "/api/status", "/api/command", "/api/events", "/api/gallery"].contains(String(path)) {
+        if ["/", "/live.mjpg", "/api/status", "/api/command", "/api/events", "/api/gallery", "/api/library", "/api/library/albums",
+            "/api/library/favorite", "/api/library/zip"].contains(String(path)) {
             return .error(.methodNotAllowed, "\(request.method) is not what \(path) takes")
         }
         return .error(.notFound, "nothing here: the page is at /")
@@ -75,6 +89,9 @@ struct WebApplication: Sendable {
     static let wrongTokenDelay: Duration = .seconds(1)
     /// Listing the folders and opening a served file, which a slow disk can hold: off the cooperative pool.
     private static let fileOpening = BlockingQueue(label: "gcapture.web.file-opening")
+    /// Writing a zip of a selection (gigabytes, for a long recording): a queue of its own, so the gallery's
+    /// pages and files are not kept waiting.
+    private static let zipWriting = BlockingQueue(label: "gcapture.web.zip-writing")
 
     /// The token a request offers: a Bearer header, the cookie, or `?token=`.
     private func offeredToken(_ request: WebRequest) -> String? {
@@ -179,6 +196,81 @@ struct WebApplication: Sendable {
                     "url": "/media/\(item.folder)/\(name)", "thumbnail": "/thumbs/\(item.folder)/\(name)"]
         }
         return .json(.ok, ["items": items])
+    }
+
+    // MARK: The library
+
+    private func libraryPage(_ request: WebRequest) async -> WebResponse {
+        let asked: LibraryGallery.PageRequest
+        switch LibraryGallery.PageRequest.read(request.query) {
+        case .success(let request): asked = request
+        case .failure(let refusal): return Self.answer(refusal)
+        }
+        let library = library
+        await library.ready()
+        let page = await Self.fileOpening.run { () -> Result<[String: any Sendable], GalleryRefusal> in
+            do throws(GalleryRefusal) { return .success(try library.page(asked)) } catch { return .failure(error) }
+        }
+        switch page {
+        case .success(let page): return .json(.ok, page)
+        case .failure(let refusal): return Self.answer(refusal)
+        }
+    }
+
+    /// {"items": ["0/photo.jpg", …], "favorite": true}
+    private func favorite(_ request: WebRequest) async -> WebResponse {
+        guard (request.headers["content-type"].first?.lowercased() ?? "").hasPrefix("application/json"),
+              let body = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
+              let ids = body["items"] as? [String], let favorite = body["favorite"] as? Bool else {
+            return .error(.badRequest, "send {\"items\": [ids from /api/library], \"favorite\": true or false} as application/json")
+        }
+        do throws(GalleryRefusal) {
+            let count = try await library.setFavorite(ids, to: favorite)
+            return .json(.ok, ["ok": true, "changed": count])
+        } catch {
+            return Self.answer(error)
+        }
+    }
+
+    /// A form with `items`: the ids, one a line. Answered with the zip as a download.
+    private func zipDownload(_ request: WebRequest) async -> WebResponse {
+        let fields = WebRequest.formFields(Substring(decoding: request.body, as: UTF8.self))
+        let ids = (fields["items"] ?? "").split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let library = library
+        let made = await Self.zipWriting.run { () -> Result<(descriptor: Int32, size: Int), GalleryRefusal> in
+            do throws(GalleryRefusal) { return .success(try library.archive(ids)) } catch { return .failure(error) }
+        }
+        switch made {
+        case .success(let (descriptor, size)):
+            return .file(FileToSend(handle: NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: descriptor), range: nil, size: size,
+                                    contentType: "application/zip", downloadName: "gcapture-\(ids.count)-items.zip"))
+        case .failure(let refusal):
+            return Self.answer(refusal)
+        }
+    }
+
+    private static func answer(_ refusal: GalleryRefusal) -> WebResponse {
+        switch refusal {
+        case .badRequest(let reason): .error(.badRequest, reason)
+        case .notFound(let reason): .error(.notFound, reason)
+        case .tooLarge(let reason): .error(.payloadTooLarge, reason)
+        case .unprocessable(let reason): .error(.unprocessableEntity, reason)
+        }
+    }
+
+    /// The capture's events and the library's on one stream, ending with the capture's.
+    static func merged(_ capture: AsyncStream<ControlEvent>, _ library: AsyncStream<ControlEvent>) -> AsyncStream<ControlEvent> {
+        AsyncStream { continuation in
+            let fromLibrary = Task { for await event in library { continuation.yield(event) } }
+            let fromCapture = Task {
+                for await event in capture { continuation.yield(event) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in
+                fromLibrary.cancel()
+                fromCapture.cancel()
+            }
+        }
     }
 
     private func mediaFile(folder: Substring, name: Substring, thumbnail: Bool, request: WebRequest) async -> WebResponse {

@@ -65,8 +65,11 @@ enum WebResponse: Sendable {
     /// Server-Sent Events: the console's events, as they come.
     case events(AsyncStream<ControlEvent>)
 
+    /// Referrer-Policy same-origin: no other site learns the page's address, and the page's own form posts
+    /// (the gallery's zip download) carry its Origin, which is how the server tells them from another site's
+    /// (no-referrer would make that Origin "null", refused like a stranger's).
     static let securityHeaders: [(String, String)] = [
-        ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY"),
+        ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "same-origin"), ("X-Frame-Options", "DENY"),
     ]
 
     static func bytes(_ status: HTTPResponseStatus, _ body: Data, type: String, extra: [(String, String)] = []) -> WebResponse {

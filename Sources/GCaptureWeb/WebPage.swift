@@ -32,7 +32,16 @@ enum WebPage {
           </section>
           <section>
             <h2>Gallery</h2>
+            <div id="library-bar">
+              <select id="filter-type" aria-label="show"><option value="all">Photos and videos</option><option value="photo">Photos</option><option value="video">Videos</option></select>
+              <label><input type="checkbox" id="filter-favorites"> Favourites</label>
+              <select id="filter-album" aria-label="album"><option value="">Every album</option></select>
+              <button id="download" type="button" disabled>Download selected</button>
+              <span id="count" role="status"></span>
+            </div>
+            <form id="zip-form" method="post" action="/api/library/zip" hidden><input type="hidden" name="items" id="zip-items"></form>
             <div id="gallery"></div>
+            <button id="more" type="button" hidden>Show more</button>
           </section>
         </main>
         <script src="/app.js"></script>
@@ -66,6 +75,13 @@ enum WebPage {
         #gallery a { color: #8cf; }
         #gallery figure.event { outline: 2px solid #c80; }
         #gallery figure.timelapse { outline: 2px solid #08c; }
+        #gallery figure.selected { outline: 3px solid #8cf; }
+        #gallery .mark { display: flex; justify-content: space-between; align-items: center; }
+        #gallery .favorite { border: 0; background: none; padding: 0 .2em; font-size: 18px; color: #777; }
+        #gallery .favorite[aria-pressed="true"] { color: #fc3; }
+        #library-bar { display: flex; flex-wrap: wrap; gap: .5em; align-items: center; margin-bottom: .6em; }
+        #count { color: #aaa; font-size: 13px; }
+        #more { margin-top: .6em; }
         """
 
     static let script = """
@@ -140,27 +156,110 @@ enum WebPage {
           }));
         }
 
-        async function refreshGallery() {
-          const gallery = await (await fetch("/api/gallery")).json();
-          $("gallery").replaceChildren(...gallery.items.map((item) => {
-            const figure = document.createElement("figure");
-            figure.className = "item " + item.kind;
-            figure.dataset.name = item.name;
-            const link = document.createElement("a");
-            link.href = item.url;
-            const image = document.createElement("img");
-            image.loading = "lazy"; image.src = item.thumbnail; image.alt = item.name;
-            link.append(image);
-            const caption = document.createElement("figcaption");
-            const download = document.createElement("a");
-            download.href = item.url + "?download=1"; download.textContent = item.name;
-            if (item.event) figure.classList.add("event");
-            if (item.timelapse) figure.classList.add("timelapse");
-            caption.append(download, item.event ? " (event)" : "", item.timelapse ? " (timelapse)" : "", item.unfinished ? " (unfinished)" : "");
-            figure.append(link, caption);
-            return figure;
-          }));
+        // The gallery pages through the photo library: newest first, filtered, several selected for one zip.
+        const selected = new Set();
+        let nextOffset = null, refreshing = null, refreshAgain = false;
+
+        function libraryQuery(offset, limit) {
+          const query = new URLSearchParams({ type: $("filter-type").value, offset: offset, limit: limit });
+          if ($("filter-favorites").checked) query.set("favorites", "1");
+          if ($("filter-album").value) query.set("album", $("filter-album").value);
+          return "/api/library?" + query;
         }
+
+        function showSelection() {
+          $("download").disabled = selected.size === 0;
+          $("download").textContent = selected.size ? "Download " + selected.size + " as zip" : "Download selected";
+        }
+
+        function figureFor(item) {
+          const figure = document.createElement("figure");
+          figure.className = "item " + item.kind;
+          figure.dataset.name = item.name;
+          figure.dataset.id = item.id;
+          figure.classList.toggle("selected", selected.has(item.id));
+          const link = document.createElement("a");
+          link.href = item.url;
+          const image = document.createElement("img");
+          image.loading = "lazy"; image.src = item.thumbnail; image.alt = item.name;
+          link.append(image);
+          const mark = document.createElement("div");
+          mark.className = "mark";
+          const choose = document.createElement("input");
+          choose.type = "checkbox"; choose.className = "select"; choose.checked = selected.has(item.id);
+          choose.setAttribute("aria-label", "select " + item.name);
+          choose.onchange = () => {
+            if (choose.checked) selected.add(item.id); else selected.delete(item.id);
+            figure.classList.toggle("selected", choose.checked);
+            showSelection();
+          };
+          const star = document.createElement("button");
+          star.type = "button"; star.className = "favorite"; star.textContent = "★";
+          star.setAttribute("aria-pressed", item.favorite ? "true" : "false");
+          star.setAttribute("aria-label", "favourite");
+          star.onclick = () => setFavorite(item.id, star.getAttribute("aria-pressed") !== "true");
+          mark.append(choose, star);
+          const caption = document.createElement("figcaption");
+          const download = document.createElement("a");
+          download.href = item.url + "?download=1"; download.textContent = item.name;
+          if (item.event) figure.classList.add("event");
+          if (item.timelapse) figure.classList.add("timelapse");
+          caption.append(download, item.event ? " (event)" : "", item.timelapse ? " (timelapse)" : "", item.unfinished ? " (unfinished)" : "");
+          figure.append(link, mark, caption);
+          return figure;
+        }
+
+        async function loadPage(offset, limit) {
+          const response = await fetch(libraryQuery(offset, limit));
+          const page = await response.json();
+          if (!response.ok) { say(page.error || "the gallery cannot be read", true); return null; }
+          nextOffset = page.next;
+          $("more").hidden = page.next === null;
+          $("count").textContent = page.total + (page.total === 1 ? " item" : " items");
+          return page;
+        }
+
+        // Reloads what is shown (at least a page); a change arriving meanwhile reloads once more after.
+        async function refreshGallery() {
+          if (refreshing) { refreshAgain = true; return refreshing; }
+          refreshing = (async () => {
+            do {
+              refreshAgain = false;
+              const shown = Math.min(500, Math.max(60, $("gallery").children.length));
+              const page = await loadPage(0, shown);
+              if (page) $("gallery").replaceChildren(...page.items.map(figureFor));
+            } while (refreshAgain);
+          })();
+          try { await refreshing; } finally { refreshing = null; }
+        }
+
+        async function showMore() {
+          if (nextOffset === null) return;
+          const page = await loadPage(nextOffset, 60);
+          if (page) $("gallery").append(...page.items.map(figureFor));
+        }
+
+        async function refreshAlbums() {
+          const albums = (await (await fetch("/api/library/albums")).json()).albums || [];
+          const select = $("filter-album"), chosen = select.value;
+          select.replaceChildren(new Option("Every album", ""), ...albums.map((album) =>
+            new Option(album.title + " (" + album.count + ")", album.id, false, album.id === chosen)));
+        }
+
+        async function setFavorite(id, favorite) {
+          const response = await fetch("/api/library/favorite", { method: "POST", headers: { "Content-Type": "application/json" },
+                                                                  body: JSON.stringify({ items: [id], favorite: favorite }) });
+          if (!response.ok) say((await response.json()).error, true);
+          refreshGallery();
+        }
+
+        function filtersChanged() { selected.clear(); showSelection(); $("gallery").replaceChildren(); refreshGallery(); }
+        $("filter-type").onchange = filtersChanged;
+        $("filter-favorites").onchange = filtersChanged;
+        $("filter-album").onchange = filtersChanged;
+        $("more").onclick = showMore;
+        // A form post: the browser saves the answer as a download, however large, and the page stays.
+        $("download").onclick = () => { $("zip-items").value = [...selected].join("\\n"); $("zip-form").submit(); };
 
         function logEvent(event) {
           const line = document.createElement("li");
@@ -178,6 +277,7 @@ enum WebPage {
             logEvent(event);
             switch (event.event) {
               case "photo": case "recordingFinished": case "eventStarted": case "eventEnded": refreshGallery(); break;
+              case "library": refreshGallery(); if (event.albumsChanged) refreshAlbums(); break;
               // The timelapse records beside `record`: the Record button is not its.
               case "recordingStarted": if (!event.timelapse) showRecording(event.path, false); refreshGallery(); break;
               case "recordingPaused": showRecording(recording, true); break;
@@ -203,6 +303,7 @@ enum WebPage {
         $("live").onerror = () => setTimeout(() => { $("live").src = "/live.mjpg?" + Date.now(); }, 2000);
         refreshStatus().catch(() => say("cannot reach the server", true));
         refreshGallery();
+        refreshAlbums();
         listen();
         """
 

@@ -1,4 +1,5 @@
 import Foundation
+import GCapture
 import XCTest
 
 /// The operator's page in a real browser (headless Chromium from Debian, driven by Selenium): the live
@@ -38,6 +39,59 @@ final class ServeBrowserTests: XCTestCase {
         XCTAssertGreaterThan(movie.duration, 2, "about 3 s were recorded from the page")
         XCTAssertGreaterThan(movie.videoFrames ?? 0, 60)
         XCTAssertEqual(serve.events("recordingFinished").first?["complete"] as? Bool, true)
+    }
+
+    /// The gallery over the photo library, as PhotosPicker's multi-selection: filtered to videos, three chosen
+    /// and downloaded as one zip whose contents are those three files; a photo another program copies in
+    /// appears in the open page within a second, and goes when it is deleted; a star makes a favourite.
+    func testTheGalleryFiltersToVideosZipsThreeAndShowsACopyWithinASecond() throws {
+        try requireBrowser()
+        let folder = try temporaryFolder()
+        for index in 0..<3 {
+            try JPEGEncoder.encode(grayscale: [UInt8](repeating: UInt8(60 * index), count: 32 * 24), width: 32, height: 24)
+                .write(to: folder.appendingPathComponent("photo\(index).jpg"))
+        }
+        for index in 0..<4 {
+            let made = try runTool("/usr/bin/gst-launch-1.0", ["-q", "videotestsrc", "num-buffers=10", "pattern=\(index)", "!",
+                                                               "video/x-raw,width=160,height=120", "!", "x264enc", "!", "mp4mux", "!",
+                                                               "filesink", "location=\(folder.appendingPathComponent("clip\(index).mp4").path)"],
+                                   timeout: 60)
+            XCTAssertEqual(made.status, 0, made.stderr)
+        }
+        let elsewhere = try temporaryFolder()
+        let copied = elsewhere.appendingPathComponent("copied-in.jpg")
+        try JPEGEncoder.encode(grayscale: [UInt8](repeating: 220, count: 32 * 24), width: 32, height: 24).write(to: copied)
+        let downloads = try temporaryFolder()
+
+        let serve = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none",
+                                            "--output", folder.path, "--json", "--live-size", "320x240"])
+        XCTAssertTrue(serve.waitForEvent("listening", timeout: 30), serve.errorOutput)
+        let url = try XCTUnwrap(serve.events("listening").first?["url"] as? String)
+        let script = Self.script.deletingLastPathComponent().appendingPathComponent("library_page.py")
+        let browser = try runTool("/usr/bin/python3", [script.path, url, folder.path, downloads.path, copied.path], timeout: 150)
+        let findings = browser.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        XCTAssertEqual(browser.status, 0, "the browser test failed:\n\(browser.stdout)\n\(browser.stderr.suffix(2000))")
+        XCTAssertEqual(findings.compactMap { $0["check"] as? String },
+                       ["gallery shown", "filtered to videos", "zip downloaded", "copy appeared", "deletion disappeared", "favourite filtered"])
+        let shownVideos = try XCTUnwrap(findings.first { $0["check"] as? String == "filtered to videos" }?["names"] as? [String])
+        XCTAssertEqual(Set(shownVideos), ["clip0.mp4", "clip1.mp4", "clip2.mp4", "clip3.mp4"])
+
+        let download = try XCTUnwrap(findings.first { $0["check"] as? String == "zip downloaded" })
+        let chosen = try XCTUnwrap(download["names"] as? [String])
+        XCTAssertEqual(chosen.count, 3)
+        let out = try temporaryFolder()
+        let unzipped = try runTool("/usr/bin/unzip", ["-q", try XCTUnwrap(download["path"] as? String), "-d", out.path], timeout: 60)
+        XCTAssertEqual(unzipped.status, 0, unzipped.stderr)
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: out.path)), Set(chosen))
+        for name in chosen {
+            XCTAssertEqual(try runTool("/usr/bin/cmp", [out.appendingPathComponent(name).path, folder.appendingPathComponent(name).path]).status, 0,
+                           "\(name) in the zip is not the library's file")
+        }
+        let appeared = try XCTUnwrap(findings.first { $0["check"] as? String == "copy appeared" }?["seconds"] as? Double)
+        XCTAssertLessThan(appeared, 1, "the copied photo appeared in the open page \(appeared) s after cp")
+        let gone = try XCTUnwrap(findings.first { $0["check"] as? String == "deletion disappeared" }?["seconds"] as? Double)
+        XCTAssertLessThan(gone, 1, "the deleted photo left the open page \(gone) s after it was deleted")
+        print("library page: a copy appeared after \(appeared) s, a deletion went after \(gone) s")
     }
 
     /// serve --motion: the page draws the motion output's zone and the motion it sees over the live view; the

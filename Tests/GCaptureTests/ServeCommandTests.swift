@@ -387,6 +387,13 @@ final class RunHTTPTests: XCTestCase {
         XCTAssertEqual(items.compactMap { $0["kind"] as? String }, ["movie", "photo"])
         XCTAssertEqual(Set(items.compactMap { ($0["url"] as? String)?.split(separator: "/")[1] }), ["1", "0"],
                        "the photo folder and the movie folder both reach the gallery")
+        // The library's pages merge the two folders' libraries, newest first, a page at a time.
+        let library = try XCTUnwrap(try http(port, "GET", "/api/library").json)
+        XCTAssertEqual((library["items"] as? [[String: Any]])?.compactMap { $0["kind"] as? String }, ["movie", "photo"], "\(library)")
+        let second = try XCTUnwrap(try http(port, "GET", "/api/library?offset=1&limit=1").json)
+        XCTAssertEqual((second["items"] as? [[String: Any]])?.compactMap { $0["kind"] as? String }, ["photo"], "\(second)")
+        XCTAssertEqual(second["total"] as? Int, 2)
+        XCTAssertTrue(second["next"] is NSNull, "\(second)")
         // Without --http the options of the page make no sense, and say so.
         let lone = try runGCapture(["run", description.path, "--token", "abcdefgh12"], timeout: 10)
         XCTAssertEqual(lone.status, 64)

@@ -23,6 +23,8 @@ public final class FetchOptions: @unchecked Sendable {
     public var sortDescriptors: [SortDescriptor]?
     /// At most this many; 0 for no limit.
     public var fetchLimit: Int = 0
+    /// Skips this many first (a Linux addition: a page of a long list, as the web gallery asks for).
+    public var fetchOffset: Int = 0
     public var includeHiddenAssets = false
 
     public init() {}

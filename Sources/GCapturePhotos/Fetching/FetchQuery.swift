@@ -65,7 +65,8 @@ struct FetchQuery {
     }
 
     static func limit(_ options: FetchOptions?) -> String {
-        guard let limit = options?.fetchLimit, limit > 0 else { return "" }
-        return " LIMIT \(limit)"
+        let limit = options?.fetchLimit ?? 0, offset = max(0, options?.fetchOffset ?? 0)
+        guard limit > 0 || offset > 0 else { return "" }
+        return " LIMIT \(limit > 0 ? limit : -1)" + (offset > 0 ? " OFFSET \(offset)" : "")
     }
 }

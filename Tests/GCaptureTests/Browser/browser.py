@@ -22,12 +22,18 @@ def wait_for(driver, what, script, timeout=20):
     raise AssertionError(f"{what} did not happen within {timeout} s")
 
 
-def start_browser(*extra_arguments):
+def start_browser(*extra_arguments, downloads=None):
+    """downloads: a folder where the browser saves downloads without asking."""
     options = Options()
+    if downloads:
+        options.add_experimental_option("prefs", {"download.default_directory": downloads, "download.prompt_for_download": False})
     options.binary_location = "/usr/bin/chromium"
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000",
                      *extra_arguments):
         options.add_argument(argument)
     # The live view never ends, so 'normal' (wait for the load event) would wait forever.
     options.page_load_strategy = "none"
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    if downloads:
+        driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+    return driver
