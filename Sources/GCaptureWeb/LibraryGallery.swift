@@ -6,8 +6,9 @@ import GCaptureSupport
 /// The gallery as the served folders' photo libraries (GCapturePhotos) see it: pages of assets newest first,
 /// filtered by media type, favourite mark and album; favourite marks set from the page; a selection as one
 /// zip; and a "library" event each time a library changes, whoever changed it (a capture, a file another
-/// program copied in or deleted). An asset is named `FOLDER/IDENTIFIER` (its folder's index among the served
-/// ones, its path in that folder) and reached through `MediaFolders`, by the same rules as any served file.
+/// program copied in or deleted). An asset is named `FOLDER/NAME` (its folder's index among the served ones,
+/// its name there) and reached through `MediaFolders`, by the same rules as any served file: a library's
+/// subfolders are not served.
 final class LibraryGallery: Sendable {
     let media: MediaFolders
     let libraries: [PhotoLibrary]
@@ -102,7 +103,8 @@ final class LibraryGallery: Sendable {
     /// One page of the gallery: its items, how many the filters select in all, and the offset of the next page
     /// (nil on the last). Reads the indexes: blocks for as long as their queries take.
     func page(_ request: PageRequest) throws(GalleryRefusal) -> [String: any Sendable] {
-        var conditions: [AssetPredicate] = []
+        // The folder's own files, as the server has always served: a library's subfolders are not on the web.
+        var conditions: [AssetPredicate] = [.inFolder("")]
         if let type = request.mediaType { conditions.append(.mediaType(type)) }
         if request.favoritesOnly { conditions.append(.favorite(true)) }
         let options = FetchOptions()
@@ -265,7 +267,7 @@ final class LibraryGallery: Sendable {
         return rest.isEmpty ? nil : (folder, rest)
     }
 
-    /// An asset's path as one URL path component: "/" encoded too, so a subfolder's asset stays one part.
+    /// An asset's name as one URL path component.
     static func urlPart(_ identifier: String) -> String {
         identifier.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#;"))) ?? identifier
     }

@@ -3,10 +3,8 @@ import GCapture
 import GCaptureSupport
 
 /// The photos and movies the gallery shows, and the only files the server hands out. A file is named in a
-/// URL by its folder's index and its path in the folder, percent-decoded once: its own name, or for a
-/// library asset in a subfolder its names joined by an encoded "/". Every name is plain (never "..", never
-/// hidden), and the file must be a regular file whose real path (symbolic links resolved) lies in that folder:
-/// a name alone may be a link to a file beside it, a path in a subfolder may not be a link at all.
+/// URL by its folder's index and its own name: one path component, percent-decoded once, never "..", never
+/// hidden, and it must be a regular file whose real path (symbolic links resolved) lies in that folder.
 struct MediaFolders: Sendable {
     enum Kind: String, Sendable { case photo, movie }
 
@@ -78,15 +76,12 @@ struct MediaFolders: Sendable {
     }
 
     /// What the files beside a movie say of it: a recovery sidecar (unfinished), an event clip's record, a
-    /// timelapse. `path` is the movie's path in folder `folder`; `exists` answers for a file's path there.
-    func marks(of path: String, kind: Kind, folder: Int,
+    /// timelapse. `exists` answers for a file's name in folder `folder`.
+    func marks(of name: String, kind: Kind, folder: Int,
                exists: (String) -> Bool) -> (unfinished: Bool, isEventClip: Bool, isTimelapse: Bool) {
         guard kind == .movie, folders.indices.contains(folder) else { return (false, false, false) }
-        let name = (path as NSString).lastPathComponent, inside = (path as NSString).deletingLastPathComponent
-        let beside = { (other: String) in inside.isEmpty ? other : inside + "/" + other }
         let record = EventClipRecord.url(forClip: URL(fileURLWithPath: name)).lastPathComponent
-        return (exists(beside(".\(name).gcapture-recovery.mkv")), exists(beside(record)),
-                isTimelapse(path, folders[folder]))
+        return (exists(".\(name).gcapture-recovery.mkv"), exists(record), isTimelapse(name, folders[folder]))
     }
 
     /// The real path of the file `name` in folder `folder`, as the URL gave them (still percent-encoded).
@@ -103,16 +98,10 @@ struct MediaFolders: Sendable {
     /// The real path of a served file and what stat says of it.
     private func file(folder: Int, name: String) throws(Refusal) -> (path: String, info: stat) {
         guard folders.indices.contains(folder) else { throw .notFound }
-        let parts = name.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count <= 16, parts.allSatisfy(Self.isPlainName) else { throw .badName }
+        guard Self.isPlainName(name) else { throw .badName }
         guard let real = Self.realPath(folders[folder].appendingPathComponent(name).path) else { throw .notFound }
-        if parts.count == 1 {
-            // A link that leads out of the folder (or into a subfolder) is not served.
-            guard (real as NSString).deletingLastPathComponent == realFolders[folder] else { throw .notFound }
-        } else {
-            // In a subfolder, nothing on the way is a link: the real path is the asked one.
-            guard real == realFolders[folder] + "/" + parts.joined(separator: "/") else { throw .notFound }
-        }
+        // A link that leads out of the folder (or into a subfolder) is not served.
+        guard (real as NSString).deletingLastPathComponent == realFolders[folder] else { throw .notFound }
         var info = stat()
         guard stat(real, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw .notFound }
         return (real, info)

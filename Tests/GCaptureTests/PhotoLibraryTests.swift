@@ -285,6 +285,31 @@ final class PhotoLibraryTests: XCTestCase {
         XCTAssertEqual(library.countAssets(with: nil), 7)
     }
 
+    /// A subfolder's photos are the library's, one folder at a time by `.inFolder`; a link to a folder is not
+    /// walked (a link to / would walk the disk), a page is `fetchOffset` and `fetchLimit`.
+    func testSubfoldersAreWalkedLinksToFoldersAreNotAndPagesComeByOffset() async throws {
+        let folder = try temporaryFolder()
+        for day in 1...4 {
+            try writeJPEG(folder.appendingPathComponent("day\(day).jpg"), exif: ["-DateTimeOriginal=2026:03:0\(day) 12:00:00"])
+        }
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("march/later"), withIntermediateDirectories: true)
+        try writeJPEG(folder.appendingPathComponent("march/inside.jpg"))
+        try writeJPEG(folder.appendingPathComponent("march/later/deeper.jpg"))
+        try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("loop").path, withDestinationPath: folder.path)
+        let library = PhotoLibrary(folder: folder)
+        try await library.refresh()
+        XCTAssertEqual(Set(library.fetchAssets(with: nil).map(\.localIdentifier)),
+                       ["day1.jpg", "day2.jpg", "day3.jpg", "day4.jpg", "march/inside.jpg", "march/later/deeper.jpg"])
+        let options = newestFirst(limit: 2)
+        options.predicate = .inFolder("")
+        options.fetchOffset = 1
+        XCTAssertEqual(library.fetchAssets(with: options).map(\.localIdentifier), ["day3.jpg", "day2.jpg"])
+        XCTAssertEqual(library.countAssets(with: options), 4)
+        options.predicate = .inFolder("march")
+        options.fetchOffset = 0
+        XCTAssertEqual(library.fetchAssets(with: options).map(\.localIdentifier), ["march/inside.jpg"])
+    }
+
     func testAuthorizationComesFromTheFolder() async throws {
         let scratch = try temporaryFolder()
         let missing = PhotoLibrary(folder: scratch.appendingPathComponent("not/yet"))

@@ -35,7 +35,7 @@ final class ServeLibraryTests: XCTestCase {
 
     func testTheGalleryPagesFiltersMarksAndZipsThroughTheLibrary() throws {
         let folder = try temporaryFolder()
-        // Newest first: p0 (1 min ago) … p4, then the movies, then the photo in a subfolder, oldest.
+        // Newest first: p0 (1 min ago) … p4, then the movies. The photo in a subfolder is the library's, not the web's.
         for index in 0..<5 { try photo(folder.appendingPathComponent("p\(index).jpg"), shade: UInt8(40 * index), minutesAgo: Double(index + 1)) }
         try movie(folder.appendingPathComponent("m0.mp4"), minutesAgo: 10)
         try movie(folder.appendingPathComponent("m1.mp4"), minutesAgo: 11)
@@ -53,11 +53,13 @@ final class ServeLibraryTests: XCTestCase {
         while let next = offset {
             let answer = try http(port, "GET", "/api/library?limit=3&offset=\(next)")
             seen += try items(answer).compactMap { $0["id"] as? String }
-            XCTAssertEqual(answer.json?["total"] as? Int, 8)
+            XCTAssertEqual(answer.json?["total"] as? Int, 7)
             offset = answer.json?["next"] as? Int
             XCTAssertLessThan(seen.count, 20, "the pages never end")
         }
-        XCTAssertEqual(seen, ["0/p0.jpg", "0/p1.jpg", "0/p2.jpg", "0/p3.jpg", "0/p4.jpg", "0/m0.mp4", "0/m1.mp4", "0/day2/old.jpg"])
+        XCTAssertEqual(seen, ["0/p0.jpg", "0/p1.jpg", "0/p2.jpg", "0/p3.jpg", "0/p4.jpg", "0/m0.mp4", "0/m1.mp4"])
+        let inLibrary = try runGCapture(["library", "list", "--library", folder.path], timeout: 60)
+        XCTAssertTrue(inLibrary.stdout.contains("day2/old.jpg"), "the library has the subfolder's photo: \(inLibrary.stdout)")
 
         let videos = try items(try http(port, "GET", "/api/library?type=video"))
         XCTAssertEqual(videos.compactMap { $0["id"] as? String }, ["0/m0.mp4", "0/m1.mp4"])
@@ -65,12 +67,15 @@ final class ServeLibraryTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(videos.first?["duration"] as? Double), 0.5, accuracy: 0.05)
         XCTAssertEqual(videos.first?["width"] as? Int, 160)
 
-        // The subfolder's photo is served by its id's URL, and only that file.
-        let old = try XCTUnwrap(try items(try http(port, "GET", "/api/library?offset=7")).first)
-        let served = try http(port, "GET", try XCTUnwrap(old["url"] as? String))
+        // An item is served by its URL; the subfolder's photo is not, by any name.
+        let oldest = try XCTUnwrap(try items(try http(port, "GET", "/api/library?offset=6")).first)
+        let served = try http(port, "GET", try XCTUnwrap(oldest["url"] as? String))
         XCTAssertEqual(served.status, 200)
-        XCTAssertEqual(served.body, try Data(contentsOf: folder.appendingPathComponent("day2/old.jpg")))
-        XCTAssertEqual(try http(port, "GET", try XCTUnwrap(old["thumbnail"] as? String)).status, 200)
+        XCTAssertEqual(served.body, try Data(contentsOf: folder.appendingPathComponent("m1.mp4")))
+        XCTAssertEqual(try http(port, "GET", try XCTUnwrap(oldest["thumbnail"] as? String)).status, 200)
+        for target in ["/media/0/day2%2Fold.jpg", "/thumbs/0/day2%2Fold.jpg", "/media/0/day2/old.jpg"] {
+            XCTAssertTrue([400, 404].contains(try http(port, "GET", target).status), target)
+        }
 
         // The album, as the CLI made it.
         let albums = try XCTUnwrap(try http(port, "GET", "/api/library/albums").json?["albums"] as? [[String: Any]])
@@ -92,7 +97,7 @@ final class ServeLibraryTests: XCTestCase {
         XCTAssertEqual(Set(favourites), ["p2.jpg", "m1.mp4"], listed.stdout)
 
         // Three chosen, one zip: unzip finds exactly those files, byte for byte.
-        let chosen = ["0/m0.mp4", "0/p4.jpg", "0/day2/old.jpg"]
+        let chosen = ["0/m0.mp4", "0/p4.jpg", "0/p0.jpg"]
         let zipped = try http(port, "POST", "/api/library/zip", headers: ["Content-Type": "application/x-www-form-urlencoded"],
                               body: "items=" + chosen.joined(separator: "\r\n").addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
         XCTAssertEqual(zipped.status, 200, zipped.text)
@@ -104,9 +109,9 @@ final class ServeLibraryTests: XCTestCase {
         let out = scratch.appendingPathComponent("out")
         let unzipped = try runTool("/usr/bin/unzip", ["-q", archive.path, "-d", out.path], timeout: 60)
         XCTAssertEqual(unzipped.status, 0, unzipped.stderr)
-        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: out.path)), ["m0.mp4", "p4.jpg", "old.jpg"])
-        for (name, original) in [("m0.mp4", "m0.mp4"), ("p4.jpg", "p4.jpg"), ("old.jpg", "day2/old.jpg")] {
-            XCTAssertEqual(try runTool("/usr/bin/cmp", [out.appendingPathComponent(name).path, folder.appendingPathComponent(original).path]).status, 0, name)
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: out.path)), ["m0.mp4", "p4.jpg", "p0.jpg"])
+        for name in ["m0.mp4", "p4.jpg", "p0.jpg"] {
+            XCTAssertEqual(try runTool("/usr/bin/cmp", [out.appendingPathComponent(name).path, folder.appendingPathComponent(name).path]).status, 0, name)
         }
         let tested = try runTool("/usr/bin/unzip", ["-t", archive.path], timeout: 60)
         XCTAssertTrue(tested.stdout.contains("No errors detected"), tested.stdout)
@@ -117,6 +122,7 @@ final class ServeLibraryTests: XCTestCase {
             ("GET", "/api/library?limit=0", nil, 400, "limit=0"),
             ("GET", "/api/library?album=0:nosuch", nil, 404, "no such album"),
             ("POST", "/api/library/zip", "items=0%2F..%2F..%2Fetc%2Fpasswd", 400, "not an item"),
+            ("POST", "/api/library/zip", "items=0%2Fday2%2Fold.jpg", 400, "not an item"),
             ("POST", "/api/library/zip", "items=0%2Fgone.jpg", 404, "no such photo or movie"),
             ("POST", "/api/library/zip", "items=", 400, "no items"),
             ("POST", "/api/library/favorite", #"{"items": "p1.jpg"}"#, 400, "favorite"),

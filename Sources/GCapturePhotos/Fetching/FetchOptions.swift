@@ -36,6 +36,9 @@ public indirect enum AssetPredicate: Sendable, Equatable {
     case favorite(Bool)
     /// Created at or after `from` and before `to` (either end open).
     case created(from: Date?, to: Date?)
+    /// Directly in one folder of the library, not deeper: "" its own folder, "2026-11-28" that subfolder (a
+    /// Linux addition: a library is a folder, and may hold subfolders).
+    case inFolder(String)
     case all([AssetPredicate])
     case any([AssetPredicate])
     case not(AssetPredicate)

@@ -33,6 +33,11 @@ struct FetchQuery {
             if let from { parts.append("asset.creationDate >= ?"); values.append(from.timeIntervalSince1970) }
             if let to { parts.append("asset.creationDate < ?"); values.append(to.timeIntervalSince1970) }
             return (parts.isEmpty ? "1" : "(" + parts.joined(separator: " AND ") + ")", values)
+        case .inFolder(let folder):
+            guard !folder.isEmpty else { return ("instr(asset.identifier, '/') = 0", []) }
+            let prefix = folder.hasSuffix("/") ? folder : folder + "/"
+            return ("(substr(asset.identifier, 1, ?) = ? AND instr(substr(asset.identifier, ?), '/') = 0)",
+                    [prefix.utf8.count, prefix, prefix.utf8.count + 1])
         case .all(let predicates), .any(let predicates):
             guard !predicates.isEmpty else {
                 if case .all = predicate { return ("1", []) } else { return ("0", []) }
