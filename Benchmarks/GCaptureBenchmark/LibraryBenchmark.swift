@@ -101,22 +101,11 @@ enum LibraryBenchmark {
     /// `gcapture serve` (the test camera running, as in use) over the library's folder: its first page and a
     /// page half-way down, and the old folder-scanning listing, each on a new connection.
     static func servedPages(folder: URL, assets: Int, rounds: Int) throws -> (first: [Double], deep: [Double], scan: [Double]) {
-        let gcapture = URL(fileURLWithPath: ChildProcess.currentExecutable).deletingLastPathComponent().appendingPathComponent("gcapture").path
-        guard FileManager.default.isExecutableFile(atPath: gcapture) else { throw BenchmarkError.setup("gcapture is not built next to gcapture-bench") }
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: gcapture)
-        server.arguments = ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none", "--output", folder.path,
-                            "--live-size", "320x240", "--json"]
-        let output = Pipe()
-        server.standardOutput = output
-        server.standardError = FileHandle.nullDevice
-        server.standardInput = FileHandle.nullDevice
-        do { try server.run() } catch { throw BenchmarkError.setup("cannot start gcapture serve: \(error)") }
+        let (server, port) = try ServeBenchmark.launchServer(output: folder, extra: ["--live-size", "320x240"])
         defer {
             server.terminate()
             server.waitUntilExit()
         }
-        let port = try ServeBenchmark.listeningPort(output.fileHandleForReading, within: 30)
         func page(_ target: String, items: Int) throws -> Double {
             let answer = try ServeBenchmark.timedGet(port: port, target)
             guard answer.status == 200, answer.bytes > items * 100 else {

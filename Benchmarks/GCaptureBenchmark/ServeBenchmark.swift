@@ -19,24 +19,13 @@ enum ServeBenchmark {
     static let many = 10
 
     static func run(seconds: Double, rounds: Int, progress: (String) -> Void) throws -> Result {
-        let gcapture = URL(fileURLWithPath: ChildProcess.currentExecutable).deletingLastPathComponent().appendingPathComponent("gcapture").path
-        guard FileManager.default.isExecutableFile(atPath: gcapture) else { throw BenchmarkError.setup("gcapture is not built next to gcapture-bench") }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gcapture-serve-bench-\(getpid())")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: gcapture)
-        server.arguments = ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none", "--output", folder.path,
-                            "--live-size", "1280x720", "--live-rate", "15", "--json"]
-        let output = Pipe()
-        server.standardOutput = output
-        server.standardError = FileHandle.nullDevice
-        server.standardInput = FileHandle.nullDevice
-        do { try server.run() } catch { throw BenchmarkError.setup("cannot start gcapture serve: \(error)") }
+        let (server, port) = try launchServer(output: folder, extra: ["--live-size", "1280x720", "--live-rate", "15"])
         defer {
             server.terminate()
             server.waitUntilExit()
         }
-        let port = try listeningPort(output.fileHandleForReading, within: 30)
         // Warm up: the session's first seconds (pipeline start, first encodes) are not the steady state.
         _ = watch(port: port, viewers: 1, pid: server.processIdentifier, seconds: 2)
         var one: [Double] = [], ten: [Double] = [], oneBytes: [Int] = [], tenBytes: [Int] = []
@@ -65,6 +54,28 @@ enum ServeBenchmark {
           bytes per viewer: 1 viewer \(result.oneViewerBytes), \(many) viewers (median) \(result.tenViewersMedianBytes)
           ratio \(many) / 1: \(String(format: "%.2f", result.ratio))x   (goal ≤ 1.20x)
         """
+    }
+
+    /// `gcapture serve` (built beside the benchmark) with the test camera, writing to `folder`, on a free port:
+    /// the process, once it listens, and its port. The caller terminates it.
+    static func launchServer(output folder: URL, extra: [String]) throws -> (server: Process, port: Int) {
+        let gcapture = URL(fileURLWithPath: ChildProcess.currentExecutable).deletingLastPathComponent().appendingPathComponent("gcapture").path
+        guard FileManager.default.isExecutableFile(atPath: gcapture) else { throw BenchmarkError.setup("gcapture is not built next to gcapture-bench") }
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: gcapture)
+        server.arguments = ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none", "--output", folder.path, "--json"] + extra
+        let output = Pipe()
+        server.standardOutput = output
+        server.standardError = FileHandle.nullDevice
+        server.standardInput = FileHandle.nullDevice
+        do { try server.run() } catch { throw BenchmarkError.setup("cannot start gcapture serve: \(error)") }
+        do {
+            return (server, try listeningPort(output.fileHandleForReading, within: 30))
+        } catch {
+            server.terminate()
+            server.waitUntilExit()
+            throw error
+        }
     }
 
     static func listeningPort(_ handle: FileHandle, within seconds: Double) throws -> Int {
