@@ -34,6 +34,14 @@ struct LibraryOptions: ParsableArguments {
         return library
     }
 
+    /// The assets `ids` name, in the library's order; an id it does not have is named in the error.
+    func assets(_ ids: [String], in library: PhotoLibrary) throws -> [Asset] {
+        let assets = Array(library.fetchAssets(withLocalIdentifiers: ids))
+        let missing = Set(ids).subtracting(assets.map(\.localIdentifier))
+        if !missing.isEmpty { throw CommandFailure("the library has no \(missing.sorted().joined(separator: ", "))") }
+        return assets
+    }
+
     func album(named title: String, in library: PhotoLibrary) throws -> AssetCollection {
         let albums = library.fetchAssetCollections().filter { $0.localizedTitle == title || $0.localIdentifier == title }
         guard let album = albums.first else {
@@ -134,11 +142,8 @@ struct LibraryImport: AsyncParsableCommand {
 
     func validate() throws {
         if files.isEmpty { throw ValidationError("name at least one file to import") }
-        for file in files {
-            let ext = (file as NSString).pathExtension.lowercased()
-            guard ["jpg", "jpeg", "mp4", "mov", "mkv"].contains(ext) else {
-                throw ValidationError("\(file): the library holds JPEG photos (.jpg) and MP4, MOV or MKV movies")
-            }
+        for file in files where AssetMediaType(fileName: file) == nil {
+            throw ValidationError("\(file): the library holds JPEG photos (.jpg) and MP4, MOV or MKV movies")
         }
     }
 
@@ -149,7 +154,7 @@ struct LibraryImport: AsyncParsableCommand {
             try await opened.performChanges {
                 for file in files {
                     let url = URL(fileURLWithPath: file)
-                    let type: AssetResourceType = ["jpg", "jpeg"].contains(url.pathExtension.lowercased()) ? .photo : .video
+                    let type: AssetResourceType = AssetMediaType(fileName: file) == .image ? .photo : .video
                     let request = AssetCreationRequest.forAsset()
                     request.addResource(with: type, fileURL: url, options: AssetResourceCreationOptions(shouldMoveFile: move))
                     request.isFavorite = favorite
@@ -179,9 +184,7 @@ struct LibraryExport: AsyncParsableCommand {
 
     func run() async throws {
         let opened = try await library.open()
-        var assets = Array(opened.fetchAssets(withLocalIdentifiers: ids))
-        let missing = Set(ids).subtracting(assets.map(\.localIdentifier))
-        if !missing.isEmpty { throw CommandFailure("the library has no \(missing.sorted().joined(separator: ", "))") }
+        var assets = try library.assets(ids, in: opened)
         if let album { assets += opened.fetchAssets(in: try library.album(named: album, in: opened)) }
         let destination = URL(fileURLWithPath: to)
         try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
@@ -244,9 +247,7 @@ struct LibraryAlbum: AsyncParsableCommand {
                 try await opened.performChanges { AssetCollectionChangeRequest.deleteAssetCollections([album]) }
             case .add, .remove:
                 let album = try library.album(named: name!, in: opened)
-                let assets = opened.fetchAssets(withLocalIdentifiers: ids)
-                let missing = Set(ids).subtracting(assets.map(\.localIdentifier))
-                if !missing.isEmpty { throw CommandFailure("the library has no \(missing.sorted().joined(separator: ", "))") }
+                let assets = try library.assets(ids, in: opened)
                 try await opened.performChanges {
                     let request = AssetCollectionChangeRequest(for: album)
                     if action == .add { request?.addAssets(assets) } else { request?.removeAssets(assets) }

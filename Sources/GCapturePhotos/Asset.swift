@@ -3,6 +3,13 @@ import Foundation
 /// PhotoKit's PHAssetMediaType.
 public enum AssetMediaType: Int, Sendable, Codable, CaseIterable {
     case unknown = 0, image = 1, video = 2, audio = 3
+
+    /// What a library holds a file as, by its name's extension: JPEG (.jpg, .jpeg) photos, MP4, MOV and MKV
+    /// movies; nil for any other file (a Linux addition: a library is a folder of files).
+    public init?(fileName: String) {
+        guard let type = FolderScan.mediaType(ofName: fileName) else { return nil }
+        self = type
+    }
 }
 
 /// One photo or movie of a library: a file in its folder, as the index last read it. PhotoKit's PHAsset, a

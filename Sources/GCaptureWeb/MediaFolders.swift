@@ -1,5 +1,6 @@
 import Foundation
 import GCapture
+import GCapturePhotos
 import GCaptureSupport
 
 /// The photos and movies the gallery shows, and the only files the server hands out. A file is named in a
@@ -30,9 +31,6 @@ struct MediaFolders: Sendable {
         case notFound
     }
 
-    static let photoExtensions: Set<String> = ["jpg", "jpeg"]
-    static let movieExtensions: Set<String> = ["mp4", "mkv", "mov"]
-
     let folders: [URL]
     /// Each folder's real path, resolved once: what a served file's real path must begin with.
     private let realFolders: [String]
@@ -50,11 +48,13 @@ struct MediaFolders: Sendable {
         realFolders = real
     }
 
+    /// A photo or a movie, as the photo library tells them (AssetMediaType(fileName:)); nil for other files.
     static func kind(of name: String) -> Kind? {
-        let ext = (name as NSString).pathExtension.lowercased()
-        if photoExtensions.contains(ext) { return .photo }
-        if movieExtensions.contains(ext) { return .movie }
-        return nil
+        switch AssetMediaType(fileName: name) {
+        case .image?: .photo
+        case .video?: .movie
+        default: nil
+        }
     }
 
     /// Every photo and movie, newest first.
