@@ -66,6 +66,10 @@ struct PhotoCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per line per event.")
     var json = false
 
+    @Option(help: ArgumentHelp("Put each photo in this album of its folder's photo library (made when missing; see `gcapture library`).",
+                               valueName: "name"))
+    var album: String?
+
     /// The photo is a JPEG: a name that says otherwise (shot.png, shot) would lie about the file.
     func validate() throws {
         let first = URL(fileURLWithPath: output.replacingOccurrences(of: "%d", with: "1")).standardizedFileURL
@@ -74,6 +78,7 @@ struct PhotoCommand: AsyncParsableCommand {
             throw ValidationError("--output \(output): \(OutputPath.photoNamingRule)")
         }
         // As a description file's `deferred: true` is: refused, not silently ignored.
+        try AlbumFiling.validate(album)
         if deferred, !quality.prioritization.defersDelivery {
             throw ValidationError("--deferred applies only with --quality quality (the averaged frames are what is deferred), not --quality \(quality.rawValue)")
         }
@@ -100,6 +105,7 @@ struct PhotoCommand: AsyncParsableCommand {
         photos.deferredProcessingDelay = deferredDelay
         photos.connection.videoRotationAngle = Double(rotation)
         let events = EventPrinter(json: json)
+        let filing = AlbumFiling(title: album, folder: folder)
         photos.deferredPhotoHandler = { result in
             if case .success(let photo) = result { events.photo(photo, event: "final") }
         }
@@ -136,6 +142,8 @@ struct PhotoCommand: AsyncParsableCommand {
             let capture: @Sendable () async throws -> Void = {
                 let photo = try await photos.capturePhoto(with: settings)
                 events.photo(photo, event: photo.isProxy ? "proxy" : "photo")
+                // A proxy is filed too: its final replaces it under the same name.
+                if let filing, let url = photo.fileURL { await filing.file(url, events: events) }
             }
             if interval == 0 { try await capture() } else { captures.start(capture) }
         }
@@ -155,6 +163,7 @@ struct PhotoCommand: AsyncParsableCommand {
                         text: "stopped by \(signal): \(requested) of \(count) photos requested")
         }
         if let failure { throw failure }
+        if let failure = filing?.failure { throw failure }
     }
 
     private func outputURL(number: Int) -> URL {

@@ -86,7 +86,12 @@ struct RecordCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per line: recovered (a take an earlier crash interrupted), recordingStarted, progress, recordingFinished (one per file).")
     var json = false
 
+    @Option(help: ArgumentHelp("Put each finished movie in this album of its folder's photo library (made when missing; see `gcapture library`).",
+                               valueName: "name"))
+    var album: String?
+
     func validate() throws {
+        try AlbumFiling.validate(album)
         if timelapseFrameRate != nil, timelapse == nil {
             throw ValidationError("--timelapse-frame-rate is the rate of a timelapse: give --timelapse SECONDS too")
         }
@@ -135,6 +140,7 @@ struct RecordCommand: AsyncParsableCommand {
         try await session.start()
 
         let events = EventPrinter(json: json)
+        let filing = AlbumFiling(title: album, folder: url.deletingLastPathComponent())
         let recoveries = RecoveryReporter(movie, json: json)
         defer { withExtendedLifetime(recoveries) {} }
         if let trigger, let preRoll {
@@ -182,6 +188,8 @@ struct RecordCommand: AsyncParsableCommand {
                 case .finished(let file, let error):
                     last = (file, error)
                     report(finished: file, error: error, stats: movie.lastStatistics, events: events)
+                    // A movie that ended on an error is finalized up to it, and is the library's as well.
+                    if let filing, FileManager.default.fileExists(atPath: file.path) { await filing.file(file, events: events) }
                     if case .sessionWasInterrupted? = error {} else { ended = true }
                 }
             }
@@ -197,6 +205,7 @@ struct RecordCommand: AsyncParsableCommand {
             throw ValidationError("\(path) is a take recovered from an interrupted recording; give another --output or --overwrite")
         }
         if let error = last?.error, !error.recordingFinishedSuccessfully { throw error }
+        if let failure = filing?.failure { throw failure }
     }
 
     /// 2.5 rather than 2.500000.

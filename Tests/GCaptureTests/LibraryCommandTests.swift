@@ -71,4 +71,34 @@ final class LibraryCommandTests: XCTestCase {
         XCTAssertNotEqual(unknown.status, 0)
         XCTAssertTrue(unknown.stderr.contains("the library has no nope.jpg"), unknown.stderr)
     }
+
+    /// `photo --album` and `record --album` file what they write into the folder's library; an album that
+    /// cannot be written leaves the files written, says why and exits non-zero.
+    func testPhotoAndRecordWithAnAlbumFileTheirFilesAndAFailureKeepsThem() throws {
+        let folder = try temporaryFolder()
+        let photos = try runGCapture(["photo", "--camera", "test", "--output", folder.appendingPathComponent("shot-%d.jpg").path,
+                                      "--count", "2", "--album", "Booth", "--json"], timeout: 60)
+        XCTAssertEqual(photos.status, 0, photos.stderr)
+        let movie = try runGCapture(["record", "--camera", "test", "--microphone", "none", "--duration", "1",
+                                     "--output", folder.appendingPathComponent("clip.mp4").path, "--album", "Booth"], timeout: 60)
+        XCTAssertEqual(movie.status, 0, movie.stderr)
+        let listed = try runGCapture(["library", "list", "--library", folder.path, "--album", "Booth", "--json"], timeout: 60)
+        XCTAssertEqual(listed.status, 0, listed.stderr)
+        XCTAssertEqual(Set(try json(listed.stdout).compactMap { $0["id"] as? String }), ["shot-1.jpg", "shot-2.jpg", "clip.mp4"])
+        XCTAssertGreaterThan(try probe(folder.appendingPathComponent("clip.mp4")).duration, 0.5)
+
+        // The album file cannot be replaced (a folder stands in its place): the photo is written all the same.
+        let blocked = try temporaryFolder()
+        try FileManager.default.createDirectory(at: blocked.appendingPathComponent(".gcapture-library.json"), withIntermediateDirectories: false)
+        let refused = try runGCapture(["photo", "--camera", "test", "--output", blocked.appendingPathComponent("kept.jpg").path,
+                                       "--album", "Booth", "--json"], timeout: 60)
+        XCTAssertNotEqual(refused.status, 0, refused.stdout)
+        XCTAssertTrue(refused.stdout.contains("\"albumFailed\""), refused.stdout)
+        XCTAssertTrue(refused.stderr.contains("not put in album 'Booth'"), refused.stderr)
+        XCTAssertEqual(try JPEGHeader.read(path: blocked.appendingPathComponent("kept.jpg").path).displayedSize.width, 1920)
+
+        let empty = try runGCapture(["photo", "--camera", "test", "--output", folder.appendingPathComponent("x.jpg").path, "--album", " "], timeout: 30)
+        XCTAssertEqual(empty.status, 64, empty.stderr)
+        XCTAssertTrue(empty.stderr.contains("album"), empty.stderr)
+    }
 }
