@@ -40,6 +40,11 @@ struct ExifSegment {
                 let text = TagList.exifDate(date)
                 ifd0.append(Self.text(0x0132, text))
                 exif.append(Self.text(0x9003, text))
+                // The milliseconds (SubSecTimeOriginal, SubSecTime): photos of one burst second keep their order in
+                // a viewer or a library that sorts by the moment taken.
+                let subseconds = TagList.exifSubseconds(date)
+                exif.append(Self.text(0x9291, subseconds))
+                exif.append(Self.text(0x9290, subseconds))
             default: break
             }
         }

@@ -46,6 +46,12 @@ public struct TagList: Sendable {
     }
 
     /// "YYYY:MM:DD HH:MM:SS" in local time, as EXIF writes dates. strftime: a DateFormatter costs ~0.1 ms a call.
+    /// The milliseconds of `date` past its second, as EXIF's SubSecTime tags hold them: "045".
+    public static func exifSubseconds(_ date: Date) -> String {
+        let milliseconds = Int((date.timeIntervalSince1970 - date.timeIntervalSince1970.rounded(.down)) * 1000)
+        return String(format: "%03d", min(999, max(0, milliseconds)))
+    }
+
     public static func exifDate(_ date: Date) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var local = tm()

@@ -375,6 +375,10 @@ final class PhotoOutputTests: XCTestCase {
         let taken = try XCTUnwrap(exif["DateTimeOriginal"] as? String)
         XCTAssertTrue(taken.hasPrefix(String(ISO8601DateFormatter().string(from: Date()).prefix(4))), taken)
         XCTAssertEqual(photo.metadata["DateTimeOriginal"], taken)
+        // The moment to the millisecond, as exiftool composes it from DateTimeOriginal and SubSecTimeOriginal.
+        let moment = try XCTUnwrap(exif["SubSecDateTimeOriginal"] as? String, "\(exif)")
+        let subseconds = try XCTUnwrap(photo.metadata["SubSecTimeOriginal"])
+        XCTAssertEqual(moment, "\(taken).\(subseconds)")
 
         let tags = try self.exif(tagged)
         XCTAssertEqual(tags["Orientation"] as? Int, 6, "EXIF 6 = rotate 90 CW to view")

@@ -56,7 +56,8 @@ enum PhotoProcessor {
         tags.set("datetime", date: job.requestDate)
         let orientation = job.rotatePixels ? "rotate-0" : transform.imageOrientation
         return (tags, ["Make": job.make, "Model": job.model, "Software": software,
-                       "DateTimeOriginal": TagList.exifDate(job.requestDate), "Orientation": orientation])
+                       "DateTimeOriginal": TagList.exifDate(job.requestDate), "SubSecTimeOriginal": TagList.exifSubseconds(job.requestDate),
+                       "Orientation": orientation])
     }
 
     /// Encodes and, when the job names a file (`file`, its path), writes it atomically: never over a file
