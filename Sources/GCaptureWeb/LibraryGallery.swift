@@ -15,6 +15,8 @@ final class LibraryGallery: Sendable {
     private let changes = Broadcast<ControlEvent>()
     private let forwarders: [ChangeForwarder]
     private let following = Locked<Task<Void, Never>?>(nil)
+    /// The libraries being refreshed for a capture (by folder), and whether another capture asked meanwhile.
+    private let refreshing = Locked<[Int: Bool]>([:])
     /// Each library's first refresh since the server started: a page waits for it, so that it never shows
     /// the index as an earlier run left it (or, when the index is new, an empty gallery).
     private let firstRefreshes: [Task<Void, Never>]
@@ -43,13 +45,14 @@ final class LibraryGallery: Sendable {
     /// The libraries' changes from now on, as "library" events.
     func events() -> AsyncStream<ControlEvent> { changes.makeStream(bufferingPolicy: .bufferingNewest(64)) }
 
-    /// Brings the library a capture wrote into up to date as soon as the capture says so (a movie is listed
-    /// while it is recorded, before the file is closed and the folder watch sees it).
+    /// Brings the library a capture wrote into up to date as soon as the capture says so: a movie is listed
+    /// while it is recorded (the folder watch sees a file only once it is closed), a photo without waiting
+    /// for the watch's settling time.
     func follow(_ captureEvents: AsyncStream<ControlEvent>) {
         let task = Task { [weak self] in
             for await event in captureEvents where Self.wroteFiles.contains(event.name) {
                 guard let self else { return }
-                for library in self.librariesHolding(event.fields["path"] as? String) { _ = try? await library.refresh() }
+                for folder in self.foldersHolding(event.fields["path"] as? String) { self.refreshSoon(folder) }
             }
         }
         following.withLock { $0 = task }
@@ -57,10 +60,33 @@ final class LibraryGallery: Sendable {
 
     private static let wroteFiles: Set<String> = ["photo", "recordingStarted", "recordingFinished", "eventStarted", "eventEnded"]
 
-    private func librariesHolding(_ path: String?) -> [PhotoLibrary] {
-        guard let path else { return libraries }
-        let holding = libraries.filter { path.hasPrefix($0.folder.path + "/") }
-        return holding.isEmpty ? libraries : holding
+    private func foldersHolding(_ path: String?) -> [Int] {
+        let holding = libraries.indices.filter { path?.hasPrefix(libraries[$0].folder.path + "/") == true }
+        return holding.isEmpty ? Array(libraries.indices) : holding
+    }
+
+    /// One refresh of a library at a time, and at most one more after it however many captures asked
+    /// meanwhile: a burst of photos into a folder of 100,000 files walks it twice, not once a shot.
+    private func refreshSoon(_ folder: Int) {
+        let starts = refreshing.withLock { asked -> Bool in
+            if asked[folder] != nil { asked[folder] = true; return false }
+            asked[folder] = false
+            return true
+        }
+        guard starts else { return }
+        let library = libraries[folder]
+        Task { [weak self] in
+            while true {
+                _ = try? await library.refresh()
+                guard let self else { return }
+                let again = self.refreshing.withLock { asked -> Bool in
+                    if asked[folder] == true { asked[folder] = false; return true }
+                    asked[folder] = nil
+                    return false
+                }
+                if !again { return }
+            }
+        }
     }
 
     // MARK: Pages

@@ -259,6 +259,10 @@ final class PhotoLibraryTests: XCTestCase {
         XCTAssertEqual(try runTool("/bin/cp", [outside.path, folder.appendingPathComponent("later/deep.jpg").path]).status, 0)
         XCTAssertEqual(try nextChange(log, within: 5).insertedAssetIdentifiers, ["later/deep.jpg"], "a subfolder made after the watch began is watched")
 
+        // Linked in whole (`ln`, as the engine writes its photos): no close follows, the creation counts.
+        XCTAssertEqual(try runTool("/bin/ln", [outside.path, folder.appendingPathComponent("linked.jpg").path]).status, 0)
+        XCTAssertEqual(try nextChange(log, within: 5).insertedAssetIdentifiers, ["linked.jpg"], "a file linked in is seen")
+
         XCTAssertEqual(try runTool("/bin/rm", [folder.appendingPathComponent("old.jpg").path]).status, 0)
         XCTAssertEqual(try nextChange(log, within: 5).removedAssetIdentifiers, ["old.jpg"])
         library.unregisterChangeObserver(log)

@@ -51,9 +51,10 @@ final class FolderWatch: Sendable {
     private func addSubfolders(of path: String, depth: Int) {
         guard depth < 16, let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
         for name in names where !name.hasPrefix(".") {
-            var isFolder: ObjCBool = false
             let child = path + "/" + name
-            if FileManager.default.fileExists(atPath: child, isDirectory: &isFolder), isFolder.boolValue {
+            // lstat: a link to a folder is not watched, as FolderScan does not walk it.
+            var info = stat()
+            if lstat(child, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
                 add(child)
                 addSubfolders(of: child, depth: depth + 1)
             }
@@ -102,8 +103,14 @@ final class FolderWatch: Sendable {
                 relevant = true
                 continue
             }
-            // A file created is indexed when it is closed after writing (IN_CLOSE_WRITE), not while it fills.
-            if mask & UInt32(IN_CREATE) != 0 && mask & UInt32(IN_ISDIR) == 0 { continue }
+            // A file created empty is indexed when it is closed after writing (IN_CLOSE_WRITE), not while it
+            // fills; one that arrives whole by a hard link (link(2), as the engine and this library write
+            // atomically) is never closed here, and counts now.
+            if mask & UInt32(IN_CREATE) != 0 && mask & UInt32(IN_ISDIR) == 0 {
+                guard let parent = watched.withLock({ $0[watch] }) else { continue }
+                var info = stat()
+                guard lstat(parent + "/" + name, &info) == 0, info.st_size > 0 else { continue }
+            }
             relevant = true
         }
         return relevant
