@@ -99,6 +99,12 @@ public final class PhotoLibrary: Sendable {
         return change
     }
 
+    /// Returns once the work queued before it (a refresh, a change block) is done: a program about to exit
+    /// waits here, so that no movie is left half read (its decoder's threads still running).
+    public func waitUntilIdle() async {
+        await work.run {}
+    }
+
     // MARK: Observing
 
     /// Tells `observer` of every change made through the library, or by any other program to the folder

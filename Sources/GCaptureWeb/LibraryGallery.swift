@@ -17,6 +17,8 @@ final class LibraryGallery: Sendable {
     private let following = Locked<Task<Void, Never>?>(nil)
     /// The libraries being refreshed for a capture (by folder), and whether another capture asked meanwhile.
     private let refreshing = Locked<[Int: Bool]>([:])
+    /// The last refresh started for a capture, by folder: what `finish` waits for.
+    private let refreshTasks = Locked<[Int: Task<Void, Never>]>([:])
     /// Each library's first refresh since the server started: a page waits for it, so that it never shows
     /// the index as an earlier run left it (or, when the index is new, an empty gallery).
     private let firstRefreshes: [Task<Void, Never>]
@@ -40,6 +42,26 @@ final class LibraryGallery: Sendable {
     deinit {
         following.withLock { $0 }?.cancel()
         for (library, forwarder) in zip(libraries, forwarders) { library.unregisterChangeObserver(forwarder) }
+    }
+
+    /// Stops following the capture and watching the folders, and waits for the refreshes under way, for
+    /// `limit` at most: a program about to exit should not leave a movie half read (a decoder's threads
+    /// still running at exit), nor wait long for a first index of a large folder.
+    func finish(limit: Duration = .seconds(5)) async {
+        following.withLock { $0 }?.cancel()
+        for (library, forwarder) in zip(libraries, forwarders) { library.unregisterChangeObserver(forwarder) }
+        let done = AtomicFlag()
+        let waiting = Task { [self] in
+            for refresh in firstRefreshes { await refresh.value }
+            for task in refreshTasks.withLock({ Array($0.values) }) { await task.value }
+            // A folder-watch callback already due (after its 100 ms of settling) queues its refresh meanwhile.
+            try? await Task.sleep(for: .milliseconds(150))
+            for library in libraries { await library.waitUntilIdle() }
+            done.set()
+        }
+        let deadline = ContinuousClock.now + limit
+        while !done.isSet, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        withExtendedLifetime(waiting) {}
     }
 
     /// The libraries' changes from now on, as "library" events.
@@ -75,7 +97,7 @@ final class LibraryGallery: Sendable {
         }
         guard starts else { return }
         let library = libraries[folder]
-        Task { [weak self] in
+        let task = Task { [weak self] in
             while true {
                 _ = try? await library.refresh()
                 guard let self else { return }
@@ -87,6 +109,7 @@ final class LibraryGallery: Sendable {
                 if !again { return }
             }
         }
+        refreshTasks.withLock { $0[folder] = task }
     }
 
     // MARK: Pages

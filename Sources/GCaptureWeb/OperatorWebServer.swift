@@ -88,10 +88,11 @@ public final class OperatorWebServer: Sendable {
         }
     }
 
-    /// Stops listening and closes every connection.
+    /// Stops listening, closes every connection, and waits for the gallery's library work under way.
     public func stop() async {
         if let channel = channel.withLock({ $0 }) { try? await channel.close() }
         try? await group.shutdownGracefully()
+        await application.library.finish()
     }
 
     /// Connections open now (for tests and the benchmark).
