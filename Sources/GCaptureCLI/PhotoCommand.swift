@@ -77,8 +77,8 @@ struct PhotoCommand: AsyncParsableCommand {
         guard ["jpg", "jpeg"].contains(first.pathExtension.lowercased()) else {
             throw ValidationError("--output \(output): \(OutputPath.photoNamingRule)")
         }
-        // As a description file's `deferred: true` is: refused, not silently ignored.
         try AlbumFiling.validate(album)
+        // As a description file's `deferred: true` is: refused, not silently ignored.
         if deferred, !quality.prioritization.defersDelivery {
             throw ValidationError("--deferred applies only with --quality quality (the averaged frames are what is deferred), not --quality \(quality.rawValue)")
         }
