@@ -43,8 +43,8 @@ let package = Package(
     targets: [
         .systemLibrary(
             name: "CGst",
-            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-pbutils-1.0 gstreamer-tag-1.0 gio-2.0",
-            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
+            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-pbutils-1.0 gstreamer-tag-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0 gio-2.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstreamer-plugins-bad1.0-dev"])]
         ),
         // The concurrency utilities every layer shares; at the bottom, so the layers above the engine get them
         // without importing GStreamerKit.

@@ -39,6 +39,9 @@ packages=(
   motion
   # The C++ runtime linked into the shipped build (scripts/build-release.sh); the Swift toolchain needs it too.
   libstdc++-12-dev
+  # The WebRTC live view: webrtcbin's headers (its library is in plugins-bad) and ICE (libnice's elements);
+  # venv for the WebRTC tests' Python environment (aiortc, below): Debian packages no aiortc.
+  libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice python3-venv
 )
 
 missing=()
@@ -57,6 +60,18 @@ if ((${#missing[@]})); then
   if [[ " ${missing[*]} " == *" motion "* ]] && command -v systemctl >/dev/null; then
     $sudo systemctl disable --now motion.service >/dev/null 2>&1 || true
   fi
+fi
+
+# The WebRTC tests' WHEP client (Tests/GCaptureTests/WebRTC/whep_client.py) runs on aiortc from PyPI, in a venv
+# of Debian's Python (not a pyenv one on PATH) so the system's packages stay untouched.
+webrtc_venv="${GCAPTURE_WEBRTC_VENV:-$HOME/.cache/gcapture/webrtc-venv}"
+if ! "$webrtc_venv/bin/python" -c "import aiortc" >/dev/null 2>&1; then
+  echo "gcapture: installing aiortc into $webrtc_venv" >&2
+  [ -x "$webrtc_venv/bin/python" ] || /usr/bin/python3 -m venv "$webrtc_venv" >/dev/null
+  log="$(mktemp)"
+  "$webrtc_venv/bin/python" -m pip install -q --disable-pip-version-check aiortc==1.16.0 >"$log" 2>&1 \
+    || { cat "$log" >&2; rm -f "$log"; exit 1; }
+  rm -f "$log"
 fi
 
 command -v swift >/dev/null || { echo "gcapture: Swift 6 is required (https://swift.org/install)" >&2; exit 1; }

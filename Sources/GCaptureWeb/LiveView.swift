@@ -35,6 +35,9 @@ public final class LiveView: Sendable {
     public let settings: Settings
     /// Add it to the session before the configuration is committed.
     public let output: CaptureVideoDataOutput
+    /// The same picture over WebRTC (WHEP), at most the live view's size; add it to the session too. It
+    /// encodes only while someone watches.
+    public let webRTC: CaptureWebRTCOutput
 
     private struct State {
         var viewers: [UInt64: @Sendable (ByteBuffer) -> Void] = [:]
@@ -69,6 +72,9 @@ public final class LiveView: Sendable {
         output.videoSettings = .init(pixelFormat: "I420", width: settings.width & ~1, height: settings.height & ~1,
                                      maxFrameRate: settings.framesPerSecond)
         output.alwaysDiscardsLateVideoFrames = true
+        webRTC = CaptureWebRTCOutput()
+        webRTC.settings.maximumWidth = settings.width & ~1
+        webRTC.settings.maximumHeight = settings.height & ~1
         noSignalPart = Self.part(jpeg: try NoSignalPicture.jpeg(width: settings.width & ~1, height: settings.height & ~1))
         encoder = FrameEncoder()
         encoder.liveView = self

@@ -14,6 +14,7 @@ struct WebApplication: Sendable {
     let configuration: WebServerConfiguration
     let console: any OperatorConsole
     let liveView: LiveView?
+    let whep: WHEPEndpoint?
     let media: MediaFolders
     let library: LibraryGallery
     let thumbnails = Thumbnails()
@@ -23,6 +24,7 @@ struct WebApplication: Sendable {
         self.configuration = configuration
         self.console = console
         self.liveView = liveView
+        whep = liveView.map { WHEPEndpoint(output: $0.webRTC) }
         media = MediaFolders(configuration.folders, isTimelapse: configuration.isTimelapse)
         library = LibraryGallery(media: media)
         library.follow(console.events())
@@ -49,6 +51,9 @@ struct WebApplication: Sendable {
         case (.GET, "/live.mjpg"):
             guard let liveView else { return .error(.notFound, "this server has no live view") }
             return .liveView(liveView)
+        case (.POST, WHEPEndpoint.path):
+            guard let whep else { return .error(.notFound, "this server has no live view") }
+            return await whep.offer(request)
         case (.GET, "/api/status"):
             return .json(.ok, await status())
         case (.POST, "/api/command"):
@@ -72,13 +77,18 @@ struct WebApplication: Sendable {
             break
         }
         let components = path.split(separator: "/", omittingEmptySubsequences: false)
+        // "/whep/ID": a WHEP viewer's session.
+        if components.count == 3, components[0].isEmpty, "/\(components[1])" == WHEPEndpoint.path, let whep {
+            guard request.method == .DELETE else { return .error(.methodNotAllowed, "a WHEP session is ended with DELETE") }
+            return whep.end(viewer: components[2])
+        }
         // "/media/0/photo.jpg" splits into "", "media", "0", "photo.jpg"; anything else is not a media file.
         if components.count == 4, components[0].isEmpty, ["media", "thumbs"].contains(components[1]) {
             guard request.method == .GET || request.method == .HEAD else { return .error(.methodNotAllowed, "\(path) is read with GET") }
             return await mediaFile(folder: components[2], name: components[3], thumbnail: components[1] == "thumbs", request: request)
         }
         if ["/", "/live.mjpg", "/api/status", "/api/command", "/api/events", "/api/gallery", "/api/library", "/api/library/albums",
-            "/api/library/favorite", "/api/library/zip"].contains(String(path)) {
+            "/api/library/favorite", "/api/library/zip", WHEPEndpoint.path].contains(String(path)) {
             return .error(.methodNotAllowed, "\(request.method) is not what \(path) takes")
         }
         return .error(.notFound, "nothing here: the page is at /")
@@ -128,7 +138,7 @@ struct WebApplication: Sendable {
         }
         // Commands only from the page's own origin, as JSON: a form on another site cannot post JSON without
         // the browser asking first (a CORS preflight this server never grants).
-        if request.method == .POST {
+        if request.method == .POST || request.method == .DELETE {
             if let origin = request.headers["origin"].first?.lowercased(), let host = request.headers["host"].first?.lowercased(),
                origin != "http://\(host)", origin != "https://\(host)" {
                 return .error(.forbidden, "a command from another site (\(origin)) is refused")

@@ -33,6 +33,24 @@ public final class AppSource: @unchecked Sendable {
         return gst_app_src_push_buffer(appSource, header) == GST_FLOW_OK
     }
 
+    /// Pushes the sample's buffer, sharing its memory, into a live appsrc that stamps what arrives with its own
+    /// pipeline's running time (do-timestamp=true): the buffer's own times, of another pipeline's clock, are
+    /// cleared. The sample's caps become the appsrc's when they change.
+    @discardableResult
+    public func pushForRestamping(_ sample: Sample) -> Bool {
+        guard let buffer = gst_sample_get_buffer(sample.pointer), let header = gst_buffer_copy(buffer) else { return false }
+        if let caps = gst_sample_get_caps(sample.pointer) {
+            let current = gst_app_src_get_caps(appSource)
+            if current != caps, current.map({ gst_caps_is_equal($0, caps) == 0 }) ?? true { gst_app_src_set_caps(appSource, caps) }
+            if let current { gst_caps_unref(current) }
+        }
+        CGstShim_tsan_received(header)
+        header.pointee.pts = ClockTime.none
+        header.pointee.dts = ClockTime.none
+        CGstShim_tsan_published(header)
+        return gst_app_src_push_buffer(appSource, header) == GST_FLOW_OK
+    }
+
     public func endOfStream() { gst_app_src_end_of_stream(appSource) }
 
     /// Writes a new buffer's timestamp. Its memory may have held another buffer, and appsrc's streaming thread

@@ -27,6 +27,23 @@ extension Pad.ProbeInfo {
     }
 }
 
+extension Pad.ProbeInfo {
+    /// Whether the passing event asks an encoder upstream for a key frame (a receiver's picture-loss report
+    /// turned into GstForceKeyUnit by RTP's session).
+    public var isKeyFrameRequest: Bool {
+        guard raw.pointee.type.rawValue & GST_PAD_PROBE_TYPE_EVENT_UPSTREAM.rawValue != 0, let data = raw.pointee.data else { return false }
+        return gst_video_event_is_force_key_unit(UnsafeMutablePointer<GstEvent>(OpaquePointer(data))) != 0
+    }
+}
+
+extension Sample {
+    /// Whether the sample's buffer depends on earlier ones (GST_BUFFER_FLAG_DELTA_UNIT): not a key frame.
+    public var isDeltaFrame: Bool {
+        guard let buffer = gst_sample_get_buffer(pointer) else { return false }
+        return buffer.pointee.mini_object.flags & GST_BUFFER_FLAG_DELTA_UNIT.rawValue != 0
+    }
+}
+
 extension Event {
     /// Asks an encoder upstream for a key frame as soon as it can, with its stream headers (SPS/PPS)
     /// before it: sent to the encoder element (or upstream from any pad below it).

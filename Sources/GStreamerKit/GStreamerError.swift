@@ -20,6 +20,8 @@ public struct GStreamerError: Error, Sendable, Equatable, CustomStringConvertibl
         case caps
         /// A property does not exist or has another type.
         case property
+        /// A WebRTC peer's offer or answer was refused.
+        case negotiation
     }
 
     public var kind: Kind

@@ -83,5 +83,17 @@ void CGstShim_v4l2_drain_on_stop(void);
 // Whether they will.
 int CGstShim_v4l2_drains_on_stop(void);
 
+// webrtcbin (webrtc.c). Calls that wait on webrtcbin's promise block; `error`, when not NULL, gets a
+// g_malloc'd reason on failure (free it with g_free), as do the returned descriptions.
+
+/// Requests a send-only sink pad of `webrtc` for RTP with `caps` (its codec, payload type and parameters,
+/// which the answer or offer then carries) and links `upstream`'s src pad to it.
+gboolean CGstShim_webrtc_add_sender(GstElement *webrtc, GstElement *upstream, const char *caps, char **error);
+/// Sets the remote peer's offer (or answer) from SDP text.
+gboolean CGstShim_webrtc_set_remote_description(GstElement *webrtc, const char *sdp, gboolean is_offer, char **error);
+/// Creates an offer (or the answer to the remote offer), sets it as the local description, returns its SDP.
+char *CGstShim_webrtc_create_local_description(GstElement *webrtc, gboolean offer, char **error);
+/// The local description's SDP now, with the ICE candidates gathered so far; NULL before there is one.
+char *CGstShim_webrtc_local_description_text(GstElement *webrtc);
 
 #endif

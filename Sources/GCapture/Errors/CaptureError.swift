@@ -25,6 +25,8 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
     /// No video sink could show a preview; `tried` says each sink tried and why it was not used.
     case noDisplay(tried: [String])
     case tooManyPendingCaptures(limit: Int)
+    /// A live view over WebRTC has as many viewers as it serves (connected or connecting).
+    case tooManyViewers(limit: Int)
     /// Recording stopped at maxRecordedDuration; the file is complete.
     case maximumDurationReached
     /// Recording stopped at maxRecordedFileSize; the file is complete.
@@ -94,6 +96,8 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
             "\(path) is a take recovered from an interrupted recording; a recording never replaces a file"
         case .tooManyPendingCaptures(let limit):
             "\(limit) photos are already waiting to be processed; wait for readiness before capturing more"
+        case .tooManyViewers(let limit):
+            "the live view has its \(limit) viewers already; one must leave before another joins"
         case .deviceDiscoveryFailed(let classes, _):
             "no \(classes.joined(separator: " or ")) device can be listed: GStreamer's device monitor did not start; "
                 + "is a device provider plugin (gstreamer1.0-plugins-good for V4L2) installed?"

@@ -95,6 +95,7 @@ enum ControlledRun {
                                                                    console: WebConsole(controller: controller, output: output))
         capture.session.beginConfiguration()
         try capture.session.add(liveView.output)
+        try capture.session.add(liveView.webRTC)
         try capture.session.commitAndWait()
         liveView.follow(capture.session)
         if let madeToken {
