@@ -183,6 +183,10 @@ struct WebApplication: Sendable {
             status["liveView"] = ["width": liveView.settings.width, "height": liveView.settings.height,
                                   "framesPerSecond": liveView.settings.framesPerSecond, "viewers": liveView.viewerCount,
                                   "encodedFrames": liveView.encodedFrameCount] as [String: any Sendable]
+            let webRTC = liveView.webRTC
+            status["webRTC"] = ["viewers": webRTC.viewerCount, "connectedViewers": webRTC.connectedViewerCount,
+                                "encodedFrames": webRTC.encodedFrameCount, "encodedAudioBuffers": webRTC.encodedAudioBufferCount]
+                as [String: any Sendable]
         }
         return status
     }
