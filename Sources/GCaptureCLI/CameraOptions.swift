@@ -13,6 +13,9 @@ struct CameraOptions<Defaults: CameraDefaults>: ParsableArguments {
 
     @Option(parsing: .unconditional, help: "Sensor noise of the test camera in ± 8-bit steps, \(NumberRanges.noise.accepted) (default: 0).", transform: NumberRanges.noise.parser)
     var noise: Int = 0
+
+    @Flag(name: .customLong("stamp-time"), help: DeviceChoice.stampTimeHelp)
+    var stampTime = false
 }
 
 /// A command's defaults for `CameraOptions`.

@@ -14,16 +14,18 @@ struct DeviceChoice {
 
     /// The --camera and --microphone options' help, the same for every command.
     static let cameraHelp = ArgumentHelp("Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
+    static let stampTimeHelp = ArgumentHelp(
+        "Write each frame's capture time into the test camera's top rows (a band of cells), to measure latency from what a viewer shows.")
     static func microphoneHelp(none: String) -> ArgumentHelp {
         ArgumentHelp("Microphone id, `none` \(none); default: the first real microphone, else `test-microphone`.")
     }
 
-    /// The camera; the test camera gets --noise.
-    static func camera(_ id: String?, noise: Int) throws -> DeviceChoice {
+    /// The camera; the test camera gets --noise and --stamp-time.
+    static func camera(_ id: String?, noise: Int, stampsTime: Bool = false) throws -> DeviceChoice {
         var choice = try choose(id, mediaType: .video, option: "--camera", kind: "camera",
                                 fallback: .testCamera, fallbackName: "test camera")
-        if choice.device.deviceType == .testCamera, noise > 0 {
-            choice.device = CaptureDevice.makeTestCamera(options: TestCameraOptions(noiseLevel: noise))
+        if choice.device.deviceType == .testCamera, noise > 0 || stampsTime {
+            choice.device = CaptureDevice.makeTestCamera(options: TestCameraOptions(noiseLevel: noise, stampsCaptureTime: stampsTime))
         }
         return choice
     }

@@ -9,14 +9,15 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve an operator's web page: the live picture, the shutter, recording and a gallery.",
         discussion: """
-        The page shows the camera live (MJPEG, encoded once however many browsers watch, "NO SIGNAL" while \
-        the camera is interrupted), has buttons for a photo, a recording, pause and the camera, pushes the \
+        The page shows the camera live (WebRTC, else MJPEG; either encoded once however many browsers watch, \
+        "NO SIGNAL" while the camera is interrupted), has buttons for a photo, a recording, pause and the camera, pushes the \
         events (photos, progress, interruptions) as they happen, and lists the photos and movies of the \
         output folder with small thumbnails and download links, newest first.
 
         The page's API: POST /api/command with a control-protocol request as JSON (see docs/control-protocol.md; \
         a path is not taken, files are named by the naming rule); GET /api/status, /api/gallery; \
-        /api/events (Server-Sent Events); /live.mjpg.
+        /api/events (Server-Sent Events); /live.mjpg; WHEP at POST /whep (an SDP offer; DELETE the Location it \
+        answers with to leave).
 
         It listens on 127.0.0.1 unless --listen says otherwise. Any other address needs an access token: \
         given with --token, or made and printed at start; the page asks for it once (a cookie keeps it), \
@@ -47,6 +48,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Folder for the photos and movies, which the gallery shows (created if missing).")
     var output = "captures"
 
+    @Flag(name: .customLong("stamp-time"), help: DeviceChoice.stampTimeHelp)
+    var stampTime = false
+
     @OptionGroup var web: WebOptions
 
     @OptionGroup var events: EventOptions
@@ -64,6 +68,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         var setup = try RunCommand.parse([])
         setup.device.camera = camera
+        setup.device.stampTime = stampTime
         setup.microphone = microphone
         setup.events = events
         // Made here, so that an error names this command's option rather than run's --photo-folder.

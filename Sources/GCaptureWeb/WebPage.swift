@@ -16,8 +16,11 @@ enum WebPage {
         <header><h1>gcapture</h1><span id="status">connecting…</span></header>
         <main>
           <section id="view">
-            <img id="live" src="/live.mjpg" alt="the camera's live picture">
+            <video id="live-video" autoplay muted playsinline hidden aria-label="the camera's live picture"></video>
+            <img id="live" alt="the camera's live picture" hidden>
+            <div id="no-signal" hidden>NO SIGNAL</div>
             <div id="areas" aria-hidden="true"></div>
+            <p id="live-mode" role="status"></p>
             <div id="banner" hidden></div>
             <div id="controls">
               <button id="shutter" type="button">Take photo</button>
@@ -55,7 +58,12 @@ enum WebPage {
         h1 { font-size: 1.2em; margin: 0; } h2 { font-size: 1.1em; }
         main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 1em; padding: 1em; }
         @media (max-width: 900px) { main { grid-template-columns: 1fr; } }
-        #live { width: 100%; background: #000; aspect-ratio: 16 / 9; object-fit: contain; display: block; }
+        #live, #live-video { width: 100%; background: #000; aspect-ratio: 16 / 9; object-fit: contain; display: block; }
+        #live[hidden], #live-video[hidden] { display: none; }
+        #no-signal { position: absolute; left: 0; top: 0; width: 100%; aspect-ratio: 16 / 9; display: flex; align-items: center;
+                     justify-content: center; background: #222; color: #eee; font: bold 2em monospace; }
+        #no-signal[hidden] { display: none; }
+        #live-mode { font-size: 12px; color: #aaa; margin: .2em 0; }
         #view { position: relative; }
         #areas { position: absolute; left: 0; top: 0; pointer-events: none; }
         #areas .area { position: absolute; box-sizing: border-box; }
@@ -113,10 +121,11 @@ enum WebPage {
         // shown (the image keeps its aspect ratio inside its box).
         let motionAreas = null, motionNow = null;
         function drawAreas() {
-          const live = $("live"), layer = $("areas");
-          if (!motionAreas || !live.naturalWidth) { layer.replaceChildren(); return; }
-          const scale = Math.min(live.clientWidth / live.naturalWidth, live.clientHeight / live.naturalHeight);
-          const width = live.naturalWidth * scale, height = live.naturalHeight * scale;
+          const live = liveMode === "WebRTC" ? $("live-video") : $("live"), layer = $("areas");
+          const naturalWidth = live.videoWidth || live.naturalWidth || 0, naturalHeight = live.videoHeight || live.naturalHeight || 0;
+          if (!motionAreas || !naturalWidth) { layer.replaceChildren(); return; }
+          const scale = Math.min(live.clientWidth / naturalWidth, live.clientHeight / naturalHeight);
+          const width = naturalWidth * scale, height = naturalHeight * scale;
           const left = live.offsetLeft + (live.clientWidth - width) / 2, top = live.offsetTop + (live.clientHeight - height) / 2;
           const areas = motionAreas.zones.map((r) => [r, "zone"]).concat(motionAreas.masks.map((r) => [r, "mask"]),
                                                                           motionNow ? [[motionNow, "motion"]] : []);
@@ -132,10 +141,101 @@ enum WebPage {
         // An MJPEG image may never fire load: the areas follow the picture's size once a second too.
         setInterval(() => { if (motionAreas) drawAreas(); }, 1000);
 
+        let cameraInterrupted = false;
         function showInterruption(reason) {
           $("banner").hidden = !reason;
           $("banner").textContent = reason ? "Camera interrupted: " + reason + " (it comes back by itself)" : "";
+          cameraInterrupted = !!reason;
+          showNoSignal();
         }
+
+        // The live picture: WebRTC (WHEP at /whep) unless the browser cannot or the server will not, else MJPEG,
+        // which works everywhere; the page says which. ?live=mjpeg or ?live=webrtc asks for one (webrtc: no
+        // falling back). The MJPEG stream draws "NO SIGNAL" itself; over WebRTC the page does, on an
+        // interruption and when frames stop coming.
+        let liveMode = null, lastFrameAt = 0;
+        const askedLive = new URLSearchParams(location.search).get("live");
+
+        function showLiveMode(mode, why) {
+          liveMode = mode;
+          $("live-mode").textContent = "Live view: " + mode + (why ? " (" + why + ")" : "");
+          $("live-video").hidden = mode !== "WebRTC";
+          $("live").hidden = mode !== "MJPEG";
+          showNoSignal();
+        }
+
+        function showNoSignal() {
+          const stalled = liveMode === "WebRTC" && performance.now() - lastFrameAt > 1500;
+          $("no-signal").hidden = !(liveMode === "WebRTC" && (cameraInterrupted || stalled));
+        }
+
+        function playMJPEG(why) {
+          showLiveMode("MJPEG", why);
+          $("live").src = "/live.mjpg?" + Date.now();
+        }
+
+        function iceGathered(peer, limit) {
+          if (peer.iceGatheringState === "complete") return Promise.resolve();
+          return new Promise((done) => {
+            peer.addEventListener("icegatheringstatechange", () => { if (peer.iceGatheringState === "complete") done(); });
+            setTimeout(done, limit);
+          });
+        }
+
+        async function playWebRTC() {
+          if (!window.RTCPeerConnection) throw new Error("this browser has no WebRTC");
+          const peer = new RTCPeerConnection({ iceServers: [] });
+          peer.addTransceiver("video", { direction: "recvonly" });
+          peer.addTransceiver("audio", { direction: "recvonly" });
+          const stream = new MediaStream();
+          peer.ontrack = (event) => { stream.addTrack(event.track); $("live-video").srcObject = stream; };
+          // Shown while it connects: a video out of the layout presents no frame, and so would never start.
+          $("live-video").hidden = false;
+          $("live").hidden = true;
+          await peer.setLocalDescription(await peer.createOffer());
+          await iceGathered(peer, 2000);
+          const response = await fetch("/whep", { method: "POST", headers: { "Content-Type": "application/sdp" }, body: peer.localDescription.sdp });
+          if (response.status !== 201) {
+            peer.close();
+            const text = await response.text();
+            let reason = text;
+            try { reason = JSON.parse(text).error || text; } catch (_) {}
+            throw new Error(reason);
+          }
+          const resource = response.headers.get("Location");
+          await peer.setRemoteDescription({ type: "answer", sdp: await response.text() });
+          const leave = () => { peer.close(); fetch(resource, { method: "DELETE", keepalive: true }).catch(() => {}); };
+          window.addEventListener("pagehide", leave);
+          const video = $("live-video");
+          // Each frame shown (where the browser tells of them; else as the playing time moves on).
+          const onFrame = (call) => video.requestVideoFrameCallback ? video.requestVideoFrameCallback(call)
+                                                                     : video.addEventListener("timeupdate", call, { once: true });
+          const counted = () => { lastFrameAt = performance.now(); showNoSignal(); onFrame(counted); };
+          onFrame(counted);
+          await new Promise((done, failed) => {
+            const limit = setTimeout(() => failed(new Error("no picture within 10 s")), 10000);
+            onFrame(() => { clearTimeout(limit); done(); });
+            peer.addEventListener("connectionstatechange", () => {
+              if (peer.connectionState === "failed") { clearTimeout(limit); failed(new Error("the connection failed")); }
+            });
+          }).catch((error) => { window.removeEventListener("pagehide", leave); leave(); throw error; });
+          showLiveMode("WebRTC");
+          // A connection lost for good (the server restarted) starts over.
+          peer.addEventListener("connectionstatechange", () => {
+            if (peer.connectionState === "failed" || peer.connectionState === "closed") {
+              window.removeEventListener("pagehide", leave); leave(); setTimeout(startLive, 2000);
+            }
+          });
+        }
+
+        function startLive() {
+          if (askedLive === "mjpeg") return playMJPEG("asked for");
+          playWebRTC().catch((error) => {
+            if (askedLive === "webrtc") { showLiveMode("none", "WebRTC failed: " + error.message); return; }
+            playMJPEG("WebRTC failed: " + error.message);
+          });
+        }
+        setInterval(showNoSignal, 500);
 
         async function refreshStatus() {
           const status = await (await fetch("/api/status")).json();
@@ -300,7 +400,9 @@ enum WebPage {
         $("switch").onclick = () => command({ command: "switch", camera: $("camera").value });
         // A live view that broke (the server restarted, the network dropped) is asked for again.
         $("live").onload = drawAreas;
-        $("live").onerror = () => setTimeout(() => { $("live").src = "/live.mjpg?" + Date.now(); }, 2000);
+        $("live").onerror = () => { if (liveMode === "MJPEG") setTimeout(() => { $("live").src = "/live.mjpg?" + Date.now(); }, 2000); };
+        $("live-video").onresize = drawAreas;
+        startLive();
         refreshStatus().catch(() => say("cannot reach the server", true));
         refreshGallery();
         refreshAlbums();

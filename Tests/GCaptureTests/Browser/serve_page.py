@@ -36,10 +36,12 @@ def main(url):
     try:
         driver.set_script_timeout(20)
         driver.get(url)
-        wait_for(driver, "the live picture showing",
-                 "const live = document.getElementById('live'); return live && live.complete !== undefined && live.naturalWidth > 0")
+        # The page plays WebRTC by default (MJPEG is its fallback: webrtc_page.py checks that).
+        wait_for(driver, "the live picture playing over WebRTC",
+                 "const video = document.getElementById('live-video'), mode = document.getElementById('live-mode');"
+                 "return mode !== null && mode.textContent.startsWith('Live view: WebRTC') && video.videoWidth > 0")
         wait_for(driver, "the status line filled in", "return document.getElementById('status').textContent !== 'connecting…'")
-        live = driver.find_element(By.ID, "live")
+        live = driver.find_element(By.ID, "live-video")
         time.sleep(0.5)
         first = live.screenshot_as_png
         time.sleep(1)
@@ -86,7 +88,8 @@ def motion(url):
     driver = start_browser()
     try:
         driver.set_script_timeout(20)
-        driver.get(url)
+        # Over the MJPEG picture (the one the areas were first drawn over; WebRTC's video is drawn over alike).
+        driver.get(url + ("&" if "?" in url else "?") + "live=mjpeg")
         wait_for(driver, "the live picture showing",
                  "const live = document.getElementById('live'); return live && live.naturalWidth > 0")
         zone = wait_for(driver, "the motion zone drawn over the live picture",

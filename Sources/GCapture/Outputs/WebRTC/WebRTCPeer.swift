@@ -28,11 +28,15 @@ final class WebRTCPeer: Sendable {
          onKeyFrameRequest: @escaping @Sendable () -> Void) throws(CaptureError) {
         self.id = id
         // A viewer that cannot keep up loses the oldest frames (a second of video) rather than holding memory.
+        // Each stream's SSRC fixed here and written into the answer (a=ssrc): a browser routes the packets of
+        // a bundled connection to their receiver by it, and drops those it cannot place (Chromium does,
+        // with no a=ssrc and no MID extension: connected, bytes arriving, never a frame).
+        let videoSSRC = UInt32.random(in: 1...UInt32.max), audioSSRC = UInt32.random(in: 1...UInt32.max)
         let source = "is-live=true format=time do-timestamp=true max-bytes=0 max-time=0 max-buffers=30 leaky-type=downstream block=false"
         var description = "webrtcbin name=webrtc bundle-policy=max-bundle "
-            + "appsrc name=video \(source) ! rtph264pay name=video_pay pt=\(video.payloadType) config-interval=-1 aggregate-mode=zero-latency mtu=1200"
+            + "appsrc name=video \(source) ! rtph264pay name=video_pay pt=\(video.payloadType) ssrc=\(videoSSRC) config-interval=-1 aggregate-mode=zero-latency mtu=1200"
         if let opus = opusPayloadType {
-            description += " appsrc name=audio \(source) ! rtpopuspay name=audio_pay pt=\(opus)"
+            description += " appsrc name=audio \(source) ! rtpopuspay name=audio_pay pt=\(opus) ssrc=\(audioSSRC)"
         }
         do {
             pipeline = try Pipeline.launch(description)
@@ -41,9 +45,9 @@ final class WebRTCPeer: Sendable {
                   let videoPay = pipeline.element(named: "video_pay") else {
                 throw GStreamerError(kind: .link, message: "the peer's pipeline lacks its parts")
             }
-            try webrtc.addSender(from: videoPay, caps: video.rtpCaps)
+            try webrtc.addSender(from: videoPay, caps: video.rtpCaps + ",ssrc=(uint)\(videoSSRC)")
             if let opus = opusPayloadType, let audioPay = pipeline.element(named: "audio_pay") {
-                try webrtc.addSender(from: audioPay, caps: "application/x-rtp,media=audio,encoding-name=OPUS,payload=\(opus),clock-rate=48000")
+                try webrtc.addSender(from: audioPay, caps: "application/x-rtp,media=audio,encoding-name=OPUS,payload=\(opus),clock-rate=48000,ssrc=(uint)\(audioSSRC)")
                 audioSource = pipeline.element(named: "audio").flatMap(AppSource.init)
             } else {
                 audioSource = nil
