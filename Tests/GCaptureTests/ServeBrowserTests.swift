@@ -16,6 +16,37 @@ final class ServeBrowserTests: XCTestCase {
         }
     }
 
+    static let liveScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Browser/webrtc_page.py")
+
+    func testThePagePlaysTheLiveViewOverWebRTCShowingPicturesJustTaken() throws {
+        try requireBrowser()
+        let serve = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none", "--stamp-time",
+                                            "--output", try temporaryFolder().path, "--json", "--live-size", "640x360"])
+        XCTAssertTrue(serve.waitForEvent("listening", timeout: 30), serve.errorOutput)
+        let url = try XCTUnwrap(serve.events("listening").first?["url"] as? String)
+        let browser = try runTool("/usr/bin/python3", [Self.liveScript.path, "live", url, "webrtc", "60"], timeout: 120)
+        XCTAssertEqual(browser.status, 0, "the browser test failed:\n\(browser.stdout)\n\(browser.stderr.suffix(2000))")
+        let findings = browser.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        XCTAssertEqual(findings.first?["check"] as? String, "live view moves")
+        let latency = try XCTUnwrap(findings.first { $0["check"] as? String == "latency" }, browser.stdout)
+        // The capture times read back from the pictures shown are recent: the picture is live, not replayed.
+        let median = try XCTUnwrap(latency["p50"] as? Double), worst = try XCTUnwrap(latency["maximum"] as? Double)
+        XCTAssertGreaterThan(median, 0, "a picture shown before it was taken: the clocks or the reading are wrong")
+        XCTAssertLessThan(median, 500, "the WebRTC picture is \(median) ms old: \(latency)")
+        XCTAssertLessThan(worst, 3000, "\(latency)")
+    }
+
+    func testABrowserWithoutWebRTCGetsTheMJPEGPictureAndIsToldSo() throws {
+        try requireBrowser()
+        let serve = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", "test", "--microphone", "none",
+                                            "--output", try temporaryFolder().path, "--json", "--live-size", "320x240"])
+        XCTAssertTrue(serve.waitForEvent("listening", timeout: 30), serve.errorOutput)
+        let url = try XCTUnwrap(serve.events("listening").first?["url"] as? String)
+        let browser = try runTool("/usr/bin/python3", [Self.liveScript.path, "fallback", url], timeout: 90)
+        XCTAssertEqual(browser.status, 0, "the browser test failed:\n\(browser.stdout)\n\(browser.stderr.suffix(2000))")
+        XCTAssertTrue(browser.stdout.contains("WebRTC failed: this browser has no WebRTC"), browser.stdout)
+    }
+
     func testThePageShowsTheCameraLiveTakesAPhotoAndRecordsAMovieThatPlays() throws {
         try requireBrowser()
         let folder = try temporaryFolder()

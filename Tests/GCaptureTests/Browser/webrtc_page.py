@@ -26,13 +26,22 @@ function readStamp(element, canvas) {
   const context = canvas.getContext("2d", { willReadFrequently: true });
   context.drawImage(element, 0, 0, width, height, 0, 0, width, height);
   const pixels = context.getImageData(0, 0, canvas.width, canvas.height).data;
-  const luma = (x, y) => { const i = (Math.round(y) * canvas.width + Math.round(x)) * 4; return (pixels[i] + pixels[i + 1] + pixels[i + 2]) / 3; };
+  // The stamp is written in luma only: the colours of the picture under it stay, so luma it is (BT.601).
+  const luma = (x, y) => {
+    const i = (Math.round(y) * canvas.width + Math.round(x)) * 4;
+    return 0.299 * pixels[i] + 0.587 * pixels[i + 1] + 0.114 * pixels[i + 2];
+  };
   let pitch = 0;
   while (pitch < width && luma(pitch, 2) > 128) pitch++;
   if (pitch < 4 || pitch * 38 > width) return null;
   const white = luma(pitch / 2, pitch / 2), black = luma(pitch * 1.5, pitch / 2);
   if (white - black < 60) return null;
-  const bit = (index) => luma(pitch * (index + 0.5), pitch / 2) > (white + black) / 2 ? 1 : 0;
+  // A cell between black and white (a frame half drawn, a blurred edge) makes the whole stamp unreadable.
+  const middle = (white + black) / 2, margin = (white - black) / 4;
+  const levels = [];
+  for (let index = 2; index < 38; index++) levels.push(luma(pitch * (index + 0.5), pitch / 2));
+  if (levels.some((level) => Math.abs(level - middle) < margin)) return null;
+  const bit = (index) => levels[index - 2] > middle ? 1 : 0;
   let time = 0;
   for (let index = 2; index < 34; index++) time = time * 2 + bit(index);
   let check = 0;
