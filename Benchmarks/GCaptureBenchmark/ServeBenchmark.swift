@@ -162,7 +162,7 @@ enum ServeBenchmark {
     }
 
     /// utime + stime of a process, from /proc/PID/stat.
-    private static func cpuSeconds(of pid: pid_t) -> Double {
+    static func cpuSeconds(of pid: pid_t) -> Double {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let end = stat.lastIndex(of: ")") else { return 0 }
         // After the command name: state is field 3, utime 14, stime 15.

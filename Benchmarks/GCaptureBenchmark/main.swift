@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve, preroll, motion, library
+    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve, preroll, motion, library, webrtc
         case motionVersus = "motion-vs" }
 
     var seconds = 10.0
@@ -29,6 +29,7 @@ struct Options {
                gcapture-bench --only stream [--seconds S] [--rounds N] [--json]   (needs nginx + libnginx-mod-rtmp)
                gcapture-bench --only switch [--rounds N] [--json]                 (where /dev/video0 and 1 are vivid)
                gcapture-bench --only serve [--seconds S] [--rounds N] [--json]    (the web page's live view, 1 and 10 viewers)
+               gcapture-bench --only webrtc [--seconds S] [--rounds N] [--json]   (WebRTC against MJPEG: latency in Chromium, 1 and 10 viewers)
                gcapture-bench --only preroll [--seconds S] [--rounds N] [--json]  (a recording with a 5 s pre-roll ring and without)
                gcapture-bench --only motion [--seconds S] [--rounds N] [--json]   (a CaptureMotionOutput's CPU)
                gcapture-bench --only motion-vs [--seconds S] [--rounds N] [--json] (against motion 4.5.1; vivid, best two instances)
@@ -63,6 +64,10 @@ struct Options {
         switch → the new camera's first frame against a plain v4l2src's start on it, and the gap across each switch.
         `--only serve` (never part of the default run) runs `gcapture serve` and compares its CPU with ten MJPEG viewers
         against one: the live view is encoded once, so ten should cost at most 1.2x one.
+        `--only webrtc` (never part of the default run; needs chromium, chromedriver, python3-selenium, python3-gi) measures
+        the live view glass to glass in headless Chromium, over WebRTC and over MJPEG, from the capture times the test
+        camera stamps into its pictures (goal: WebRTC p95 ≤ 150 ms), and the server's CPU with ten WebRTC viewers against
+        one (goal ≤ 1.3x).
         `--only preroll` (never part of the default run) records with a 5 s pre-roll ring and without: the recording's
         CPU, what waiting costs, the ring's size against bit rate × seconds, and trigger → event clip started.
         `--only motion` (never part of the default run) runs the 1080p30 session with and without a CaptureMotionOutput,
@@ -116,7 +121,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, serve, preroll, motion, motion-vs or library, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, serve, preroll, motion, motion-vs, library or webrtc, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -126,7 +131,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve, .preroll, .motion, .motionVersus, .library].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve, .preroll, .motion, .motionVersus, .library, .webrtc].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -184,6 +189,9 @@ case .motionVersus?:
 case .serve?:
     await reportAlone({ try ServeBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
                       table: ServeBenchmark.table)
+case .webrtc?:
+    await reportAlone({ try WebRTCBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
+                      table: WebRTCBenchmark.table)
 case .library?:
     await reportAlone({ try await LibraryBenchmark.run(assets: options.libraryAssets, rounds: options.rounds, progress: printError) },
                       table: LibraryBenchmark.table)

@@ -10,7 +10,7 @@ struct StreamCommand: AsyncParsableCommand {
         commandName: "stream",
         abstract: "Publish the camera and microphone live: RTMP, SRT, RTSP or HLS files, reconnecting by itself.",
         discussion: """
-        URL is rtmp://host/app/key (nginx-rtmp, SRS, a CDN's ingest), srt://host:port (a caller; add ?mode=listener to wait for players instead), rtsp://host:port/path (a server that takes RECORD, such as MediaMTX), or a playlist path ending in .m3u8 for HLS files beside it, for a web server to serve. Video is H.264 Main 4:2:0 with a key frame every --key-interval seconds, audio AAC.
+        URL is rtmp://host/app/key (nginx-rtmp, SRS, a CDN's ingest), srt://host:port (a caller; add ?mode=listener to wait for players instead), rtsp://host:port/path (a server that takes RECORD, such as MediaMTX), a WHIP endpoint (https://host/…/whip, or whip://host:port/path for plain HTTP: WebRTC, as OBS publishes to MediaMTX, Janus, LiveKit or a CDN's ingest; audio is then Opus), or a playlist path ending in .m3u8 for HLS files beside it, for a web server to serve. Video is H.264 Main 4:2:0 with a key frame every --key-interval seconds, audio AAC.
 
         When the server goes away or refuses, the stream is retried after a growing, capped delay and goes live again when the server is back; each state (connecting, live, reconnecting, failed) is printed. With --record, the same session writes a movie too, from the same H.264 encode as the stream (at the movie's bit rate) unless --bitrate asks the stream for another rate.
 
@@ -24,7 +24,7 @@ struct StreamCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
-    @Argument(help: "Where to publish: rtmp://, rtmps://, srt://, rtsp:// or a playlist path ending in .m3u8.")
+    @Argument(help: "Where to publish: rtmp://, rtmps://, srt://, rtsp://, a WHIP endpoint (https://, whip://) or a playlist path ending in .m3u8.")
     var url: String
 
     @OptionGroup var device: CameraOptions<LiveStreaming>
@@ -46,7 +46,7 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(help: "H.264 profile: `main` (default) or `constrained-baseline`.")
     var profile: CaptureStreamOutput.Profile = .main
 
-    @Option(help: "Audio codec: `aac` (default) or `opus` (over srt:// and rtsp:// only).")
+    @Option(help: "Audio codec: `aac` (default) or `opus` (over srt:// and rtsp:// only; WHIP always sends Opus).")
     var audioCodec: CaptureStreamOutput.AudioCodec = .aac
 
     @Option(parsing: .unconditional, help: "Seconds to publish, \(durationRange.accepted); without it, until Ctrl-C or another signal.",

@@ -133,6 +133,13 @@ extension Bin {
         CGstShim_bin_child_posted_eos(binPointer, child.pointer) != 0
     }
 
+    /// The elements inside this bin, at any depth, made by `factory` (those a bin like webrtcbin makes itself).
+    public func elements(madeBy factory: String) -> [Element] {
+        collectObjects(gst_bin_iterate_recurse(binPointer)) { object in
+            Element(retaining: UnsafeMutablePointer<GstElement>(OpaquePointer(object)))
+        }.filter { $0.factoryName == factory }
+    }
+
     /// Sink elements inside this bin (at any depth): where end-of-stream finally arrives.
     public var sinkElements: [Element] {
         collectObjects(gst_bin_iterate_sinks(binPointer)) { object in

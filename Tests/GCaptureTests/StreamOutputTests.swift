@@ -56,7 +56,12 @@ final class StreamOutputTests: XCTestCase {
         XCTAssertTrue(try StreamDestination("srt://:9000?mode=listener").listens)
         XCTAssertEqual(try StreamDestination("rtsp://host:8554/cam").kind, .rtsp)
         XCTAssertEqual(try StreamDestination("/tmp/live.m3u8").kind, .hls)
-        for (bad, words) in [("http://host/x", "not http://"), ("rtmp://host/live", "application and a stream key"),
+        // WHIP: its endpoint's own URL, or whip:// and whips:// for it.
+        XCTAssertEqual(try StreamDestination("https://ingest.example/whip/cam").kind, .whip)
+        XCTAssertEqual(try StreamDestination("whip://127.0.0.1:8889/cam/whip").location, "http://127.0.0.1:8889/cam/whip")
+        XCTAssertEqual(try StreamDestination("whips://ingest.example/whip").location, "https://ingest.example/whip")
+        XCTAssertTrue(try StreamDestination("whip://host/whip").requiresOpus)
+        for (bad, words) in [("ftp://host/x", "not ftp://"), ("rtmp://host/live", "application and a stream key"),
                              ("srt://host", "needs a port"), ("file:///tmp/x.mp4", "ending in .m3u8"), ("nonsense", "rtmp://")] {
             XCTAssertThrowsError(try StreamDestination(bad), bad) { error in
                 XCTAssertTrue("\(error)".contains(words), "\(bad): \(error)")

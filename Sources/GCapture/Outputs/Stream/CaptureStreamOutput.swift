@@ -56,6 +56,8 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         var stopping = false
         /// This connection's counts, folded into the totals when it ends.
         var counters = ConnectionCounters()
+        /// WHIP only: the connection's peer and server session.
+        var whip: WHIPPublisher?
         var connectedAt: Date?
         var lastProgress = Date()
         var bytesAtLastProgress: UInt64 = 0
@@ -194,7 +196,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     public func checkDestination(_ location: String) throws(CaptureError) -> StreamDestination {
         let destination = try StreamDestination(location)
         try destination.checkInstalled()
-        if audioCodec == .opus {
+        if audioCodec == .opus || destination.requiresOpus {
             guard destination.carriesOpus else {
                 throw .invalidSettings("Opus audio does not travel in \(destination.kind == .rtmp ? "RTMP's FLV" : "HLS's segments"); use AAC there, or Opus over srt:// or rtsp://")
             }
@@ -251,7 +253,7 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
         let width = selection?.format.width ?? 1280, height = selection?.format.height ?? 720
         return StreamEncoding(destination: destination, profile: settings.profile,
                               videoBitRate: settings.videoBitRate ?? max(500_000, width * height * 2),
-                              audioBitRate: settings.audioBitRate, audioCodec: settings.audioCodec,
+                              audioBitRate: settings.audioBitRate, audioCodec: destination.requiresOpus ? .opus : settings.audioCodec,
                               frameRate: Int((selection?.frameRate.doubleValue ?? 30).rounded()),
                               keyFrameInterval: settings.keyFrameInterval,
                               withAudio: graph.hasSource(.audio) && destination.carriesAudio,
@@ -275,11 +277,37 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
             publication?.attached = true
             self.sink = branch.sink
         }
+        let whip = destination.kind == .whip
+            ? try WHIPPublisher(withAudio: branch.encoding.withAudio, profile: branch.encoding.profile, encoder: branch.sharedEncoder) : nil
+        whip?.takeFrames(from: branch.bin)
         do throws(CaptureError) {
             try graph.attachBranch(branch.bin, of: self, inputs: branch.inputs, encodedVideo: branch.sharedEncoder)
         } catch {
             locked { publication?.attached = false; self.sink = nil }
+            whip?.close()
             throw error
+        }
+        if let whip { negotiate(whip, connection: locked { publication?.connection ?? 0 }, destination: destination) }
+    }
+
+    /// WHIP: the offer, the server's answer and ICE, off the session's queue; a refusal is a lost connection
+    /// like any other, retried by the supervisor.
+    private func negotiate(_ whip: WHIPPublisher, connection: UInt64, destination: StreamDestination) {
+        locked { publication?.whip = whip }
+        let timeout = connectTimeout
+        workQueue.async {
+            do throws(CaptureError) {
+                guard let endpoint = URL(string: destination.location) else { throw .invalidSettings("\(destination) is not a URL") }
+                try whip.connect(to: endpoint, timeout: timeout)
+            } catch {
+                let reason = error.description
+                guard let context = self.locked({ self.context }) else { return }
+                context.onSessionQueue { graph in
+                    guard self.isCurrent(connection) else { return }
+                    graph?.detachBranch(of: self, drain: false)
+                    self.connectionLost(connection, reason: reason)
+                }
+            }
         }
     }
 
@@ -300,6 +328,8 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
             totals.bytesSent += current.bytesAtLastProgress
             if lost { totals.reconnects += 1 }
             publication?.attached = false
+            if let whip = publication?.whip { workQueue.async { whip.close() } }
+            publication?.whip = nil
             sink = nil
         }
     }
@@ -373,14 +403,19 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
     /// that accepts and never reads, a connection attempt that hangs): what the sink's own errors miss.
     private func check() {
         let now = Date()
+        // The WHIP peer's state is read outside the lock (webrtcbin's own locks).
+        let whip = locked { publication?.whip }
+        let whipState = (connected: whip?.isConnected ?? false, lost: whip?.lostReason)
         let verdict: (connection: UInt64, becameLive: Bool, lostReason: String?, context: OutputContext?)? = locked {
             guard var current = publication, current.attached, !current.stopping else { return nil }
             let counts = current.counters.snapshot
             // The sinks that count what they send are asked; HLS files and the RTSP client are counted here.
-            let bytes = sink?.property("stats").flatMap(SinkStatistics.bytesSent) ?? (counts.videoFrames > 0 ? counts.encodedBytes : 0)
+            // WHIP's frames leave once its connection is up; until then they go nowhere.
+            let sending = current.whip === whip ? whipState.connected : current.whip == nil
+            let bytes = sink?.property("stats").flatMap(SinkStatistics.bytesSent) ?? (counts.videoFrames > 0 && sending ? counts.encodedBytes : 0)
             var becameLive = false
-            var lost: String?
-            if bytes > current.bytesAtLastProgress {
+            var lost: String? = current.whip === whip ? whipState.lost : nil
+            if lost == nil, bytes > current.bytesAtLastProgress {
                 current.bytesAtLastProgress = bytes
                 current.lastProgress = now
                 if current.connectedAt == nil, counts.videoFrames > 0 {
@@ -388,9 +423,9 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
                     current.attempt = 0
                     becameLive = true
                 }
-            } else if current.connectedAt == nil, now.timeIntervalSince(current.lastProgress) > settings.connectTimeout {
+            } else if lost == nil, current.connectedAt == nil, now.timeIntervalSince(current.lastProgress) > settings.connectTimeout {
                 lost = "the server took no data for \(Int(settings.connectTimeout)) s"
-            } else if current.connectedAt != nil, now.timeIntervalSince(current.lastProgress) > settings.stallTimeout {
+            } else if lost == nil, current.connectedAt != nil, now.timeIntervalSince(current.lastProgress) > settings.stallTimeout {
                 lost = "the server stopped taking data for \(Int(settings.stallTimeout)) s"
             }
             current.samples.append((now, bytes))

@@ -12,6 +12,8 @@ public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
         case rtsp
         /// hlssink2: a playlist and MPEG-TS segments beside it, for a web server to serve.
         case hls
+        /// WebRTC to a WHIP endpoint (RFC 9725): http(s)://, or whip:// and whips:// for them.
+        case whip
     }
 
     let kind: Kind
@@ -34,8 +36,9 @@ public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
         return parts.string ?? location
     }
 
-    /// Reads `location`: rtmp://, rtmps://, srt://, rtsp:// URLs, or a path ending in .m3u8 (optionally a
-    /// file:// URL) for HLS. The error names what is wrong with what the user typed.
+    /// Reads `location`: rtmp://, rtmps://, srt://, rtsp:// URLs, a WHIP endpoint (http://, https://, whip://,
+    /// whips://), or a path ending in .m3u8 (optionally a file:// URL) for HLS. The error names what is wrong
+    /// with what the user typed.
     init(_ location: String) throws(CaptureError) {
         let trimmed = location.trimmingCharacters(in: .whitespaces)
         let lower = trimmed.lowercased()
@@ -50,14 +53,20 @@ public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
             return
         }
         guard let url = URLComponents(string: trimmed), let scheme = url.scheme?.lowercased() else {
-            throw .invalidSettings("'\(Self.redacted(trimmed))' is not a stream URL (rtmp://, srt://, rtsp:// or a playlist path ending in .m3u8)")
+            throw .invalidSettings("'\(Self.redacted(trimmed))' is not a stream URL (rtmp://, srt://, rtsp://, a WHIP endpoint or a playlist path ending in .m3u8)")
         }
+        var location = trimmed
         switch scheme {
         case "rtmp", "rtmps": kind = .rtmp
         case "srt": kind = .srt
         case "rtsp", "rtsps": kind = .rtsp
+        case "http", "https": kind = .whip
+        case "whip", "whips":
+            kind = .whip
+            // Spellings of the endpoint's own URL, which is HTTP.
+            location = (scheme == "whips" ? "https" : "http") + trimmed.dropFirst(scheme.count)
         default:
-            throw .invalidSettings("streams go to rtmp://, srt://, rtsp:// or a playlist ending in .m3u8, not \(scheme)://")
+            throw .invalidSettings("streams go to rtmp://, srt://, rtsp://, a WHIP endpoint (https://, whip://) or a playlist ending in .m3u8, not \(scheme)://")
         }
         let host = url.host ?? ""
         let mode = url.queryItems?.first { $0.name == "mode" }?.value?.lowercased()
@@ -75,7 +84,7 @@ public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
         if let port = url.port, !(1...65535).contains(port) {
             throw .invalidSettings("the port \(port) in \(Self.redacted(trimmed)) is not a port: ports go from 1 to 65535")
         }
-        self.location = trimmed
+        self.location = location
     }
 
     /// The HLS playlist's folder exists, is a folder and takes files. Writability is tried with a file, not
@@ -103,6 +112,7 @@ public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
         case .srt: ["mpegtsmux", "srtsink"]
         case .rtsp: ["rtspclientsink"]
         case .hls: ["hlssink2", "mpegtsmux"]
+        case .whip: ["webrtcbin", "nicesrc", "rtph264pay", "rtpopuspay", "opusenc"]
         }
         // Every one is in ElementPackages' table; the fallback only keeps a newly added one from going unnamed.
         return elements.map { ($0, ElementPackages.package(providing: $0) ?? "gstreamer1.0-plugins-bad") }
@@ -117,8 +127,13 @@ public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether the protocol carries AAC (all four do; for Opus see `carriesOpus`).
     var carriesAudio: Bool { true }
-    /// MPEG-TS (SRT) and RTP (RTSP) carry Opus; FLV does not, and HLS players expect AAC in their segments.
-    var carriesOpus: Bool { kind == .srt || kind == .rtsp }
+    /// MPEG-TS (SRT) and RTP (RTSP, WebRTC) carry Opus; FLV does not, and HLS players expect AAC in their segments.
+    var carriesOpus: Bool { kind == .srt || kind == .rtsp || kind == .whip }
+    /// WebRTC carries no AAC: its audio is Opus whatever was asked.
+    var requiresOpus: Bool { kind == .whip }
+
+    /// The appsinks a WHIP stream's branch ends in: its peer connection, a pipeline of its own, sends on.
+    static let whipVideoSink = "whip_video", whipAudioSink = "whip_audio"
 
     /// The sink end in gst-launch syntax, named "sink", fed by the pads named in `videoPad`/`audioPad`.
     /// Each protocol's muxer is pinned where it matters: FLV streamable (no seeking back to patch headers),
@@ -150,6 +165,12 @@ public struct StreamDestination: Sendable, Equatable, CustomStringConvertible {
             return ("hlssink2 name=sink playlist-location=\"\(quoted)\" location=\"\(segments)\" target-duration=\(hlsSegmentSeconds) "
                         + "playlist-length=\(hlsPlaylistLength) max-files=\(hlsPlaylistLength + 2) send-keyframe-requests=true",
                     "sink.video", "sink.audio")
+        case .whip:
+            // No sink in the session's graph: encoded frames leave through appsinks to the peer (WebRTCPeer).
+            let appSink = "sync=false max-buffers=1 drop=false enable-last-sample=false"
+            // Byte-stream access units: rtph264pay fails on the avc form's codec_data that h264parse gives an appsink.
+            return ("", "video/x-h264,stream-format=byte-stream,alignment=au ! appsink name=\(Self.whipVideoSink) \(appSink)",
+                    "appsink name=\(Self.whipAudioSink) \(appSink)")
         }
     }
 }

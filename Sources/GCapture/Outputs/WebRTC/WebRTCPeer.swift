@@ -1,8 +1,9 @@
 import Foundation
 import GStreamerKit
 
-/// One viewer's peer connection: a small pipeline of its own that takes the encoded frames every viewer
-/// shares (no encode here), packs them into RTP with the payload types the viewer's offer gave, and sends
+/// One WebRTC connection that sends the session's encoded frames: a viewer's (it offers, this answers) or a
+/// WHIP publication's (this offers, the server answers). A small pipeline of its own that takes encoded
+/// frames shared with others (no encode here), packs them into RTP with the payload types agreed, and sends
 /// them through webrtcbin (ICE, DTLS, SRTP, RTCP):
 ///
 ///     appsrc video ─▶ rtph264pay ─┐
@@ -21,6 +22,9 @@ final class WebRTCPeer: Sendable {
     /// A new viewer's video begins at a key frame: until one passes, frames are not sent.
     private let waitingForKeyFrame = Locked(true)
     private let failure = Locked<String?>(nil)
+    /// When a packet last came from the other side (STUN, RTCP reports): how a peer that vanished without a
+    /// word (killed, unplugged) is told from one that only receives.
+    private let lastIncoming = Locked<ContinuousClock.Instant?>(nil)
 
     /// Builds the pipeline for what `offer` receives (not started). `onKeyFrameRequest` runs, on a
     /// streaming thread, when the viewer reports a lost picture (RTCP PLI or FIR).
@@ -80,15 +84,58 @@ final class WebRTCPeer: Sendable {
         } catch {
             throw .invalidSettings("the viewer's offer was refused")
         }
-        let deadline = ContinuousClock.now + gatheringLimit
+        return try localDescriptionWithCandidates(within: gatheringLimit)
+    }
+
+    /// Starts the pipeline and returns this side's offer, ICE candidates included. Blocks.
+    func offer(gatheringLimit: Duration = .seconds(3)) throws(CaptureError) -> String {
+        do {
+            _ = try pipeline.setState(.playing)
+            try webrtc.createLocalDescription(offer: true)
+        } catch let error as GStreamerError {
+            throw .configurationFailed(reason: "cannot make a WebRTC offer", underlying: error)
+        } catch {
+            throw .configurationFailed(reason: "cannot make a WebRTC offer", underlying: nil)
+        }
+        return try localDescriptionWithCandidates(within: gatheringLimit)
+    }
+
+    /// Takes the other side's answer to `offer()`. Blocks.
+    func accept(answer: String) throws(CaptureError) {
+        do {
+            try webrtc.setRemoteDescription(answer, isOffer: false)
+        } catch {
+            throw .invalidSettings("the server's answer was refused: \(error.message)")
+        }
+        watchIncoming()
+    }
+
+    private func localDescriptionWithCandidates(within limit: Duration) throws(CaptureError) -> String {
+        let deadline = ContinuousClock.now + limit
         while webrtc.gatheringState != .complete, ContinuousClock.now < deadline {
             Thread.sleep(forTimeInterval: 0.005)
         }
-        guard let answer = webrtc.localDescription, answer.contains("a=candidate:") else {
-            throw .timedOut("no network address to offer the viewer was found within \(gatheringLimit)")
+        guard let description = webrtc.localDescription, description.contains("a=candidate:") else {
+            throw .timedOut("no network address for WebRTC was found within \(limit)")
         }
-        return answer
+        return description
     }
+
+    /// Notes every packet that arrives from the other side, at the ICE transport's sources (webrtcbin makes
+    /// them with the transport, once the descriptions are set).
+    private func watchIncoming() {
+        let lastIncoming = self.lastIncoming
+        lastIncoming.withLock { $0 = .now }
+        for source in pipeline.elements(madeBy: "nicesrc") {
+            _ = source.staticPad("src")?.addProbe(.buffer) { _ in
+                lastIncoming.withLock { $0 = .now }
+                return .ok
+            }
+        }
+    }
+
+    /// How long nothing came from the other side, since the answer was taken.
+    var silence: Duration? { lastIncoming.withLock { $0.map { ContinuousClock.now - $0 } } }
 
     var connectionState: WebRTCBin.ConnectionState { webrtc.connectionState }
     /// What failed inside the peer's pipeline, if anything.
