@@ -42,6 +42,8 @@ packages=(
   # The WebRTC live view: webrtcbin's headers (its library is in plugins-bad) and ICE (libnice's elements);
   # venv for the WebRTC tests' Python environment (aiortc, below): Debian packages no aiortc.
   libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice python3-venv
+  # The WebRTC tests' GStreamer peer (a WHEP viewer and a WHIP receiver in Python: webrtcbin's introspection data).
+  gir1.2-gst-plugins-bad-1.0
 )
 
 missing=()

@@ -90,6 +90,40 @@ final class ServeWebRTCTests: XCTestCase {
         XCTAssertEqual(try webRTCStatus(port)["viewers"] as? Int, 0)
     }
 
+    func testTenViewersConnectingAtOnceAllGetThePictureOfOneEncode() throws {
+        let (_, port) = try startServe(microphone: "none")
+        // GStreamer's webrtcbin as the ten viewers (depacketizing, not decoding), their offers posted at once.
+        let run = try runTool("/usr/bin/python3", [StreamWHIPTests.peer.path, "whep-viewers", "--url", "http://127.0.0.1:\(port)/whep",
+                                                    "--seconds", "3", "--count", "10", "--concurrent-posts"], timeout: 90)
+        let report = try XCTUnwrap(run.stdout.split(separator: "\n").last.flatMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }, run.stdout + run.stderr)
+        XCTAssertEqual(run.status, 0, "\(report)")
+        XCTAssertEqual(report["statuses"] as? [Int], Array(repeating: 201, count: 10), "\(report)")
+        let frames = try XCTUnwrap(report["frames"] as? [Int])
+        XCTAssertTrue(frames.allSatisfy { $0 >= 60 }, "every viewer gets about 3 s at 30 fps: \(frames)")
+        let encoded = try XCTUnwrap(try webRTCStatus(port)["encodedFrames"] as? Int)
+        XCTAssertLessThan(encoded * 3, frames.reduce(0, +), "ten viewers got \(frames.reduce(0, +)) frames of \(encoded) encoded")
+        XCTAssertEqual(try webRTCStatus(port)["viewers"] as? Int, 0)
+    }
+
+    func testAViewerKilledMidStreamIsLetGo() throws {
+        let (_, port) = try startServe(microphone: "none")
+        let viewer = try LaunchedCommand(URL(fileURLWithPath: try aiortcPython()),
+                                         [Self.client.path, "--url", "http://127.0.0.1:\(port)/whep", "--seconds", "60", "--video-only"])
+        addTeardownBlock { viewer.kill() }
+        var deadline = Date().addingTimeInterval(30)
+        while (try webRTCStatus(port)["connectedViewers"] as? Int) != 1, Date() < deadline { Thread.sleep(forTimeInterval: 0.2) }
+        XCTAssertEqual(try webRTCStatus(port)["connectedViewers"] as? Int, 1)
+        // No DELETE, no goodbye: the viewer's process is gone. webrtcbin still says connected; the silence says otherwise.
+        viewer.kill()
+        let killed = Date()
+        deadline = Date().addingTimeInterval(25)
+        while (try webRTCStatus(port)["viewers"] as? Int) != 0, Date() < deadline { Thread.sleep(forTimeInterval: 0.2) }
+        XCTAssertEqual(try webRTCStatus(port)["viewers"] as? Int, 0, "the dead viewer is still held")
+        XCTAssertLessThan(Date().timeIntervalSince(killed), 16, "let go 12 s after the last packet, on the next tick")
+    }
+
     func testTheEndpointRefusesWhatItMustAndStaysBounded() throws {
         let token = "webrtc-secret-1"
         let (serve, port) = try startServe(["--token", token], microphone: "none")

@@ -1,28 +1,33 @@
 """WebRTC test peers on GStreamer's webrtcbin, for the WHEP load tests and the WHIP publishing tests.
 
 Usage:
-  gst_peer.py whep-viewers --url URL --seconds S --count N [--token T]
+  gst_peer.py whep-viewers --url URL --seconds S --count N [--token T] [--concurrent-posts]
   gst_peer.py whip-receiver --port P --output FILE.mkv [--token T]
 
 whep-viewers: N viewers in one process (one GLib main loop, one pipeline each) that each POST a non-trickle
-offer (one recvonly H.264 video transceiver) to the WHEP endpoint URL, apply the 201's answer and count the
-depayloaded H.264 access units they receive, without decoding, so that the viewers cost little CPU. It measures
-for S seconds from the moment every viewer has its first frame, DELETEs every session (the Location) and prints
-{"viewers", "frames" (per viewer, within the measurement), "statuses", "deleteStatuses", "seconds"}.
-Exits 0; 2 when a POST fails or is not a 201; 3 when a viewer got no frame in time; 1 on anything else.
+offer (one recvonly H.264 video transceiver; one POST at a time unless --concurrent-posts) to the WHEP endpoint
+URL, apply the 201's answer and count the depayloaded H.264 access units they receive, without decoding, so
+that the viewers cost little CPU. It counts for S seconds from the moment every viewer has its first frame,
+DELETEs every session (the Location) and prints one JSON line: {"viewers", "frames" (per viewer, counted in
+those S seconds), "statuses", "deleteStatuses", "seconds", "windowStart", "windowEnd" (Unix time of the
+counting's start and end, to line up with samples taken outside)}, with "error" when it fails. Exits 0; 2
+when a POST fails or is not a 201; 3 when a viewer got no frame within S + 30 s or lost its connection; 1
+otherwise.
 
-whip-receiver: a WHIP endpoint (RFC 9725) on 127.0.0.1:P that a publisher pushes to. It answers POST /whip...
-(recvonly, H.264 video and Opus audio) and records what arrives without re-encoding into a streamable Matroska
-file, readable even when the receiver is SIGKILLed. One publisher at a time: a new POST replaces the live session
-(a publisher that reconnects must get in). Session 1 records to FILE, session k > 1 to FILE-k.mkv. DELETE
-/whip/<id> ends the session (the file is finalized). SIGTERM/SIGINT finalizes and exits 0. It prints JSON lines:
-{"event": "listening", "port"} at start, {"event": "session", "id", "output"} when a publisher connects,
-{"event": "ended", "id"} when its file is finalized, and at exit
-{"sessions", "videoFrames", "audioFrames", "output", "outputs"} (buffers that went to the muxer).
+whip-receiver: a WHIP endpoint (RFC 9725) on 127.0.0.1:P that a publisher pushes to. It answers a POST to /whip...
+(recvonly, H.264 video and Opus audio; 401 without the token, 404 off /whip) and records what arrives, without
+re-encoding, into a streamable Matroska file that stays readable if the receiver is SIGKILLed. One publisher at
+a time: a new POST replaces the live session (a publisher that reconnects must get in). Session 1 records to
+FILE, session k > 1 to FILE-k.mkv. DELETE /whip/<id> ends the session (the file is finalized). SIGTERM/SIGINT
+finalizes and exits 0. It prints JSON lines: {"event": "listening", "port"} at start, {"event": "session",
+"id", "output"} when a publisher is answered, {"event": "ended", "id"} once its file is finalized, {"event":
+"error", "id", "error"} on a pipeline error, and at exit
+{"sessions", "videoFrames", "audioFrames", "output", "outputs"} (the frame counts: buffers that went to the muxer).
 
 Runs on Debian's /usr/bin/python3 with python3-gi (GStreamer 1.22, gstreamer1.0-nice); stdlib + gi only.
 """
 import argparse
+import contextlib
 import hmac
 import http.server
 import json
@@ -74,7 +79,7 @@ def leave(code):
     os._exit(code)
 
 
-def http(method, url, headers, body=None):
+def http_request(method, url, headers, body=None):
     """(status, headers, body) of one request; an HTTP error status is an answer, not an exception."""
     request = urllib.request.Request(url, data=body, headers=headers, method=method)
     try:
@@ -102,8 +107,8 @@ def on_main(fn, *args):
 def promise(field, then):
     """A Gst.Promise whose reply is handed to then(sdp_text, error) on the main loop; field=None for no value.
 
-    The reply's description is turned into text here, in the callback: the boxed value gi hands out is not a
-    copy, and it dies with the promise (using it later on the main loop crashes).
+    The reply's description is turned into text here, in the callback, while `reply` is referenced: gi hands
+    out the reply structure as a copy and its values uncopied, so a value outliving either crashes.
     """
     def changed(p):
         value, error = None, None
@@ -163,6 +168,7 @@ class Viewer:
         self.status = None
         self.location = None
         self.posted = False
+        self.poster = None  # the thread POSTing the offer
         self.pipeline = Gst.Pipeline.new(f"viewer{index}")
         self.webrtc = webrtcbin()
         self.pipeline.add(self.webrtc)
@@ -218,20 +224,22 @@ class Viewer:
             return
         self.posted = True
         headers = {"Content-Type": "application/sdp", **self.run.auth}
-        in_thread(self.post, headers, local.sdp.as_text().encode())
+        self.poster = in_thread(self.post, headers, local.sdp.as_text().encode())
 
     def post(self, headers, body):  # in its own thread
         try:
-            reply = http("POST", self.run.url, headers, body)
+            with self.run.post_lock:
+                status, reply, answer = http_request("POST", self.run.url, headers, body)
         except OSError as error:
             on_main(self.fail, 2, f"POST {self.run.url}: {getattr(error, 'reason', error) or 'timed out'}")
             return
-        on_main(self.on_answer, *reply)
-
-    def on_answer(self, status, headers, body):
+        # Kept here, not on the main loop: a session answered while the run is already ending is DELETEd too.
         self.status = status
-        if headers.get("Location"):
-            self.location = urllib.parse.urljoin(self.run.url, headers["Location"])
+        if reply.get("Location"):
+            self.location = urllib.parse.urljoin(self.run.url, reply["Location"])
+        on_main(self.on_answer, status, answer)
+
+    def on_answer(self, status, body):
         if status != 201:
             self.fail(2, f"POST answered {status}: {body.strip()[:300]}")
             return
@@ -270,7 +278,7 @@ class Viewer:
 
     def delete(self, results):  # in its own thread
         try:
-            results[self.index] = http("DELETE", self.location, dict(self.run.auth))[0]
+            results[self.index] = http_request("DELETE", self.location, dict(self.run.auth))[0]
         except OSError:
             results[self.index] = None
 
@@ -279,11 +287,14 @@ class ViewerRun:
     def __init__(self, args):
         self.url, self.seconds, self.count = args.url, args.seconds, args.count
         self.auth = {"Authorization": f"Bearer {args.token}"} if args.token else {}
+        # One POST at a time unless --concurrent-posts: offers racing each other are another test than N viewers.
+        self.post_lock = threading.Lock() if not args.concurrent_posts else contextlib.nullcontext()
         self.loop = GLib.MainLoop()
         self.viewers = []
         self.code, self.error = 0, None
         self.started_at = None  # when every viewer had its first frame
         self.baseline = None
+        self.window = [None, None]  # wall clock (Unix seconds) of the counting's start and end
         self.frames = None
         self.measured = 0.0
 
@@ -296,11 +307,13 @@ class ViewerRun:
         if self.started_at is not None or not all(viewer.frames for viewer in self.viewers):
             return
         self.started_at = time.monotonic()
+        self.window = [time.time(), None]
         self.baseline = [viewer.frames for viewer in self.viewers]
         GLib.timeout_add(int(self.seconds * 1000), self.measured_enough)
 
     def measured_enough(self):
         self.measured = time.monotonic() - self.started_at
+        self.window[1] = time.time()
         self.frames = [viewer.frames - base for viewer, base in zip(self.viewers, self.baseline)]
         self.loop.quit()
         return GLib.SOURCE_REMOVE
@@ -330,6 +343,10 @@ class ViewerRun:
                 self.measured = time.monotonic() - self.started_at
         if self.error is None and not all(self.frames):
             self.code, self.error = 3, "a viewer got no frame"
+        limit = time.monotonic() + HTTP_TIMEOUT + 2
+        for viewer in self.viewers:  # POSTs still under way: their sessions must be DELETEd as well
+            if viewer.poster:
+                viewer.poster.join(max(limit - time.monotonic(), 0))
         deletes = [None] * len(self.viewers)
         threads = [in_thread(viewer.delete, deletes) for viewer in self.viewers if viewer.location]
         limit = time.monotonic() + HTTP_TIMEOUT + 2
@@ -337,7 +354,8 @@ class ViewerRun:
             thread.join(max(limit - time.monotonic(), 0))
         stop_pipelines([viewer.pipeline for viewer in self.viewers])
         result = {"viewers": self.count, "frames": self.frames, "statuses": [v.status for v in self.viewers],
-                  "deleteStatuses": deletes, "seconds": round(self.measured, 3)}
+                  "deleteStatuses": deletes, "seconds": round(self.measured, 3),
+                  "windowStart": self.window[0], "windowEnd": self.window[1]}
         if self.error:
             result["error"] = self.error
         print(json.dumps(result), flush=True)
@@ -358,8 +376,10 @@ def offered_kinds(sdp):
     for section in re.split(r"\r?\n(?=m=)", sdp)[1:]:
         kind = section[2:].split(" ", 1)[0]
         codecs = {name.upper() for name in re.findall(r"^a=rtpmap:\d+ ([^/\s]+)", section, re.M)}
-        port_zero = re.match(r"m=\S+ 0 ", section) is not None
-        if port_zero or re.search(r"^a=(recvonly|inactive)\s*$", section, re.M):
+        # Port 0 rejects the media, except with bundle-only: webrtcbin's max-bundle offers give every m-line
+        # but the first port 0 and a=bundle-only.
+        rejected = re.match(r"m=\S+ 0 ", section) and not re.search(r"^a=bundle-only", section, re.M)
+        if rejected or re.search(r"^a=(recvonly|inactive)\s*$", section, re.M):
             continue
         if (kind == "video" and "H264" in codecs) or (kind == "audio" and "OPUS" in codecs):
             kinds.add(kind)
@@ -376,12 +396,20 @@ class Session:
         self.ready = threading.Event()  # answer or error
         self.ended = threading.Event()  # file finalized and pipeline stopped
         self.closing = False
+        self.announced = False  # answered 201 and told on stdout
         self.done_callbacks = []
-        self.chains = []  # (kind, depay) linked to the muxer
+        self.chains = []  # the depayloaders of the streams linked to the muxer
+        self.pads_lock = threading.Lock()  # webrtcbin's pads appear on streaming threads; releases happen on main
         self.offer = description(GstWebRTC.WebRTCSDPType.OFFER, offer_text)
         self.kinds = offered_kinds(offer_text)
         self.pipeline = Gst.Pipeline.new(f"session-{sid}")
         self.webrtc = webrtcbin()
+        # The jitterbuffer's default (slave) mode re-times the burst a publisher sends once DTLS is up (what it
+        # queued meanwhile): squeezed timestamps, then none at all, and matroskamux drops those buffers ("Invalid
+        # buffer timestamp"). Mode none keeps the sender's RTP timestamps, which is what a recording wants.
+        rtpbin = self.webrtc.get_by_name("rtpbin")
+        if rtpbin is not None:
+            rtpbin.set_property("buffer-mode", 0)
         # streamable: no seek back to fix sizes and cues, so what is on disk is readable at any time (SIGKILL).
         self.mux = make("matroskamux", streamable=True)
         # Unbuffered: whatever the muxer wrote is in the file even if the process is killed.
@@ -410,9 +438,6 @@ class Session:
     # -- negotiation (main loop)
 
     def start(self):
-        if self.offer is None or not self.kinds:
-            self.refuse("the offer is not SDP with sendonly H.264 video or Opus audio")
-            return
         if self.pipeline.set_state(Gst.State.PLAYING) == Gst.StateChangeReturn.FAILURE:
             self.refuse("the pipeline does not start")
             return
@@ -468,20 +493,21 @@ class Session:
         caps = pad.get_current_caps() or pad.query_caps(None)
         name = caps.get_structure(0).get_string("encoding-name") if caps and caps.get_size() else None
         kind = {"H264": "video", "OPUS": "audio"}.get((name or "").upper())
-        mux_pad = self.mux_pads.get(kind)
-        if mux_pad is None or mux_pad.is_linked():
-            elements = [make("fakesink", sync=False, async_=False)]  # nothing to record: swallow it
-        elif kind == "video":
-            elements = [make("rtph264depay"), make("h264parse"), self.queue()]
-        else:
-            elements = [make("rtpopusdepay"), make("opusparse"), self.queue()]
-        for element in elements:
-            self.pipeline.add(element)
-        for upstream, downstream in zip(elements, elements[1:]):
-            upstream.link(downstream)
-        if len(elements) > 1:
-            elements[-1].get_static_pad("src").link(mux_pad)
-            self.chains.append(elements[0])
+        with self.pads_lock:
+            mux_pad = self.mux_pads.get(kind)
+            if mux_pad is None or mux_pad.is_linked():
+                elements = [make("fakesink", sync=False, async_=False)]  # nothing to record: swallow it
+            elif kind == "video":
+                elements = [make("rtph264depay"), make("h264parse"), self.queue()]
+            else:
+                elements = [make("rtpopusdepay"), make("opusparse"), self.queue()]
+            for element in elements:
+                self.pipeline.add(element)
+            for upstream, downstream in zip(elements, elements[1:]):
+                upstream.link(downstream)
+            if len(elements) > 1:
+                elements[-1].get_static_pad("src").link(mux_pad)
+                self.chains.append(elements[0])
         for element in reversed(elements):
             element.sync_state_with_parent()
         # Once the session is closing, nothing more goes in behind the EOS.
@@ -506,10 +532,11 @@ class Session:
         return GLib.SOURCE_REMOVE
 
     def release_unlinked_pads(self):
-        for kind, pad in list(self.mux_pads.items()):
-            if not pad.is_linked():
-                self.mux.release_request_pad(pad)
-                del self.mux_pads[kind]
+        with self.pads_lock:
+            for kind, pad in list(self.mux_pads.items()):
+                if not pad.is_linked():
+                    self.mux.release_request_pad(pad)
+                    del self.mux_pads[kind]
 
     def count_video(self, _pad, _info):
         self.receiver.video_frames += 1
@@ -551,7 +578,8 @@ class Session:
         stop_pipelines([self.pipeline])
         self.ended.set()
         self.refuse("the session ended")
-        emit({"event": "ended", "id": self.id})
+        if self.announced:
+            emit({"event": "ended", "id": self.id})
         callbacks, self.done_callbacks = self.done_callbacks, []
         for callback in callbacks:
             callback()
@@ -577,7 +605,7 @@ class Receiver:
         return f"{root}-{number}{ext or '.mkv'}"
 
     def authorized(self, header):
-        return not self.token or hmac.compare_digest(header or "", f"Bearer {self.token}")
+        return not self.token or hmac.compare_digest((header or "").encode(), f"Bearer {self.token}".encode())
 
     def end_session(self):
         """Finalizes the live session, if any; called off the main loop, waits at most FINALIZE_TIMEOUT + 1 s."""
@@ -590,11 +618,12 @@ class Receiver:
 
     def publish(self, offer):
         """(status, headers, body) for a POSTed offer; called on an HTTP thread."""
+        if description(GstWebRTC.WebRTCSDPType.OFFER, offer) is None or not offered_kinds(offer):
+            return 400, {}, "the offer is not SDP that sends H.264 video or Opus audio"
         with self.lock:
             self.end_session()  # a reconnecting publisher replaces the old session
-            self.sessions += 1
             sid = uuid.uuid4().hex
-            output = self.output_for(self.sessions)
+            output = self.output_for(len(self.outputs) + 1)
             created = threading.Event()
             holder = {}
 
@@ -612,9 +641,13 @@ class Receiver:
             if not session.ready.wait(GATHERING_TIMEOUT + HTTP_TIMEOUT) or session.answer is None:
                 on_main(session.finish)
                 session.ended.wait(FINALIZE_TIMEOUT + 1)
+                if os.path.exists(output) and os.path.getsize(output) == 0:  # the refused session's empty file
+                    os.remove(output)
                 return 400, {}, session.error or "no answer in time"
+            session.announced = True
             self.session = session
             self.outputs.append(output)
+            self.sessions = len(self.outputs)
             emit({"event": "session", "id": sid, "output": output})
             return 201, {"Content-Type": "application/sdp", "Location": f"/whip/{sid}"}, session.answer
 
@@ -710,6 +743,7 @@ def main():
     viewers.add_argument("--seconds", type=float, required=True, help="how long to count, from all first frames")
     viewers.add_argument("--count", type=int, required=True, help="how many viewers")
     viewers.add_argument("--token", help="sent as Authorization: Bearer TOKEN")
+    viewers.add_argument("--concurrent-posts", action="store_true", help="POST all the offers at once")
     receiver = commands.add_parser("whip-receiver", help="a WHIP endpoint recording to Matroska")
     receiver.add_argument("--port", type=int, required=True, help="listens on 127.0.0.1:PORT")
     receiver.add_argument("--output", required=True, help="the Matroska file of the first session")

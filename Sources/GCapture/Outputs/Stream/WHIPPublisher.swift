@@ -7,11 +7,6 @@ import GStreamerKit
 final class WHIPPublisher: Sendable {
     /// The payload types this side offers: any in the dynamic range do, these are the common ones.
     static let videoPayloadType = 96, audioPayloadType = 111
-    /// A server that sends nothing back for this long (no RTCP report, no ICE check: killed, unplugged)
-    /// is gone: WebRTC's own consent checks would take 30 s to say so. RTCP's reports come every 5 s at the
-    /// most (GStreamer's default minimum interval, randomised up to 7.5 s): 12 s never mistakes a quiet
-    /// receiver for a lost one.
-    static let silenceLimit: Duration = .seconds(12)
 
     private let peer: WebRTCPeer
     private let session = Locked<WHIPSession?>(nil)
@@ -52,7 +47,7 @@ final class WHIPPublisher: Sendable {
         case .failed, .closed: return "the WebRTC connection \(peer.connectionState)"
         default: break
         }
-        if isConnected, let silence = peer.silence, silence > Self.silenceLimit {
+        if isConnected, let silence = peer.silence, silence > WebRTCPeer.silenceLimit {
             return "the server sent nothing back for \(silence.components.seconds) s"
         }
         return nil

@@ -11,7 +11,8 @@ import GStreamerKit
 /// (WebRTCPeer) that only packs and sends. With no viewer nothing is encoded: the branch is in the
 /// session's graph only while someone watches. A new viewer starts at a key frame asked for at once, and
 /// a viewer that reports a lost picture gets another. A viewer that fails, disconnects for
-/// `disconnectLimit`, or never connects within `connectLimit` is let go by itself.
+/// `disconnectLimit`, never connects within `connectLimit`, or sends nothing back for 12 s (killed, unplugged:
+/// webrtcbin would call it connected for ever) is let go by itself.
 public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
     // @unchecked Sendable: inherited from CaptureOutput; its state is behind `state`'s lock.
     /// A viewer's session: its id (for `removeViewer`) and this side's SDP answer, ICE candidates included.
@@ -110,8 +111,11 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
                 }
             }
         }
-        state.withLock { $0.answering -= 1 }
-        if case .failure = result { detachIfUnwatched() }
+        // An answered viewer took its place among the peers in the same step (answer(_:…)).
+        if case .failure = result {
+            state.withLock { $0.answering -= 1 }
+            detachIfUnwatched()
+        }
         return try result.get()
     }
 
@@ -126,7 +130,11 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
             peer.close()
             throw error
         }
-        state.withLock { $0.peers[id] = peer }
+        // From answering to watching in one step: counted once, always (ten offers at once get ten answers).
+        state.withLock { state in
+            state.peers[id] = peer
+            state.answering -= 1
+        }
         encoder.requestKeyFrame()
         startMonitor()
         Log.session.info("WebRTC viewer \(id) answered (\(opusPayloadType == nil ? "video" : "video and audio"))")
@@ -255,6 +263,7 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
                 case .connected:
                     state.connected.insert(id)
                     state.disconnectedSince[id] = nil
+                    if let silence = peer.silence, silence > WebRTCPeer.silenceLimit { return "nothing came from it for \(silence.components.seconds) s" }
                 case .failed, .closed:
                     return "its connection \(connection)"
                 case .disconnected:

@@ -25,6 +25,11 @@ final class WebRTCPeer: Sendable {
     /// When a packet last came from the other side (STUN, RTCP reports): how a peer that vanished without a
     /// word (killed, unplugged) is told from one that only receives.
     private let lastIncoming = Locked<ContinuousClock.Instant?>(nil)
+    /// A peer that sends nothing back for this long (no RTCP report, no ICE check: killed, unplugged) is
+    /// gone: webrtcbin keeps such a connection "connected" (no consent checks), and WebRTC's own would take
+    /// 30 s. RTCP's reports come every 5 s at the most (GStreamer's default minimum interval, randomised up
+    /// to 7.5 s; browsers report far more often): 12 s never mistakes a quiet peer for a lost one.
+    static let silenceLimit: Duration = .seconds(12)
 
     /// Builds the pipeline for what `offer` receives (not started). `onKeyFrameRequest` runs, on a
     /// streaming thread, when the viewer reports a lost picture (RTCP PLI or FIR).
@@ -84,7 +89,9 @@ final class WebRTCPeer: Sendable {
         } catch {
             throw .invalidSettings("the viewer's offer was refused")
         }
-        return try localDescriptionWithCandidates(within: gatheringLimit)
+        let answer = try localDescriptionWithCandidates(within: gatheringLimit)
+        watchIncoming()
+        return answer
     }
 
     /// Starts the pipeline and returns this side's offer, ICE candidates included. Blocks.
@@ -134,7 +141,7 @@ final class WebRTCPeer: Sendable {
         }
     }
 
-    /// How long nothing came from the other side, since the answer was taken.
+    /// How long nothing came from the other side, since the descriptions were set.
     var silence: Duration? { lastIncoming.withLock { $0.map { ContinuousClock.now - $0 } } }
 
     var connectionState: WebRTCBin.ConnectionState { webrtc.connectionState }
