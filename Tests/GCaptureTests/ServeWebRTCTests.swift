@@ -148,27 +148,36 @@ final class ServeWebRTCTests: XCTestCase {
         XCTAssertEqual(try http(port, "GET", "/whep", headers: authorized).status, 405)
         XCTAssertEqual(try http(port, "DELETE", "/whep/no-such-viewer", headers: authorized).status, 404)
 
-        // A thousand offers: ten viewers (the limit) get answers, the rest are refused at once; memory stays put.
-        let before = try XCTUnwrap(Self.residentKilobytes(of: serve.process.processIdentifier))
-        var answered: [String] = []
-        var refused = 0
-        let started = Date()
-        for _ in 0..<1000 {
-            let answer = try http(port, "POST", "/whep", headers: authorized, body: offer)
-            switch answer.status {
-            case 201: answered.append(try XCTUnwrap(answer.headers["location"]))
-            case 503: refused += 1
-            default: XCTFail("offer answered \(answer.status): \(answer.text)")
+        // A thousand offers, in two rounds: ten viewers (the limit) get answers, the rest are refused at once,
+        // the ten leave. The first round makes what stays made (webrtcbin's and libnice's first use); after the
+        // second, memory is where the first left it.
+        func offers(_ count: Int) throws {
+            var answered: [String] = []
+            var refused = 0
+            let started = Date()
+            for _ in 0..<count {
+                let answer = try http(port, "POST", "/whep", headers: authorized, body: offer)
+                switch answer.status {
+                case 201: answered.append(try XCTUnwrap(answer.headers["location"]))
+                case 503: refused += 1
+                default: XCTFail("offer answered \(answer.status): \(answer.text)")
+                }
             }
+            XCTAssertEqual(answered.count, 10)
+            XCTAssertEqual(refused, count - 10)
+            XCTAssertLessThan(Date().timeIntervalSince(started), 60)
+            XCTAssertEqual(try webRTCStatus(port, token: token)["viewers"] as? Int, 10)
+            for location in answered { XCTAssertEqual(try http(port, "DELETE", location, headers: authorized).status, 200) }
+            XCTAssertEqual(try webRTCStatus(port, token: token)["viewers"] as? Int, 0)
         }
-        XCTAssertEqual(answered.count, 10)
-        XCTAssertEqual(refused, 990)
-        XCTAssertLessThan(Date().timeIntervalSince(started), 60)
-        XCTAssertEqual(try webRTCStatus(port, token: token)["viewers"] as? Int, 10)
-        for location in answered { XCTAssertEqual(try http(port, "DELETE", location, headers: authorized).status, 200) }
-        XCTAssertEqual(try webRTCStatus(port, token: token)["viewers"] as? Int, 0)
+        try offers(100)
+        Thread.sleep(forTimeInterval: 1)
+        let before = try XCTUnwrap(Self.residentKilobytes(of: serve.process.processIdentifier))
+        try offers(900)
+        Thread.sleep(forTimeInterval: 1)
         let after = try XCTUnwrap(Self.residentKilobytes(of: serve.process.processIdentifier))
-        XCTAssertLessThan(after - before, 64 * 1024, "memory grew from \(before) to \(after) KiB over a thousand offers")
+        print("WHEP offers: resident \(before) KiB after 100, \(after) KiB after 1000")
+        XCTAssertLessThan(after - before, 16 * 1024, "memory grew from \(before) to \(after) KiB over 900 more offers")
         // And the live view still works for a real viewer.
         let report = try watch(port, seconds: 2, ["--token", token, "--video-only"])
         XCTAssertGreaterThanOrEqual(report["videoFrames"] as? Int ?? 0, 40, "\(report)")
