@@ -66,6 +66,17 @@ final class ServeWebRTCTests: XCTestCase {
         XCTAssertEqual(serve.status, 0, serve.errorOutput)
     }
 
+    func testAViewerWithoutH264GetsVP8() throws {
+        let (_, port) = try startServe()
+        let report = try watch(port, seconds: 4, ["--codec", "vp8"])
+        XCTAssertEqual(report["status"] as? Int, 201, "\(report)")
+        XCTAssertEqual(report["videoCodec"] as? String, "VP8")
+        XCTAssertGreaterThanOrEqual(report["videoFrames"] as? Int ?? 0, 90, "decoded VP8 frames in 4 s at 30 fps: \(report)")
+        XCTAssertGreaterThanOrEqual(report["audioFrames"] as? Int ?? 0, 150, "\(report)")
+        XCTAssertEqual([report["width"] as? Int, report["height"] as? Int], [320, 180])
+        XCTAssertEqual(try webRTCStatus(port)["viewers"] as? Int, 0)
+    }
+
     func testTwoViewersAtOnceShareOneEncode() throws {
         let (_, port) = try startServe(microphone: "none")
         let python = try aiortcPython()

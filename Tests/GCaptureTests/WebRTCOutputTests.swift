@@ -26,8 +26,11 @@ final class WebRTCOutputTests: XCTestCase {
         }
         XCTAssertTrue(refusal("GET / HTTP/1.1").contains("not SDP"))
         XCTAssertTrue(refusal("v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\n").contains("no media line"))
-        let vp8Only = "v=0\r\ns=-\r\nm=video 9 UDP/TLS/RTP/SAVPF 96 97\r\na=recvonly\r\na=rtpmap:96 VP8/90000\r\na=rtpmap:97 rtx/90000\r\n"
-        XCTAssertTrue(refusal(vp8Only).contains("only as VP8"), refusal(vp8Only))
+        let vp9Only = "v=0\r\ns=-\r\nm=video 9 UDP/TLS/RTP/SAVPF 98 99\r\na=recvonly\r\na=rtpmap:98 VP9/90000\r\na=rtpmap:99 rtx/90000\r\n"
+        XCTAssertTrue(refusal(vp9Only).contains("only as VP9"), refusal(vp9Only))
+        // A browser without H.264 gets VP8.
+        let vp8Only = "v=0\r\ns=-\r\nm=video 9 UDP/TLS/RTP/SAVPF 120 124\r\na=recvonly\r\na=rtpmap:120 VP8/90000\r\na=rtpmap:124 rtx/90000\r\n"
+        XCTAssertEqual(try WebRTCOffer(vp8Only).videoChoice(), WebRTCOffer.VideoChoice(codec: .vp8, payloadType: 120))
         let sendOnly = "v=0\r\ns=-\r\nm=video 9 UDP/TLS/RTP/SAVPF 102\r\na=sendonly\r\na=rtpmap:102 H264/90000\r\na=fmtp:102 packetization-mode=1\r\n"
         XCTAssertNoThrow(try XCTAssertNil(try WebRTCOffer(sendOnly).videoChoice(), "a viewer that only sends receives nothing"))
         let huge = "v=0\r\n" + String(repeating: "a=x\r\n", count: 20_000)

@@ -1,6 +1,6 @@
 """A WHEP viewer for the WebRTC tests: watches a WHEP endpoint (RFC 9725) the way a browser would, with aiortc.
 
-Usage: whep_client.py --url URL [--token TOKEN] [--origin ORIGIN] [--seconds S] [--video-only]
+Usage: whep_client.py --url URL [--token TOKEN] [--origin ORIGIN] [--seconds S] [--video-only] [--codec vp8]
 POSTs an SDP offer (recvonly video, and recvonly audio unless --video-only) to URL, applies the 201's SDP answer,
 decodes what arrives for S seconds from the first video frame, DELETEs the session (the Location) and prints one
 JSON line: {"status", "location", "videoFrames", "audioFrames", "width", "height", "deleteStatus",
@@ -17,7 +17,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpReceiver, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError
 
 HTTP_TIMEOUT = 10
@@ -66,7 +66,11 @@ async def watch(args, result):
 
     # Host candidates only: aiortc's default STUN server (Google's) is out of reach, and not needed on one machine.
     pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-    pc.addTransceiver("video", direction="recvonly")
+    video = pc.addTransceiver("video", direction="recvonly")
+    if args.codec:
+        # Offer only this codec, as a browser without H.264 (Firefox without OpenH264) offers only VP8.
+        video.setCodecPreferences([codec for codec in RTCRtpReceiver.getCapabilities("video").codecs
+                                   if codec.mimeType.lower() in (f"video/{args.codec}", "video/rtx")])
     if not args.video_only:
         pc.addTransceiver("audio", direction="recvonly")
     woken = asyncio.Event()  # the first video frame, or the connection failing
@@ -148,6 +152,7 @@ def main():
     parser.add_argument("--origin", help="sent as the Origin header")
     parser.add_argument("--seconds", type=float, default=5, help="how long to receive from the first video frame")
     parser.add_argument("--video-only", action="store_true", help="no audio transceiver")
+    parser.add_argument("--codec", choices=["vp8", "h264"], help="offer only this video codec")
     args = parser.parse_args()
     result = {"status": None, "location": None, "videoFrames": 0, "audioFrames": 0, "width": None, "height": None,
               "deleteStatus": None, "answerHasCandidates": False, "videoCodec": None, "seconds": 0.0}

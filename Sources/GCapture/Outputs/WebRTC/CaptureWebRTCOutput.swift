@@ -47,6 +47,8 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
         var answering = 0
         var encoder: SharedVideoEncoder?
         var attached = false
+        /// While a viewer takes VP8.
+        var vp8: WebRTCVP8Encode?
         var monitor: UUID?
         var disconnectedSince: [String: ContinuousClock.Instant] = [:]
         var connected: Set<String> = []
@@ -96,17 +98,23 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
         }
         let result: Result<Answer, CaptureError> = await withCheckedContinuation { continuation in
             context.onSessionQueue { graph in
-                let encoder: SharedVideoEncoder
+                let requestKeyFrame: @Sendable () -> Void
                 do throws(CaptureError) {
                     guard let graph else { throw .sessionNotRunning }
-                    encoder = try self.attachIfNeeded(to: graph)
+                    let encoder = try self.attachIfNeeded(to: graph)
+                    if video.codec == .vp8 {
+                        let vp8 = try self.attachVP8IfNeeded(to: graph)
+                        requestKeyFrame = vp8.requestKeyFrame
+                    } else {
+                        requestKeyFrame = encoder.requestKeyFrame
+                    }
                 } catch {
                     return continuation.resume(returning: .failure(error))
                 }
                 let withAudio = graph?.hasSource(.audio) == true ? parsed.opusPayloadType : nil
                 self.workQueue.async {
                     continuation.resume(returning: Result { () throws(CaptureError) in
-                        try self.answer(offer, video: video, opusPayloadType: withAudio, encoder: encoder)
+                        try self.answer(offer, video: video, opusPayloadType: withAudio, requestKeyFrame: requestKeyFrame)
                     })
                 }
             }
@@ -120,9 +128,9 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
     }
 
     private func answer(_ offer: String, video: WebRTCOffer.VideoChoice, opusPayloadType: Int?,
-                        encoder: SharedVideoEncoder) throws(CaptureError) -> Answer {
+                        requestKeyFrame: @escaping @Sendable () -> Void) throws(CaptureError) -> Answer {
         let id = UUID().uuidString.lowercased()
-        let peer = try WebRTCPeer(id: id, video: video, opusPayloadType: opusPayloadType) { encoder.requestKeyFrame() }
+        let peer = try WebRTCPeer(id: id, video: video, opusPayloadType: opusPayloadType, onKeyFrameRequest: requestKeyFrame)
         let sdp: String
         do {
             sdp = try peer.answer(offer)
@@ -135,9 +143,9 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
             state.peers[id] = peer
             state.answering -= 1
         }
-        encoder.requestKeyFrame()
+        requestKeyFrame()
         startMonitor()
-        Log.session.info("WebRTC viewer \(id) answered (\(opusPayloadType == nil ? "video" : "video and audio"))")
+        Log.session.info("WebRTC viewer \(id) answered (\(video.codec.rawValue)\(opusPayloadType == nil ? "" : " and Opus"))")
         return Answer(viewerID: id, sdp: sdp)
     }
 
@@ -157,13 +165,36 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
 
     // MARK: The branch (session queue)
 
-    private func attachIfNeeded(to graph: any OutputGraph) throws(CaptureError) -> SharedVideoEncoder {
-        if let encoder = state.withLock({ $0.attached ? $0.encoder : nil }) { return encoder }
+    /// What every encode for the viewers shares: the size (the camera's within the maximum), rate, bit rate
+    /// (nil: the default, which takes a running encode's), frames between key frames.
+    private func encodeShape(in graph: any OutputGraph) -> (size: VideoEncode.Size, frameRate: Int, bitRate: Int?, keyInterval: Int) {
         let settings = self.settings
         let selection = graph.videoSelection
         let frameRate = Int((selection?.frameRate.doubleValue ?? 30).rounded())
         let size = Self.encodedSize(width: selection?.format.width ?? settings.maximumWidth, height: selection?.format.height ?? settings.maximumHeight,
                                     within: settings)
+        return (size, frameRate, settings.videoBitRate, max(1, Int((Double(frameRate) * settings.keyFrameInterval).rounded())))
+    }
+
+    /// The default bit rate: 2 bits per pixel a second.
+    private static func defaultBitRate(_ size: VideoEncode.Size) -> Int { max(300_000, size.width * size.height * 2) }
+
+    private func attachVP8IfNeeded(to graph: any OutputGraph) throws(CaptureError) -> WebRTCVP8Encode {
+        if let vp8 = state.withLock({ $0.vp8 }) { return vp8 }
+        let shape = encodeShape(in: graph)
+        let vp8 = try WebRTCVP8Encode(for: self, in: graph, size: shape.size, frameRate: shape.frameRate,
+                                      bitRate: shape.bitRate ?? Self.defaultBitRate(shape.size), keyInterval: shape.keyInterval) { [weak self] sample in
+            self?.deliver(video: sample, codec: .vp8)
+        }
+        state.withLock { $0.vp8 = vp8 }
+        return vp8
+    }
+
+    private func attachIfNeeded(to graph: any OutputGraph) throws(CaptureError) -> SharedVideoEncoder {
+        if let encoder = state.withLock({ $0.attached ? $0.encoder : nil }) { return encoder }
+        let settings = self.settings
+        let selection = graph.videoSelection
+        let (size, frameRate, bitRate, keyInterval) = encodeShape(in: graph)
         let withAudio = graph.hasSource(.audio)
         var description = "\(VideoEncode.encodedInputQueue(frameRate: frameRate)) ! h264parse config-interval=-1 "
             + "! video/x-h264,stream-format=byte-stream,alignment=au ! appsink name=video_sink sync=false max-buffers=1 drop=false enable-last-sample=false"
@@ -181,14 +212,13 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
             throw .configurationFailed(reason: "cannot set up the WebRTC live view", underlying: error as? GStreamerError)
         }
         let h264 = try H264Encoder.choose()
-        let encode = VideoEncode(encoder: h264, bitRate: settings.videoBitRate ?? max(300_000, size.width * size.height * 2),
-                                 keyInterval: max(1, Int((Double(frameRate) * settings.keyFrameInterval).rounded())),
+        let encode = VideoEncode(encoder: h264, bitRate: bitRate ?? Self.defaultBitRate(size), keyInterval: keyInterval,
                                  profile: "constrained-baseline", frameRate: frameRate, frameSize: size,
                                  inputFormat: h264.inputFormat(forCameraFormat: selection?.format.pixelFormat))
-        let encoder = try graph.sharedVideoEncoder(for: VideoEncodeRequest(encode: encode, acceptsAnyBitRate: settings.videoBitRate == nil))
+        let encoder = try graph.sharedVideoEncoder(for: VideoEncodeRequest(encode: encode, acceptsAnyBitRate: bitRate == nil))
         let gate = KeyFrameGate(encoder: encoder, queue: bin.element(named: "video_in"))
         _ = inputs.pads.first?.addProbe(.buffer) { info in gate.admits(isDeltaFrame: info.isDeltaFrame) ? .ok : .drop }
-        bin.element(named: "video_sink").flatMap(AppSink.init)?.setSampleHandler { [weak self] sample in self?.deliver(video: sample) }
+        bin.element(named: "video_sink").flatMap(AppSink.init)?.setSampleHandler { [weak self] sample in self?.deliver(video: sample, codec: .h264) }
         bin.element(named: "audio_sink").flatMap(AppSink.init)?.setSampleHandler { [weak self] sample in self?.deliver(audio: sample) }
         try graph.attachBranch(bin, of: self, inputs: inputs.names, encodedVideo: encoder)
         state.withLock { state in
@@ -204,25 +234,31 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
         return VideoEncode.Size(width: max(16, Int(Double(width) * scale)) & ~1, height: max(16, Int(Double(height) * scale)) & ~1)
     }
 
-    /// Takes the branch out of the graph once no viewer watches or is being answered.
+    /// Takes the branch out of the graph once no viewer watches or is being answered, and the VP8 encode once
+    /// no viewer takes VP8.
     private func detachIfUnwatched() {
-        guard let context = state.withLock({ $0.peers.isEmpty && $0.answering == 0 && $0.attached ? $0.context : nil }) else { return }
+        guard let context = state.withLock({ $0.attached || $0.vp8 != nil ? $0.context : nil }) else { return }
         context.onSessionQueue { graph in
-            let detach = self.state.withLock { state -> Bool in
-                guard state.peers.isEmpty, state.answering == 0, state.attached else { return false }
+            let (branch, vp8) = self.state.withLock { state -> (Bool, WebRTCVP8Encode?) in
+                // A viewer being answered may be one of VP8: only answered viewers let it go.
+                let anyVP8 = state.answering > 0 || state.peers.values.contains { $0.codec == .vp8 }
+                let vp8 = anyVP8 ? nil : state.vp8
+                if vp8 != nil { state.vp8 = nil }
+                guard state.peers.isEmpty, state.answering == 0, state.attached else { return (false, vp8) }
                 state.attached = false
                 state.encoder = nil
-                return true
+                return (true, vp8)
             }
-            if detach { graph?.detachBranch(of: self, drain: false) }
+            if let vp8 { graph?.detachTap(vp8.tap) }
+            if branch { graph?.detachBranch(of: self, drain: false) }
         }
     }
 
-    private func deliver(video sample: Sample) {
+    private func deliver(video sample: Sample, codec: WebRTCOffer.VideoChoice.Codec) {
         let isKeyFrame = !sample.isDeltaFrame
         let peers = state.withLock { state -> [WebRTCPeer] in
             state.encodedFrames += 1
-            return Array(state.peers.values)
+            return state.peers.values.filter { $0.codec == codec }
         }
         for peer in peers { peer.send(video: sample, isKeyFrame: isKeyFrame) }
     }
@@ -307,6 +343,7 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
     /// Closes every viewer's connection, the branch already gone. Returns how many there were.
     @discardableResult
     private func letGoOfEveryViewer() -> Int {
+        var vp8: WebRTCVP8Encode?
         let peers = state.withLock { state -> [WebRTCPeer] in
             let peers = Array(state.peers.values)
             state.peers = [:]
@@ -314,8 +351,12 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
             state.disconnectedSince = [:]
             state.attached = false
             state.encoder = nil
+            vp8 = state.vp8
+            state.vp8 = nil
             return peers
         }
+        // The session stopped (the tap went with its graph), or the branch failed (the tap goes now).
+        if let vp8, let context = state.withLock({ $0.context }) { context.onSessionQueue { graph in graph?.detachTap(vp8.tap) } }
         stopMonitor()
         for peer in peers { workQueue.async { peer.close() } }
         return peers.count

@@ -21,15 +21,18 @@ struct WebRTCOffer: Sendable, Equatable {
         var receives: Bool { direction == "sendrecv" || direction == "recvonly" }
     }
 
-    /// How the answer sends video: H.264's payload type in the offer, and the RTP caps for webrtcbin.
+    /// How the answer sends video: its codec, the payload type the offer gave it, and the RTP caps for webrtcbin.
     struct VideoChoice: Sendable, Equatable {
+        enum Codec: String, Sendable { case h264 = "H264", vp8 = "VP8" }
+        var codec = Codec.h264
         var payloadType: Int
-        /// The profile-level-id the offer gave for that payload type.
+        /// H.264's profile-level-id as the offer gave it for that payload type.
         var profileLevelID: String?
 
         var rtpCaps: String {
-            "application/x-rtp,media=video,encoding-name=H264,payload=\(payloadType),clock-rate=90000,packetization-mode=(string)1,"
-                + "profile-level-id=(string)\(profileLevelID ?? "42e01f"),level-asymmetry-allowed=(string)1"
+            let caps = "application/x-rtp,media=video,encoding-name=\(codec.rawValue),payload=\(payloadType),clock-rate=90000"
+            guard codec == .h264 else { return caps }
+            return caps + ",packetization-mode=(string)1,profile-level-id=(string)\(profileLevelID ?? "42e01f"),level-asymmetry-allowed=(string)1"
         }
     }
 
@@ -88,8 +91,8 @@ struct WebRTCOffer: Sendable, Equatable {
     func receiving(_ kind: String) -> Media? { media.first { $0.kind == kind && $0.receives } }
 
     /// H.264 in packetization mode 1, constrained baseline first (what every browser decodes in hardware
-    /// and the encoder is pinned to); nil when the offer receives no video. Throws when it receives video
-    /// only in other codecs.
+    /// and the encoder is pinned to), else VP8 (a Firefox without the OpenH264 plugin offers no H.264); nil
+    /// when the offer receives no video. Throws when it receives video only in other codecs.
     func videoChoice() throws(CaptureError) -> VideoChoice? {
         guard let video = receiving("video") else { return nil }
         let h264 = video.codecs.filter { $0.name == "H264" && $0.parameters["packetization-mode"] == "1" }
@@ -97,8 +100,11 @@ struct WebRTCOffer: Sendable, Equatable {
         if let pick = baseline ?? h264.first {
             return VideoChoice(payloadType: pick.payloadType, profileLevelID: pick.parameters["profile-level-id"])
         }
+        if let vp8 = video.codecs.first(where: { $0.name == "VP8" && $0.clockRate == 90000 }) {
+            return VideoChoice(codec: .vp8, payloadType: vp8.payloadType)
+        }
         let offered = Set(video.codecs.map(\.name).filter { !$0.isEmpty && $0 != "RTX" && $0 != "RED" && $0 != "ULPFEC" })
-        throw .invalidSettings("the offer takes video only as \(offered.sorted().joined(separator: ", ")); the live view sends H.264 (packetization-mode 1)")
+        throw .invalidSettings("the offer takes video only as \(offered.sorted().joined(separator: ", ")); the live view sends H.264 (packetization-mode 1) or VP8")
     }
 
     /// Opus's payload type, when the offer receives audio in Opus.

@@ -6,7 +6,7 @@ import GStreamerKit
 /// frames shared with others (no encode here), packs them into RTP with the payload types agreed, and sends
 /// them through webrtcbin (ICE, DTLS, SRTP, RTCP):
 ///
-///     appsrc video ─▶ rtph264pay ─┐
+///     appsrc video ─▶ rtph264pay ─┐      (rtpvp8pay for VP8)
 ///     appsrc audio ─▶ rtpopuspay ─┴─▶ webrtcbin
 ///
 /// Its own pipeline, not a branch of the session's: a viewer's negotiation, its ICE threads, its failure or
@@ -14,6 +14,7 @@ import GStreamerKit
 /// are stamped on arrival with this pipeline's running time.
 final class WebRTCPeer: Sendable {
     let id: String
+    let codec: WebRTCOffer.VideoChoice.Codec
     let created = ContinuousClock.now
     private let pipeline: Pipeline
     private let webrtc: WebRTCBin
@@ -36,14 +37,17 @@ final class WebRTCPeer: Sendable {
     init(id: String, video: WebRTCOffer.VideoChoice, opusPayloadType: Int?,
          onKeyFrameRequest: @escaping @Sendable () -> Void) throws(CaptureError) {
         self.id = id
-        // A viewer that cannot keep up loses the oldest frames (a second of video) rather than holding memory.
+        codec = video.codec
         // Each stream's SSRC fixed here and written into the answer (a=ssrc): a browser routes the packets of
         // a bundled connection to their receiver by it, and drops those it cannot place (Chromium does,
         // with no a=ssrc and no MID extension: connected, bytes arriving, never a frame).
         let videoSSRC = UInt32.random(in: 1...UInt32.max), audioSSRC = UInt32.random(in: 1...UInt32.max)
+        // A viewer that cannot keep up loses the oldest frames (a second of video) rather than holding memory.
         let source = "is-live=true format=time do-timestamp=true max-bytes=0 max-time=0 max-buffers=30 leaky-type=downstream block=false"
         var description = "webrtcbin name=webrtc bundle-policy=max-bundle "
-            + "appsrc name=video \(source) ! rtph264pay name=video_pay pt=\(video.payloadType) ssrc=\(videoSSRC) config-interval=-1 aggregate-mode=zero-latency mtu=1200"
+            + "appsrc name=video \(source) ! " + (video.codec == .h264
+                ? "rtph264pay name=video_pay pt=\(video.payloadType) ssrc=\(videoSSRC) config-interval=-1 aggregate-mode=zero-latency mtu=1200"
+                : "rtpvp8pay name=video_pay pt=\(video.payloadType) ssrc=\(videoSSRC) picture-id-mode=15-bit mtu=1200")
         if let opus = opusPayloadType {
             description += " appsrc name=audio \(source) ! rtpopuspay name=audio_pay pt=\(opus) ssrc=\(audioSSRC)"
         }
