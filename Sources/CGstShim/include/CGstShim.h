@@ -96,4 +96,10 @@ char *CGstShim_webrtc_create_local_description(GstElement *webrtc, gboolean offe
 /// The local description's SDP now, with the ICE candidates gathered so far; NULL before there is one.
 char *CGstShim_webrtc_local_description_text(GstElement *webrtc);
 
+/// One HTTP/1.1 request (`body` and `content_type` may be NULL) over GIO, TLS for https://, within
+/// `timeout_seconds` per read or write; blocks. On success, the status, the Location header (or NULL) and the
+/// body, each g_malloc'd; on failure `error` says why. The answer's body is read to the server's close.
+gboolean CGstShim_http_exchange(const char *method, const char *url, const char *content_type, const char *body,
+                                guint timeout_seconds, int *status, char **location, char **answer, char **error);
+
 #endif
