@@ -23,7 +23,7 @@ final class SharedVideoEncoder: @unchecked Sendable {
     var users = 0
     /// The encoder element (for tests that make it misbehave).
     let encoderElement: Element?
-    private let lastKeyFrameRequest = Locked<ContinuousClock.Instant?>(nil)
+    private let keyFrameRequests: KeyFrameRequests
 
     /// Builds the encoder behind `videoTee` and starts it. Blocks briefly (state change); session queue.
     init(_ request: VideoEncodeRequest, fedBy videoTee: Element, in pipeline: Bin, name: String) throws(CaptureError) {
@@ -39,6 +39,7 @@ final class SharedVideoEncoder: @unchecked Sendable {
         }
         activeEncoder = active
         encoderElement = bin.element(named: VideoEncode.encoderName)
+        keyFrameRequests = KeyFrameRequests(to: encoderElement)
         let tee: Element
         do {
             tee = try Element.make("tee", name: "\(name)-tee")
@@ -75,17 +76,9 @@ final class SharedVideoEncoder: @unchecked Sendable {
         }
     }
 
-    /// Asks the encoder for a key frame now, at most every 200 ms: a branch that joins (or fell behind)
-    /// waits for one, and several asking at once need only one. Any thread.
-    func requestKeyFrame() {
-        let now = ContinuousClock.now
-        let due = lastKeyFrameRequest.withLock { last -> Bool in
-            if let last, now - last < .milliseconds(200) { return false }
-            last = now
-            return true
-        }
-        if due { _ = encoderElement?.sendEvent(.keyFrameRequest()) }
-    }
+    /// Asks the encoder for a key frame now (KeyFrameRequests): a branch that joins (or fell behind) waits
+    /// for one. Any thread.
+    func requestKeyFrame() { keyFrameRequests.request() }
 
     /// How full the raw input queue is (0...1): the encoder falling behind.
     var inputQueueFill: Double? { branch.bin.element(named: "video_in")?.queueTimeFill }

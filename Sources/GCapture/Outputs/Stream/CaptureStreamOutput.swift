@@ -411,10 +411,11 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
             let counts = current.counters.snapshot
             // The sinks that count what they send are asked; HLS files and the RTSP client are counted here.
             // WHIP's frames leave once its connection is up; until then they go nowhere.
-            let sending = current.whip === whip ? whipState.connected : current.whip == nil
+            let isWHIP = current.whip != nil && current.whip === whip
+            let sending = current.whip == nil || isWHIP && whipState.connected
             let bytes = sink?.property("stats").flatMap(SinkStatistics.bytesSent) ?? (counts.videoFrames > 0 && sending ? counts.encodedBytes : 0)
             var becameLive = false
-            var lost: String? = current.whip === whip ? whipState.lost : nil
+            var lost: String? = isWHIP ? whipState.lost : nil
             if lost == nil, bytes > current.bytesAtLastProgress {
                 current.bytesAtLastProgress = bytes
                 current.lastProgress = now

@@ -6,8 +6,7 @@ import GStreamerKit
 ///     video tee ─▶ queue ▶ videoconvert ▶ videoscale ▶ vp8enc (realtime) ▶ appsink
 final class WebRTCVP8Encode: Sendable {
     let tap: TeeBranch
-    private let encoder: Element?
-    private let lastKeyFrameRequest = Locked<ContinuousClock.Instant?>(nil)
+    private let keyFrameRequests: KeyFrameRequests
 
     /// Builds and attaches it; `deliver` gets each encoded frame on the tap's streaming thread. Session queue.
     init(for output: CaptureOutput, in graph: any OutputGraph, size: VideoEncode.Size, frameRate: Int, bitRate: Int, keyInterval: Int,
@@ -25,18 +24,10 @@ final class WebRTCVP8Encode: Sendable {
         // Its queue and the encoder keep frames: the camera's are copied as they enter (DeviceFrameCopy).
         if let input = bin.staticPad("sink") { DeviceFrameCopy.copyLentFrames(enteringThrough: input) }
         bin.element(named: "vp8_sink").flatMap(AppSink.init)?.setSampleHandler(deliver)
-        encoder = bin.element(named: "vp8")
+        keyFrameRequests = KeyFrameRequests(to: bin.element(named: "vp8"))
         tap = try graph.attachTap(bin, to: .video)
     }
 
-    /// A key frame now (a new viewer, a lost picture), at most every 200 ms. Any thread.
-    func requestKeyFrame() {
-        let now = ContinuousClock.now
-        let due = lastKeyFrameRequest.withLock { last -> Bool in
-            if let last, now - last < .milliseconds(200) { return false }
-            last = now
-            return true
-        }
-        if due { _ = encoder?.sendEvent(.keyFrameRequest()) }
-    }
+    /// A key frame now (a new viewer, a lost picture). Any thread.
+    func requestKeyFrame() { keyFrameRequests.request() }
 }
