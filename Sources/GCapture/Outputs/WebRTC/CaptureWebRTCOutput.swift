@@ -77,9 +77,9 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
 
     // MARK: Viewers
 
-    /// Takes a viewer's SDP offer and returns the answer: H.264 (and Opus when the session has a microphone
-    /// and the offer takes audio) with the payload types the offer gave. Throws, naming the problem, for
-    /// an offer that is not SDP, receives no video or no H.264, when the session is not running, or when
+    /// Takes a viewer's SDP offer and returns the answer: H.264, else VP8 (and Opus when the session has a
+    /// microphone and the offer takes audio) with the payload types the offer gave. Throws, naming the problem,
+    /// for an offer that is not SDP, receives no video or neither codec, when the session is not running, or when
     /// `maximumViewers` watch already. Waits for the encoder to join the graph and for this side's ICE
     /// candidates (milliseconds on a LAN), not for the viewer to connect.
     public func addViewer(offer: String) async throws(CaptureError) -> Answer {
