@@ -487,7 +487,7 @@ final class StreamOutputTests: XCTestCase {
     }
 
     func testStreamCommandNamesTheMistakeInTheURL() throws {
-        for (url, words) in [("http://example.com/live", "not http://"), ("rtmp://example.com/live", "stream key"),
+        for (url, words) in [("ftp://example.com/live", "not ftp://"), ("rtmp://example.com/live", "stream key"),
                              ("/no/such/folder/live.m3u8", "does not exist")] {
             let run = try runProduct("gcapture", ["stream", url, "--duration", "1"], timeout: 30)
             XCTAssertNotEqual(run.status, 0, url)
