@@ -37,9 +37,7 @@ import signal
 import sys
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 import uuid
 
 import gi
@@ -49,19 +47,18 @@ gi.require_version("GstWebRTC", "1.0")
 gi.require_version("GstSdp", "1.0")
 from gi.repository import GLib, Gst, GstSdp, GstWebRTC  # noqa: E402
 
+from local_http import HTTP_TIMEOUT, http_request  # noqa: E402
+
 VIEWER_CAPS = ("application/x-rtp,media=video,encoding-name=H264,payload=102,clock-rate=90000,"
                "packetization-mode=(string)1,profile-level-id=(string)42e01f")
 # What the WHIP receiver accepts: any H.264 and Opus payload the offer has (the answer keeps only those).
 RECEIVER_VIDEO_CAPS = "application/x-rtp,media=video,encoding-name=H264,clock-rate=90000"
 RECEIVER_AUDIO_CAPS = "application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000"
 GATHERING_TIMEOUT = 5
-HTTP_TIMEOUT = 10
 FINALIZE_TIMEOUT = 5
 # A muxer pad whose stream has not appeared this long after the first one is given up (released), so that the
 # muxer, which waits for every pad before writing its header, records the streams that do arrive.
 LATE_STREAM_TIMEOUT = 3
-# No proxy from the environment: the endpoints are on this machine.
-OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 PRINT_LOCK = threading.Lock()
 
 
@@ -77,16 +74,6 @@ def leave(code):
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
-
-def http_request(method, url, headers, body=None):
-    """(status, headers, body) of one request; an HTTP error status is an answer, not an exception."""
-    request = urllib.request.Request(url, data=body, headers=headers, method=method)
-    try:
-        with OPENER.open(request, timeout=HTTP_TIMEOUT) as response:
-            return response.status, response.headers, response.read().decode(errors="replace")
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read().decode(errors="replace")
 
 
 def in_thread(fn, *args):

@@ -13,31 +13,17 @@ import asyncio
 import json
 import re
 import sys
-import urllib.error
 import urllib.parse
-import urllib.request
 
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpReceiver, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError
 
-HTTP_TIMEOUT = 10
-# No proxy from the environment: the endpoint is on this machine.
-OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def http(method, url, headers, body=None):
-    """(status, headers, body) of one request; an HTTP error status is an answer, not an exception."""
-    request = urllib.request.Request(url, data=body, headers=headers, method=method)
-    try:
-        with OPENER.open(request, timeout=HTTP_TIMEOUT) as response:
-            return response.status, response.headers, response.read().decode(errors="replace")
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read().decode(errors="replace")
+from local_http import HTTP_TIMEOUT, http_request
 
 
 async def request(method, url, headers, body=None):
-    """http() in a thread, under a deadline of its own."""
-    call = asyncio.get_running_loop().run_in_executor(None, http, method, url, headers, body)
+    """http_request() in a thread, under a deadline of its own."""
+    call = asyncio.get_running_loop().run_in_executor(None, http_request, method, url, headers, body)
     return await asyncio.wait_for(call, HTTP_TIMEOUT + 2)
 
 
