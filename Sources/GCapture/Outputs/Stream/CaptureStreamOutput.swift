@@ -415,8 +415,10 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
             let sending = current.whip == nil || isWHIP && whipState.connected
             let bytes = sink?.property("stats").flatMap(SinkStatistics.bytesSent) ?? (counts.videoFrames > 0 && sending ? counts.encodedBytes : 0)
             var becameLive = false
-            var lost: String? = isWHIP ? whipState.lost : nil
-            if lost == nil, bytes > current.bytesAtLastProgress {
+            var lost: String?
+            if isWHIP, let reason = whipState.lost {
+                lost = reason
+            } else if bytes > current.bytesAtLastProgress {
                 current.bytesAtLastProgress = bytes
                 current.lastProgress = now
                 if current.connectedAt == nil, counts.videoFrames > 0 {
@@ -424,9 +426,9 @@ public final class CaptureStreamOutput: CaptureOutput, @unchecked Sendable {
                     current.attempt = 0
                     becameLive = true
                 }
-            } else if lost == nil, current.connectedAt == nil, now.timeIntervalSince(current.lastProgress) > settings.connectTimeout {
+            } else if current.connectedAt == nil, now.timeIntervalSince(current.lastProgress) > settings.connectTimeout {
                 lost = "the server took no data for \(Int(settings.connectTimeout)) s"
-            } else if lost == nil, current.connectedAt != nil, now.timeIntervalSince(current.lastProgress) > settings.stallTimeout {
+            } else if current.connectedAt != nil, now.timeIntervalSince(current.lastProgress) > settings.stallTimeout {
                 lost = "the server stopped taking data for \(Int(settings.stallTimeout)) s"
             }
             current.samples.append((now, bytes))

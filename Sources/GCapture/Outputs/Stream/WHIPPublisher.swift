@@ -40,18 +40,8 @@ final class WHIPPublisher: Sendable {
 
     var isConnected: Bool { peer.connectionState == .connected }
 
-    /// Why the connection is lost, when it is.
-    var lostReason: String? {
-        if let failure = peer.failureReason { return failure }
-        switch peer.connectionState {
-        case .failed, .closed: return "the WebRTC connection \(peer.connectionState)"
-        default: break
-        }
-        if isConnected, let silence = peer.silence, silence > WebRTCPeer.silenceLimit {
-            return "the server sent nothing back for \(silence.components.seconds) s"
-        }
-        return nil
-    }
+    /// Why the connection is lost, when it is (WebRTCPeer.endReason).
+    var lostReason: String? { peer.endReason(in: peer.connectionState) }
 
     /// Ends the server's session (DELETE) and the connection. Blocks.
     func close() {

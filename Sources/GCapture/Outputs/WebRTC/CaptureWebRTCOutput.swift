@@ -45,8 +45,8 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
         var peers: [String: WebRTCPeer] = [:]
         /// Offers being answered: they hold a place among the viewers.
         var answering = 0
+        /// The shared H.264 encode the branch takes from, while the branch is in the graph.
         var encoder: SharedVideoEncoder?
-        var attached = false
         /// While a viewer takes VP8.
         var vp8: WebRTCVP8Encode?
         var monitor: UUID?
@@ -191,7 +191,7 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
     }
 
     private func attachIfNeeded(to graph: any OutputGraph) throws(CaptureError) -> SharedVideoEncoder {
-        if let encoder = state.withLock({ $0.attached ? $0.encoder : nil }) { return encoder }
+        if let encoder = state.withLock({ $0.encoder }) { return encoder }
         let settings = self.settings
         let selection = graph.videoSelection
         let (size, frameRate, bitRate, keyInterval) = encodeShape(in: graph)
@@ -221,10 +221,7 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
         bin.element(named: "video_sink").flatMap(AppSink.init)?.setSampleHandler { [weak self] sample in self?.deliver(video: sample, codec: .h264) }
         bin.element(named: "audio_sink").flatMap(AppSink.init)?.setSampleHandler { [weak self] sample in self?.deliver(audio: sample) }
         try graph.attachBranch(bin, of: self, inputs: inputs.names, encodedVideo: encoder)
-        state.withLock { state in
-            state.encoder = encoder
-            state.attached = true
-        }
+        state.withLock { $0.encoder = encoder }
         return encoder
     }
 
@@ -237,15 +234,14 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
     /// Takes the branch out of the graph once no viewer watches or is being answered, and the VP8 encode once
     /// no viewer takes VP8.
     private func detachIfUnwatched() {
-        guard let context = state.withLock({ $0.attached || $0.vp8 != nil ? $0.context : nil }) else { return }
+        guard let context = state.withLock({ $0.encoder != nil || $0.vp8 != nil ? $0.context : nil }) else { return }
         context.onSessionQueue { graph in
             let (branch, vp8) = self.state.withLock { state -> (Bool, WebRTCVP8Encode?) in
                 // A viewer being answered may be one of VP8: only answered viewers let it go.
                 let anyVP8 = state.answering > 0 || state.peers.values.contains { $0.codec == .vp8 }
                 let vp8 = anyVP8 ? nil : state.vp8
                 if vp8 != nil { state.vp8 = nil }
-                guard state.peers.isEmpty, state.answering == 0, state.attached else { return (false, vp8) }
-                state.attached = false
+                guard state.peers.isEmpty, state.answering == 0, state.encoder != nil else { return (false, vp8) }
                 state.encoder = nil
                 return (true, vp8)
             }
@@ -293,15 +289,13 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
         var leaving: [(String, String)] = []
         for (id, peer) in peers {
             let connection = peer.connectionState
-            let verdict: String? = state.withLock { state in
-                if let failure = peer.failureReason { return "failed: \(failure)" }
+            let verdict: String? = peer.endReason(in: connection) ?? state.withLock { state in
                 switch connection {
                 case .connected:
                     state.connected.insert(id)
                     state.disconnectedSince[id] = nil
-                    if let silence = peer.silence, silence > WebRTCPeer.silenceLimit { return "nothing came from it for \(silence.components.seconds) s" }
                 case .failed, .closed:
-                    return "its connection \(connection)"
+                    break
                 case .disconnected:
                     let since = state.disconnectedSince[id] ?? now
                     state.disconnectedSince[id] = since
@@ -349,7 +343,6 @@ public final class CaptureWebRTCOutput: CaptureOutput, @unchecked Sendable {
             state.peers = [:]
             state.connected = []
             state.disconnectedSince = [:]
-            state.attached = false
             state.encoder = nil
             vp8 = state.vp8
             state.vp8 = nil

@@ -145,12 +145,21 @@ final class WebRTCPeer: Sendable {
         }
     }
 
-    /// How long nothing came from the other side, since the descriptions were set.
-    var silence: Duration? { lastIncoming.withLock { $0.map { ContinuousClock.now - $0 } } }
-
     var connectionState: WebRTCBin.ConnectionState { webrtc.connectionState }
-    /// What failed inside the peer's pipeline, if anything.
-    var failureReason: String? { failure.withLock { $0 } }
+
+    /// Why the connection is over, when it is, `state` being its state as just read: a failure inside the
+    /// pipeline, webrtcbin's failed or closed, or a connected peer silent for longer than `silenceLimit`.
+    /// A viewer and a WHIP publication both end by it; each adds its own limits (connecting, disconnected).
+    func endReason(in state: WebRTCBin.ConnectionState) -> String? {
+        if let failure = failure.withLock({ $0 }) { return "failed: \(failure)" }
+        switch state {
+        case .failed, .closed: return "its connection \(state)"
+        case .connected:
+            guard let silence = lastIncoming.withLock({ $0.map { ContinuousClock.now - $0 } }), silence > Self.silenceLimit else { return nil }
+            return "nothing came back from it for \(silence.components.seconds) s"
+        case .new, .connecting, .disconnected: return nil
+        }
+    }
 
     /// One encoded video frame for this viewer; delta frames wait for the first key frame. Streaming thread.
     func send(video sample: Sample, isKeyFrame: Bool) {
