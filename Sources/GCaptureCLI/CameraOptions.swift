@@ -16,6 +16,11 @@ struct CameraOptions<Defaults: CameraDefaults>: ParsableArguments {
 
     @Flag(name: .customLong("stamp-time"), help: DeviceChoice.stampTimeHelp)
     var stampTime = false
+
+    /// The camera these options name, the test camera with their --noise and --stamp-time.
+    func cameraChoice() throws -> DeviceChoice {
+        try DeviceChoice.camera(camera, noise: noise, stampsTime: stampTime)
+    }
 }
 
 /// A command's defaults for `CameraOptions`.

@@ -97,7 +97,7 @@ struct PhotoCommand: AsyncParsableCommand {
         // Work an earlier run left here is finished by this one (in the background, once it starts), and
         // this run must not exit before it is.
         let resumesDeferredWork = CapturePhotoOutput.deferredPhotos(in: folder).contains { !$0.isFinished }
-        let choice = try DeviceChoice.camera(device.camera, noise: device.noise, stampsTime: device.stampTime)
+        let choice = try device.cameraChoice()
         let photos = CapturePhotoOutput()
         photos.isZeroShutterLagEnabled = zeroShutterLag
         photos.isAutoDeferredPhotoDeliveryEnabled = deferred

@@ -44,7 +44,7 @@ struct PreviewCommand: AsyncParsableCommand {
 
     func run() async throws {
         StopSignals.shared.install()
-        let choice = try DeviceChoice.camera(device.camera, noise: device.noise, stampsTime: device.stampTime)
+        let choice = try device.cameraChoice()
         let session = CaptureSession(name: "gcapture-preview")
         let preview = CapturePreviewOutput()
         preview.sinkName = sink

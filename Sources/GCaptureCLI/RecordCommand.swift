@@ -111,7 +111,7 @@ struct RecordCommand: AsyncParsableCommand {
         let destination = try MovieDestination(output, option: "--output")
         try destination.makeRoom(overwrite: overwrite, option: "--output")
         let url = destination.url
-        let cameraChoice = try DeviceChoice.camera(device.camera, noise: device.noise, stampsTime: device.stampTime)
+        let cameraChoice = try device.cameraChoice()
         // A timelapse has no audio track: no microphone is opened for it.
         let microphoneChoice = timelapse == nil ? try DeviceChoice.microphone(microphone) : nil
         let camera = cameraChoice.device, microphone = microphoneChoice?.device

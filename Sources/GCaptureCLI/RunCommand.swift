@@ -185,7 +185,7 @@ struct RunCommand: AsyncParsableCommand {
 
     /// The set-up the options describe.
     func captureFromOptions() throws -> ControlledCapture {
-        let cameraChoice = try DeviceChoice.camera(device.camera, noise: device.noise, stampsTime: device.stampTime)
+        let cameraChoice = try device.cameraChoice()
         let microphoneChoice = try DeviceChoice.microphone(microphone)
         let settings = ControlledCaptureSettings(
             rotation: rotation,

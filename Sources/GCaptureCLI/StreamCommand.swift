@@ -74,7 +74,7 @@ struct StreamCommand: AsyncParsableCommand {
         let movieDestination = try record.map { try MovieDestination($0, option: "--record") }
         try movieDestination?.makeRoom(overwrite: overwrite, option: "--record")
         let movieURL = movieDestination?.url
-        let cameraChoice = try DeviceChoice.camera(device.camera, noise: device.noise, stampsTime: device.stampTime)
+        let cameraChoice = try device.cameraChoice()
         let microphoneChoice = try DeviceChoice.microphone(microphone)
         let camera = cameraChoice.device, microphone = microphoneChoice?.device
 
