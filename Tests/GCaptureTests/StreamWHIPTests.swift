@@ -25,6 +25,17 @@ final class StreamWHIPTests: XCTestCase {
         return receiver
     }
 
+    /// What `receiver` recorded into `file` once the publisher ended its session (DELETE: the receiver closed
+    /// the file) and the receiver stopped: H.264 and Opus, as ffprobe reads them.
+    func recording(of receiver: LaunchedCommand, in file: URL) throws -> ProbedMovie {
+        XCTAssertTrue(receiver.waitForEvent("ended", timeout: 10), receiver.output)
+        receiver.signal(SIGTERM)
+        XCTAssertTrue(receiver.waitForExit(timeout: 20))
+        let movie = try probe(file)
+        XCTAssertEqual(Set(movie.codecs), ["h264", "opus"], "\(movie.streams)")
+        return movie
+    }
+
     func testStreamPublishesOverWHIPAndTheReceiverGetsH264AndOpus() throws {
         try requireGStreamerPython()
         let folder = try temporaryFolder()
@@ -36,13 +47,7 @@ final class StreamWHIPTests: XCTestCase {
         XCTAssertEqual(stream.status, 0, stream.stderr)
         let states = stream.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         XCTAssertTrue(states.contains { $0["state"] as? String == "live" }, stream.stdout)
-        // The publisher ended the session (DELETE): the receiver closed the file.
-        XCTAssertTrue(receiver.waitForEvent("ended", timeout: 10), receiver.output)
-        receiver.signal(SIGTERM)
-        XCTAssertTrue(receiver.waitForExit(timeout: 20))
-
-        let movie = try probe(file)
-        XCTAssertEqual(Set(movie.codecs), ["h264", "opus"], "\(movie.streams)")
+        let movie = try recording(of: receiver, in: file)
         XCTAssertGreaterThanOrEqual(movie.videoFrames ?? 0, 120, "about 5 s live at 30 fps")
     }
 
@@ -66,12 +71,7 @@ final class StreamWHIPTests: XCTestCase {
         XCTAssertTrue(stream.waitForExit(timeout: 30))
         XCTAssertEqual(stream.status, 0, stream.errorOutput)
         XCTAssertTrue(stream.events("streamState").contains { $0["state"] as? String == "reconnecting" }, stream.output)
-        XCTAssertTrue(second.waitForEvent("ended", timeout: 10), second.output)
-        second.signal(SIGTERM)
-        XCTAssertTrue(second.waitForExit(timeout: 20))
-
-        let movie = try probe(secondFile)
-        XCTAssertEqual(Set(movie.codecs), ["h264", "opus"], "\(movie.streams)")
+        let movie = try recording(of: second, in: secondFile)
         XCTAssertGreaterThanOrEqual(movie.videoFrames ?? 0, 60, "about 3 s after the reconnection")
     }
 }
