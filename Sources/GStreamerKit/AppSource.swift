@@ -15,12 +15,12 @@ public final class AppSource: @unchecked Sendable {
 
     public func setCaps(_ caps: Caps) { gst_app_src_set_caps(appSource, caps.pointer) }
 
-    /// Copies `bytes` into a new buffer stamped with `presentationTime` and pushes it.
+    /// Copies `bytes` into a new buffer stamped with `presentationTime` (and `duration`) and pushes it.
     @discardableResult
-    public func push(copying bytes: UnsafeRawBufferPointer, presentationTime: ClockTime? = nil) -> Bool {
+    public func push(copying bytes: UnsafeRawBufferPointer, presentationTime: ClockTime? = nil, duration: ClockTime? = nil) -> Bool {
         guard let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil) else { return false }
         if let base = bytes.baseAddress { gst_buffer_fill(buffer, 0, base, gsize(bytes.count)) }
-        stamp(buffer, presentationTime)
+        stamp(buffer, presentationTime, duration: duration)
         // gst_app_src_push_buffer takes the buffer's reference.
         return gst_app_src_push_buffer(appSource, buffer) == GST_FLOW_OK
     }
@@ -55,9 +55,10 @@ public final class AppSource: @unchecked Sendable {
 
     /// Writes a new buffer's timestamp. Its memory may have held another buffer, and appsrc's streaming thread
     /// reads it next: both hand-offs go through GLib, which TSan cannot see.
-    private func stamp(_ buffer: UnsafeMutablePointer<GstBuffer>, _ presentationTime: ClockTime?) {
+    private func stamp(_ buffer: UnsafeMutablePointer<GstBuffer>, _ presentationTime: ClockTime?, duration: ClockTime? = nil) {
         CGstShim_tsan_received(buffer)
         buffer.pointee.pts = presentationTime ?? ClockTime.none
+        if let duration { buffer.pointee.duration = duration }
         CGstShim_tsan_published(buffer)
     }
 }

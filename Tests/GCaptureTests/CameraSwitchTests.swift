@@ -73,6 +73,47 @@ final class CameraSwitchTests: XCTestCase {
         XCTAssertLessThan(gaps, 5.0 / 25, "the largest gap between two frames in the movie: \(gaps) s")
     }
 
+    /// At a switch the new camera takes the outputs with its first frame newer than the old camera's latest by
+    /// more than `cutSpacing`, even when that is less than a quarter of its interval (vivid's cameras, stamped by
+    /// one timer, deliver a few milliseconds apart: waiting for a quarter interval cost a 25 fps camera two or
+    /// three frames, 108-121 ms against a plain start's 27-29 in the VM). Older frames, and one too close to
+    /// tell from the old camera's last, stay out.
+    func testTheCutTakesTheNewCamerasFirstFrameNewerThanTheOldOnesLast() throws {
+        let caps = "video/x-raw,format=GRAY8,width=4,height=4,framerate=25/1"
+        let pipeline = try Pipeline.launch("tee name=tee allow-not-linked=true ! appsink name=sink sync=false")
+        defer { pipeline.shutDown() }
+        let tee = try XCTUnwrap(pipeline.element(named: "tee"))
+        let sink = try XCTUnwrap(pipeline.element(named: "sink").flatMap(AppSink.init))
+        let old = try Bin.parse("appsrc name=old-camera format=time caps=\(caps)")
+        let new = try Bin.parse("appsrc name=new-camera format=time caps=\(caps)")
+        try pipeline.add(old)
+        try pipeline.add(new)
+        try XCTUnwrap(old.staticPad("src")).link(to: XCTUnwrap(tee.staticPad("sink")))
+        let oldSource = try XCTUnwrap(old.element(named: "old-camera").flatMap(AppSource.init))
+        let newSource = try XCTUnwrap(new.element(named: "new-camera").flatMap(AppSource.init))
+        let times = Locked<[ClockTime]>([])
+        sink.setSampleHandler { sample in times.withLock { $0.append(sample.presentationTime ?? 0) } }
+        let oldLast: ClockTime = 1_000_000_000, millisecond: ClockTime = 1_000_000, frame: ClockTime = 40 * millisecond
+        let cut = SourceCut(previous: old, next: new, tee: tee, previousLastTime: { oldLast }) { _, _ in }
+        try XCTUnwrap(new.staticPad("src")).addProbe(.blockBuffer) { info in cut.moveTee(bufferTime: info.bufferPTS) }
+        try pipeline.setState(.playing)
+        let pixels = [UInt8](repeating: 128, count: 16)
+        XCTAssertTrue(pixels.withUnsafeBytes { oldSource.push(copying: $0, presentationTime: oldLast) })
+        func wait(until condition: () -> Bool) {
+            let deadline = Date().addingTimeInterval(5)
+            while !condition(), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        wait { times.withLock { $0 } == [oldLast] }
+        XCTAssertEqual(times.withLock { $0 }, [oldLast], "the old camera's frame at the outputs")
+        for time in [oldLast - 3 * millisecond, oldLast + millisecond, oldLast + 5 * millisecond, oldLast + 45 * millisecond] {
+            XCTAssertTrue(pixels.withUnsafeBytes { newSource.push(copying: $0, presentationTime: time, duration: frame) })
+        }
+        wait { times.withLock { $0.count } >= 3 }
+        Thread.sleep(forTimeInterval: 0.1)
+        XCTAssertEqual(times.withLock { $0 }, [oldLast, oldLast + 5 * millisecond, oldLast + 45 * millisecond],
+                       "3 ms older and 1 ms newer stay out; 5 ms newer is the first of the new camera")
+    }
+
     /// A frame a hair newer than the last of the source before it (two cameras' frames of one moment, 100 µs
     /// apart) is not a new moment: mp4mux's tick at 30 fps is 1/3000 s, and such a frame became a second sample
     /// of one decode time (seen in the VM: the copy into a plain MP4 failed and the movie stayed fragmented).

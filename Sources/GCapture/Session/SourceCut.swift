@@ -13,7 +13,11 @@ import Synchronization
 /// ("no PTS"). So the cut waits, with the old camera still feeding the outputs, for the new camera's first
 /// frame newer than the old one's latest (vivid in the VM: ~100 ms of its first frames are older); a camera
 /// that stays behind (slower to deliver than the old one) is cut to after `longestWaitForNewerFrame`, and its
-/// frames older than the old one's last stay out. "Newer" means a new moment to a movie (`isNewMoment`).
+/// frames older than the old one's last stay out. "Newer" means `cutSpacing` newer, not a whole moment to a
+/// movie (`isNewMoment`): that was a quarter of an interval, and vivid's cameras, stamped by one timer, deliver
+/// within it of each other, so a switch to a 25 fps camera waited two or three frames (108-121 ms against a
+/// plain start's 27-29, in the VM; 37-45 ms now). The movie keeps its own rule (RecordingTimeline): a frame
+/// closer than a moment to the one before goes in a moment after it.
 final class SourceCut: Sendable {
     private enum Stage { case waiting, moved, abandoned }
 
@@ -30,6 +34,11 @@ final class SourceCut: Sendable {
 
     /// How long the cut waits for the new camera to catch up with the old one.
     static let longestWaitForNewerFrame = Duration.milliseconds(500)
+
+    /// How much newer than the old camera's latest frame the new camera's must be to take the outputs: more
+    /// than FLV's millisecond, the coarsest clock an output writes (a stream), so no output gets two frames
+    /// of one time.
+    static let cutSpacing: ClockTime = 2_000_000
 
     /// Whether a frame stamped `time` is a moment after one stamped `last`, as a movie sees it. Newer by a
     /// nanosecond is not enough: mp4mux keeps a track's times in hundredths of the frame interval its caps give
@@ -69,19 +78,19 @@ final class SourceCut: Sendable {
     var linkFailure: GStreamerError? { state.withLock { $0.linkFailure } }
 
     /// On the new source's streaming thread, at its buffers until the tee has moved and one of them came after
-    /// the old source's last (then the probe goes). `time` and `duration`: the buffer's.
-    func moveTee(bufferTime time: ClockTime?, duration: ClockTime?) -> Pad.ProbeReturn {
+    /// the old source's last (then the probe goes). `time`: the buffer's.
+    func moveTee(bufferTime time: ClockTime?) -> Pad.ProbeReturn {
         state.withLock { state in
             switch state.stage {
             // An abandoned switch: the new source's buffers go nowhere until it is stopped.
             case .abandoned: return .drop
-            case .moved: return isAfterPrevious(time, duration: duration, state) ? .remove : .drop
+            case .moved: return isAfterPrevious(time, state) ? .remove : .drop
             case .waiting: break
             }
             // Not newer than what the old camera has already delivered: it goes on delivering for now.
             let now = ContinuousClock.now
             if state.firstNewBuffer == nil { state.firstNewBuffer = now }
-            if let time, let latest = previousLastTime(), !Self.isNewMoment(time, after: latest, frameDuration: duration),
+            if let time, let latest = previousLastTime(), time <= latest + Self.cutSpacing,
                now - state.firstNewBuffer! < Self.longestWaitForNewerFrame {
                 return .drop
             }
@@ -107,7 +116,7 @@ final class SourceCut: Sendable {
             state.stage = .moved
             // Read once the old source can deliver no more (a frame it was pushing is counted already).
             state.previousLastTime = previousLastTime()
-            return isAfterPrevious(time, duration: duration, state) ? .remove : .drop
+            return isAfterPrevious(time, state) ? .remove : .drop
         }
     }
 
@@ -125,9 +134,9 @@ final class SourceCut: Sendable {
         }
     }
 
-    private func isAfterPrevious(_ time: ClockTime?, duration: ClockTime?, _ state: State) -> Bool {
+    private func isAfterPrevious(_ time: ClockTime?, _ state: State) -> Bool {
         guard let time, let last = state.previousLastTime else { return true }
-        return Self.isNewMoment(time, after: last, frameDuration: duration)
+        return time > last + Self.cutSpacing
     }
 
     /// On the session's thread, when the new source failed: the tee goes back to the old one if it had moved.
