@@ -214,6 +214,27 @@ final class RecordingFailureTests: XCTestCase {
         XCTAssertEqual(movie.lastStatistics.frames, 21)
         XCTAssertTrue(try ffmpegDecodes(timed))
     }
+
+    /// A recording stops by itself, with `.diskSpaceLimitReached`, once the disk it writes to has less free space
+    /// than `minFreeDiskSpaceLimit` (checked on the session's tick, every 250 ms, and not by the movie's own
+    /// timeline), and what it wrote plays. A limit above the disk's whole free space is reached at once.
+    func testARecordingStopsWhenItsDiskHasLessFreeSpaceThanTheLimit() async throws {
+        let folder = try temporaryFolder()
+        var info = statvfs()
+        XCTAssertEqual(statvfs(folder.path, &info), 0)
+        let free = Int64(info.f_bavail) * Int64(info.f_frsize)
+        let movie = CaptureMovieFileOutput()
+        movie.minFreeDiskSpaceLimit = free + 1_000_000_000_000
+        let session = try await startSession(preset: .vga640x480, outputs: [movie])
+        let url = folder.appendingPathComponent("disk-limit.mp4")
+        let started = ContinuousClock.now
+        let finished = await recordUntilItEnds(movie, to: url, timeout: 10)
+        let took = ContinuousClock.now - started
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        XCTAssertEqual(finished?.error, .diskSpaceLimitReached)
+        XCTAssertLessThan(took, .seconds(2), "a limit already reached ends the recording at the next tick")
+        XCTAssertTrue(try ffmpegDecodes(url), "the movie up to the limit does not play")
+    }
 }
 
 extension RecordingFailureTests {

@@ -2,8 +2,9 @@ import Dispatch
 import Foundation
 
 /// Stops a recording at the limits its timeline cannot keep frame by frame: the free space left on the
-/// file's disk, and the duration when no frame comes to reach it.
-struct RecordingLimitMonitor {
+/// file's disk, and the duration when no frame comes to reach it. Checked on the tick a running session already
+/// has (SystemPressureMonitor's, every 250 ms), not on a timer of its own: one periodic wake-up per process.
+final class RecordingLimitMonitor: Sendable {
     /// What a check compares, read afresh each time: the limits as set now and the recording's progress.
     struct Reading {
         var maxDuration: TimeInterval?
@@ -13,22 +14,44 @@ struct RecordingLimitMonitor {
         var recordedDuration: TimeInterval
     }
 
-    private let timer: DispatchSourceTimer
+    private let folder: URL
+    private let queue: DispatchQueue
+    private let read: @Sendable () -> Reading?
+    private let reached: @Sendable (CaptureError) -> Void
+    /// The listener's key on the shared tick, between start and cancel (nil once cancelled, for good).
+    private let listener = Locked<(key: UUID?, cancelled: Bool)>((nil, false))
 
-    /// Checks every 0.2 s on `queue` once started. `read` returns nil when there is no recording to check;
-    /// `reached` hears every check that finds a limit reached (the recording stops once).
+    /// `read` returns nil when there is no recording to check; `reached` hears, on `queue`, every check that
+    /// finds a limit reached (the recording stops once). The checks themselves run on the tick's thread: a
+    /// statvfs and a read of the recording's state, without waking `queue` when nothing is reached.
     init(folder: URL, queue: DispatchQueue, read: @escaping @Sendable () -> Reading?,
          reached: @escaping @Sendable (CaptureError) -> Void) {
-        timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + 0.2, repeating: 0.2)
-        timer.setEventHandler {
-            guard let reading = read(), let limit = Self.limitReached(reading, folder: folder) else { return }
-            reached(limit)
+        self.folder = folder
+        self.queue = queue
+        self.read = read
+        self.reached = reached
+    }
+
+    func start() {
+        listener.withLock { listener in
+            guard listener.key == nil, !listener.cancelled else { return }
+            listener.key = SystemPressureMonitor.shared.add { [weak self] _ in self?.check() }
         }
     }
 
-    func start() { timer.resume() }
-    func cancel() { timer.cancel() }
+    func cancel() {
+        let key = listener.withLock { listener -> UUID? in
+            defer { listener = (nil, true) }
+            return listener.key
+        }
+        if let key { SystemPressureMonitor.shared.remove(key) }
+    }
+
+    private func check() {
+        guard let reading = read(), let limit = Self.limitReached(reading, folder: folder) else { return }
+        let reached = reached
+        queue.async { reached(limit) }
+    }
 
     /// The limit `reading` has reached, nil for none. The disk must keep room for the fragment being written.
     static func limitReached(_ reading: Reading, folder: URL) -> CaptureError? {
