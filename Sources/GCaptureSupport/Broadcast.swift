@@ -6,7 +6,7 @@ import Synchronization
 public final class Broadcast<Value: Sendable>: Sendable {
     public init() {}
 
-    private let continuations = Locked<[UUID: AsyncStream<Value>.Continuation]>([:])
+    @usableFromInline let continuations = Locked<[UUID: AsyncStream<Value>.Continuation]>([:])
 
     public func makeStream(bufferingPolicy: AsyncStream<Value>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<Value> {
         let (stream, continuation) = AsyncStream<Value>.makeStream(bufferingPolicy: bufferingPolicy)
@@ -21,6 +21,7 @@ public final class Broadcast<Value: Sendable>: Sendable {
     /// Hands `value` to every stream; one result per stream (a stream that keeps only the newest value
     /// reports `.dropped` for the one it let go).
     @discardableResult
+    @inlinable  // called for every frame: specialized where it is called (see Lock.withLock)
     public func yield(_ value: Value) -> [AsyncStream<Value>.Continuation.YieldResult] {
         continuations.withLock { Array($0.values) }.map { $0.yield(value) }
     }

@@ -15,7 +15,7 @@ public final class Lock: @unchecked Sendable {
     // @unchecked Sendable: it holds a pthread mutex, which is made to be shared between threads.
     /// Heap-allocated: a pthread mutex must not move, and a stored property of a class may be moved by
     /// Swift's accessors (inout access copies it out and back).
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     public init() {
         mutex = .allocate(capacity: 1)
@@ -30,6 +30,10 @@ public final class Lock: @unchecked Sendable {
         mutex.deallocate()
     }
 
+    // Inlinable, as swift-nio's locks are: taken on every frame in places, and across the module boundary an
+    // unspecialized generic call looked up metadata and witness tables each time (perf: getCache,
+    // swift_getWitnessTable on the frames' threads).
+    @inlinable
     public func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

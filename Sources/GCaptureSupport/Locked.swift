@@ -5,11 +5,12 @@
 /// which ThreadSanitizer intercepts.
 public final class Locked<Value>: @unchecked Sendable {
     // @unchecked Sendable: the value is only reached inside `withLock`, under the mutex.
-    private let lock = Lock()
-    private var value: Value
+    @usableFromInline let lock = Lock()
+    @usableFromInline var value: Value
 
     public init(_ value: Value) { self.value = value }
 
+    @inlinable  // as Lock.withLock
     public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         try lock.withLock { () throws(Failure) -> Result in try body(&value) }
     }
