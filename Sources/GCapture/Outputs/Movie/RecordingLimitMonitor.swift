@@ -39,6 +39,9 @@ final class RecordingLimitMonitor: Sendable {
         }
     }
 
+    /// A monitor let go of without `cancel` leaves the tick too (the tick holds it weakly).
+    deinit { cancel() }
+
     func cancel() {
         let key = listener.withLock { listener -> UUID? in
             defer { listener = (nil, true) }
