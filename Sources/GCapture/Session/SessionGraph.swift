@@ -177,15 +177,13 @@ final class SessionGraph: @unchecked Sendable {
         // The tick is joined before PLAYING, not after the first buffer: that moment is the start's busiest
         // (the camera's next frame, the first frame's way to the outputs, the caller's wake-up), and making the
         // timer wakes one more thread. Nothing is checked before the first frame (a stall needs a last frame;
-        // pressure waits out a grace second).
+        // pressure waits out a grace second). A start that fails leaves it with the graph's shutDown or discard.
         pressure.start()
         let failure = slots.onTrial(pipeline.path, waitingForFirstBufferFrom: sources, timeout: timeout) {
             try pipeline.setState(.playing)
         }
         if failure == nil {
             Log.session.debug("\(pipeline.name) playing: first buffer from \(sources.map(\.device.description).joined(separator: ", "))")
-        } else {
-            pressure.stop()
         }
         return failure
     }

@@ -40,6 +40,9 @@ final class SourceCut: Sendable {
     /// of one time.
     static let cutSpacing: ClockTime = 2_000_000
 
+    /// Whether the new camera's frame stamped `time` may follow the old camera's stamped `last` in the outputs.
+    static func isNewerAtTheCut(_ time: ClockTime, than last: ClockTime) -> Bool { time > last + cutSpacing }
+
     /// Whether a frame stamped `time` is a moment after one stamped `last`, as a movie sees it. Newer by a
     /// nanosecond is not enough: mp4mux keeps a track's times in hundredths of the frame interval its caps give
     /// (1/3000 s at 30 fps), and a frame 100 µs after the one before became a second sample of the same decode
@@ -90,7 +93,7 @@ final class SourceCut: Sendable {
             // Not newer than what the old camera has already delivered: it goes on delivering for now.
             let now = ContinuousClock.now
             if state.firstNewBuffer == nil { state.firstNewBuffer = now }
-            if let time, let latest = previousLastTime(), time <= latest + Self.cutSpacing,
+            if let time, let latest = previousLastTime(), !Self.isNewerAtTheCut(time, than: latest),
                now - state.firstNewBuffer! < Self.longestWaitForNewerFrame {
                 return .drop
             }
@@ -136,7 +139,7 @@ final class SourceCut: Sendable {
 
     private func isAfterPrevious(_ time: ClockTime?, _ state: State) -> Bool {
         guard let time, let last = state.previousLastTime else { return true }
-        return time > last + Self.cutSpacing
+        return Self.isNewerAtTheCut(time, than: last)
     }
 
     /// On the session's thread, when the new source failed: the tee goes back to the old one if it had moved.
