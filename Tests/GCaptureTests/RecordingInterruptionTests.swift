@@ -9,16 +9,6 @@ import XCTest
 final class RecordingInterruptionTests: XCTestCase {
     private let camera = CaptureDevice.makeTestCamera(options: .init(maxFrameRate: 30))
 
-    /// Each frame's mean luma (8-bit, 16 black), in presentation order, as ffmpeg decodes the movie.
-    private func frameLumas(_ url: URL) throws -> [UInt8] {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("lumas-\(UUID().uuidString).raw")
-        defer { try? FileManager.default.removeItem(at: output) }
-        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", url.path, "-an",
-                                                      "-vf", "scale=1:1,format=gray", "-f", "rawvideo", output.path])
-        XCTAssertEqual(result.status, 0, result.stderr)
-        return [UInt8](try Data(contentsOf: output))
-    }
-
     /// Seconds of each track, as ffprobe reads them from the file.
     private func trackDurations(_ url: URL) throws -> (video: Double, audio: Double) {
         let probed = try probe(url, countFrames: false)

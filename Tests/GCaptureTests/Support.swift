@@ -356,6 +356,17 @@ extension XCTestCase {
         return [UInt8](try Data(contentsOf: output))
     }
 
+    /// Each decoded frame's mean luma (8-bit, 16 black), in presentation order, one per frame in the file
+    /// (no frame repeated or dropped to a constant rate), as ffmpeg decodes the movie.
+    func frameLumas(_ url: URL) throws -> [UInt8] {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("lumas-\(UUID().uuidString).raw")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", url.path, "-an", "-fps_mode", "passthrough",
+                                                      "-vf", "scale=1:1,format=gray", "-f", "rawvideo", output.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        return [UInt8](try Data(contentsOf: output))
+    }
+
     /// The capture time the test camera stamped into a picture's top rows (CaptureTimeStamp), decoded from
     /// ffmpeg's grey pixels of the file: milliseconds of CLOCK_MONOTONIC, modulo 2^32. Fails when the cells
     /// do not read as a stamp (references too close, check bits wrong).

@@ -8,16 +8,6 @@ import XCTest
 final class TimelapseInterruptionTests: XCTestCase {
     private let camera = CaptureDevice.makeTestCamera(uniqueID: "test-timelapse-gap", options: .init(maxFrameRate: 30))
 
-    /// Each frame's mean luma (8-bit, 16 black), in order, as ffmpeg decodes the movie.
-    private func frameLumas(_ url: URL) throws -> [UInt8] {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("lumas-\(UUID().uuidString).raw")
-        defer { try? FileManager.default.removeItem(at: output) }
-        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", url.path,
-                                                      "-vf", "scale=1:1,format=gray", "-f", "rawvideo", output.path])
-        XCTAssertEqual(result.status, 0, result.stderr)
-        return [UInt8](try Data(contentsOf: output))
-    }
-
     private func pause(_ seconds: Double) async throws { try await Task.sleep(for: .milliseconds(Int(seconds * 1000))) }
 
     func testTheGapIsBlackFramesAtTheIntervalOnOneTimeline() async throws {

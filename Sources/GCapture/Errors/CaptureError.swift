@@ -7,6 +7,11 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
     case accessDenied(device: String, advice: String)
     case cannotAddInput(String)
     case cannotAddOutput(String)
+    /// A multi-camera session's connection that cannot be added (AVCaptureMultiCamSession raises instead).
+    case cannotAddConnection(String)
+    /// A multi-camera configuration the machine cannot run (AVError.sessionHardwareCostOverage): its
+    /// hardwareCost or systemPressureCost is over 1.0; the reason names the bus or processors and what to do.
+    case hardwareCostOverage(cost: Double, reason: String)
     case invalidSettings(String)
     case configurationFailed(reason: String, underlying: GStreamerError?)
     /// A picture could not be encoded or decoded (JPEG, the photo encoder turning or converting a frame).
@@ -73,6 +78,9 @@ public enum CaptureError: Error, Sendable, CustomStringConvertible, Equatable {
             "cannot open \(device): \(advice)"
         case .cannotAddInput(let reason): "cannot add input: \(reason)"
         case .cannotAddOutput(let reason): "cannot add output: \(reason)"
+        case .cannotAddConnection(let reason): "cannot add connection: \(reason)"
+        case .hardwareCostOverage(let cost, let reason):
+            "the cameras cannot stream together (cost \(String(format2: cost)), over 1.0): \(reason)"
         case .invalidSettings(let reason): "invalid settings: \(reason)"
         case .configurationFailed(let reason, let underlying):
             "configuration not applied, the previous one keeps running: \(reason)" + (underlying.map { " (\($0))" } ?? "")

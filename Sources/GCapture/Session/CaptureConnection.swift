@@ -2,24 +2,57 @@ import GStreamerKit
 import Synchronization
 
 /// How an output receives its input's frames (AVCaptureConnection): rotation and mirroring live here.
-public final class CaptureConnection: Sendable {
-    private struct State {
-        var videoRotationAngle: Double = 0
-        var isVideoMirrored = false
-        var automaticallyAdjustsVideoMirroring = true
-        /// What automatic adjustment chose: mirrored for a front camera's preview, never for what is captured.
-        var automaticMirroring = false
+/// In a multi-camera session it also says which input ports feed the output (`inputPorts`).
+public final class CaptureConnection: Sendable, Hashable {
+    /// Rotation and mirroring: the output's own, shared by every connection made for the output's video (a
+    /// multi-camera app turns the connection it made, and the output turns its frames).
+    final class Settings: Sendable {
+        struct State {
+            var videoRotationAngle: Double = 0
+            var isVideoMirrored = false
+            var automaticallyAdjustsVideoMirroring = true
+            /// What automatic adjustment chose: mirrored for a front camera's preview, never for what is captured.
+            var automaticMirroring = false
+        }
+        let state = Locked(State())
+        /// Told after a setting changes, outside the lock: an output that applies settings while it runs.
+        let changeHandler = Locked<(@Sendable () -> Void)?>(nil)
+        /// Whether the output applies rotation and mirroring: every video output does (preview, frames to
+        /// code, photos, movies); an output of another medium does not.
+        let turnsCapturedFrames: Bool
+
+        init(turnsCapturedFrames: Bool) { self.turnsCapturedFrames = turnsCapturedFrames }
     }
-    private let state = Locked(State())
-    /// Told after a setting changes, outside the lock: an output that applies settings while it runs.
-    private let changeHandler = Locked<(@Sendable () -> Void)?>(nil)
-    /// Whether the output applies rotation and mirroring: every video output does (preview, frames to
-    /// code, photos, movies); an output of another medium does not.
-    private let turnsCapturedFrames: Bool
+
+    let settings: Settings
+    private var state: Locked<Settings.State> { settings.state }
+    private var changeHandler: Locked<(@Sendable () -> Void)?> { settings.changeHandler }
+    private var turnsCapturedFrames: Bool { settings.turnsCapturedFrames }
+
+    /// The input ports the connection carries (AVCaptureConnection.inputPorts): set for a connection made with
+    /// `init(inputPorts:output:)`; empty for the connection an output has of its own.
+    public let inputPorts: [CaptureInput.Port]
+    /// The output the connection feeds: set for a connection made with `init(inputPorts:output:)`.
+    public let output: CaptureOutput?
 
     init(turnsCapturedFrames: Bool) {
-        self.turnsCapturedFrames = turnsCapturedFrames
+        settings = Settings(turnsCapturedFrames: turnsCapturedFrames)
+        inputPorts = []
+        output = nil
     }
+
+    /// A connection from input ports to an output, for a multi-camera session's addConnection
+    /// (AVCaptureConnection(inputPorts:output:)). A connection of a camera's video port shares its rotation
+    /// and mirroring with the output's own connection (`output.connection`): turning either turns the output.
+    public init(inputPorts: [CaptureInput.Port], output: CaptureOutput) {
+        let carriesVideo = inputPorts.contains { $0.mediaType == .video }
+        settings = carriesVideo ? output.connection.settings : Settings(turnsCapturedFrames: false)
+        self.inputPorts = inputPorts
+        self.output = output
+    }
+
+    public static func == (a: CaptureConnection, b: CaptureConnection) -> Bool { a === b }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
     /// Degrees clockwise to rotate frames so they show upright: 0, 90, 180 or 270 where
     /// isVideoRotationAngleSupported says so. Another angle is a programming error, as in AVFoundation

@@ -36,10 +36,11 @@ public final class CaptureSession: Sendable {
     private let state = Locked(State())
     private let errors = Broadcast<RuntimeError>()
     let sessionEvents = Broadcast<Event>()
-    let queue: DispatchQueue
+    /// The session's queue: every configuration change, start and stop, and every graph event, in order.
+    let work: WorkQueue
+    var queue: DispatchQueue { work.queue }
     /// Interruptions, from the source's trouble to the device back (Interruptions/InterruptionCoordinator.swift).
     let interruptions: InterruptionCoordinator
-    private let onQueueKey = DispatchSpecificKey<Bool>()
     private static let counter = Atomic<Int>(0)
     /// Sessions not yet deinitialized, in the whole process (see CaptureRuntime.shutDownForLeakReport).
     static let alive = Atomic<Int>(0)
@@ -47,9 +48,8 @@ public final class CaptureSession: Sendable {
     public init(name: String? = nil) {
         let number = Self.counter.add(1, ordering: .relaxed).newValue
         self.name = name ?? "session-\(number)"
-        queue = DispatchQueue(label: "gcapture.\(self.name)")
-        queue.setSpecific(key: onQueueKey, value: true)
-        interruptions = InterruptionCoordinator(queue: queue, sessionName: self.name)
+        work = WorkQueue(label: "gcapture.\(self.name)")
+        interruptions = InterruptionCoordinator(queue: work.queue, sessionName: self.name)
         GStreamer.initialize()
         Self.alive.add(1, ordering: .releasing)
         interruptions.attach(to: self)
@@ -132,13 +132,25 @@ public final class CaptureSession: Sendable {
     /// autoclosure (`XCTAssertThrowsError(try session.commit())` does not compile there).
     public func commitAndWait() throws(CaptureError) {
         guard let staged = endConfiguration() else { return }
-        try onQueue { () throws(CaptureError) in try self.apply(staged) }
+        try work.sync { () throws(CaptureError) in try self.apply(staged) }
     }
 
     /// commitAndWait() without blocking the caller.
     public func commit() async throws(CaptureError) {
         guard let staged = endConfiguration() else { return }
-        try await onQueueAsync { () throws(CaptureError) in try self.apply(staged) }
+        try await work.run { () throws(CaptureError) in try self.apply(staged) }
+    }
+
+    /// Commits exactly these inputs, outputs and preset as one batch, as commitAndWait does (a multi-camera
+    /// session's part for one camera: it says what the camera's session holds, not what to add).
+    func commitAndWait(inputs: [CaptureInput], outputs: [CaptureOutput], preset: Preset) throws(CaptureError) {
+        beginConfiguration()
+        state.withLock { state in
+            state.staged?.inputs = inputs
+            state.staged?.outputs = outputs
+            state.staged?.preset = preset
+        }
+        try commitAndWait()
     }
 
     /// Closes one begin/commit level; returns the staged configuration when it was the outermost.
@@ -169,22 +181,28 @@ public final class CaptureSession: Sendable {
     /// Starts capturing and returns when the first frame has left the camera. Blocks the calling thread;
     /// failures are reported through runtimeErrorNotification and runtimeErrors(). Prefer `start()`.
     public func startRunning() {
-        do { try onQueue { () throws(CaptureError) in try self.startOnQueue() } }
+        do { try work.sync { () throws(CaptureError) in try self.startOnQueue() } }
         catch { publish(RuntimeError(error: error, output: nil, isFatal: true)) }
+    }
+
+    /// startRunning that throws why the session did not start (a multi-camera session starts its cameras so,
+    /// each on a thread of its own). Blocks the calling thread.
+    func startAndWait() throws(CaptureError) {
+        try work.sync { () throws(CaptureError) in try self.startOnQueue() }
     }
 
     /// Stops capturing, finalizing outputs that write files. Blocks the calling thread.
     public func stopRunning() {
-        onQueue { self.stopOnQueue() }
+        work.sync { self.stopOnQueue() }
     }
 
     /// Starts capturing without blocking; returns when the first frame has left the camera.
     public func start() async throws(CaptureError) {
-        try await onQueueAsync { () throws(CaptureError) in try self.startOnQueue() }
+        try await work.run { () throws(CaptureError) in try self.startOnQueue() }
     }
 
     public func stop() async {
-        await onQueueAsync { self.stopOnQueue() }
+        await work.run { self.stopOnQueue() }
     }
 
     /// Runtime errors from now on (one stream per call).
@@ -391,37 +409,6 @@ public final class CaptureSession: Sendable {
     func publish(_ error: RuntimeError) {
         errors.yield(error)
         post(.runtimeError(error))
-    }
-
-    // MARK: Queue helpers
-
-    private func onQueue<T>(_ body: () throws(CaptureError) -> T) throws(CaptureError) -> T {
-        if DispatchQueue.getSpecific(key: onQueueKey) == true { return try body() }
-        let result: Result<T, CaptureError> = queue.sync { () -> Result<T, CaptureError> in
-            do throws(CaptureError) { return .success(try body()) } catch { return .failure(error) }
-        }
-        return try result.get()
-    }
-
-    private func onQueue<T>(_ body: () -> T) -> T {
-        if DispatchQueue.getSpecific(key: onQueueKey) == true { return body() }
-        return queue.sync(execute: body)
-    }
-
-    private func onQueueAsync<T: Sendable>(_ body: @escaping @Sendable () throws(CaptureError) -> T) async throws(CaptureError) -> T {
-        let result: Result<T, CaptureError> = await withCheckedContinuation { continuation in
-            queue.async {
-                do throws(CaptureError) { continuation.resume(returning: .success(try body())) }
-                catch { continuation.resume(returning: .failure(error)) }
-            }
-        }
-        return try result.get()
-    }
-
-    private func onQueueAsync(_ body: @escaping @Sendable () -> Void) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async { body(); continuation.resume() }
-        }
     }
 }
 

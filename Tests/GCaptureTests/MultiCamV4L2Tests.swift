@@ -1,0 +1,146 @@
+import Foundation
+@testable import GCapture
+import Synchronization
+import XCTest
+
+/// CaptureMultiCamSession on two real V4L2 cameras, vivid with two webcam instances, inside ../shared/testbed/v4l2-vm:
+///     v4l2-vm --timeout 600 --quiet --vivid-opts "n_devs=2 node_types=0x1,0x1" -- \
+///         .build/debug/gcapturePackageTests.xctest GCaptureTests.MultiCamV4L2Tests/testTwoCamerasRecordAtOnce...
+/// The cameras are told apart by vivid's test pattern: /dev/video0 shows 100% black, /dev/video1 100% white, with no
+/// on-screen text. The unplug test needs a process of its own (vivid comes back only when every handle on it closed).
+final class MultiCamV4L2Tests: XCTestCase {
+    static let nodes = ["/dev/video0", "/dev/video1"]
+    /// vivid's test_pattern menu: 5 is 100% Black, 6 is 100% White.
+    static let patterns = [5, 6]
+
+    override func setUpWithError() throws {
+        guard Self.nodes.allSatisfy(FileManager.default.fileExists(atPath:)) else {
+            if ProcessInfo.processInfo.environment["V4L2VM"] == "1" {
+                throw TestEnvironment.MissingPart(description: "inside the v4l2 VM without two cameras: start it with --vivid-opts \"n_devs=2 node_types=0x1,0x1\"")
+            }
+            // A skip even under CI: .ci/run runs this class inside a VM with two vivid cameras, where it fails (above).
+            throw XCTSkip("needs two V4L2 cameras; run inside ../shared/testbed/v4l2-vm with --vivid-opts \"n_devs=2 node_types=0x1,0x1\"")
+        }
+        for (node, pattern) in zip(Self.nodes, Self.patterns) { try setControls(node, "test_pattern=\(pattern),osd_text_mode=2") }
+    }
+
+    override func tearDown() {
+        for node in Self.nodes { try? setControls(node, "test_pattern=0,osd_text_mode=0") }
+    }
+
+    private func setControls(_ node: String, _ controls: String) throws {
+        let result = try runTool("/usr/bin/v4l2-ctl", ["-d", node, "--set-ctrl", controls])
+        guard result.status == 0 else { throw CheckFailed(description: "\(node) \(controls): \(result.stderr)") }
+    }
+
+    private func cameras() throws -> [CaptureDevice] {
+        try Self.nodes.map { node in try XCTUnwrap(CaptureDevice.allDevices.first { $0.nodePath == node }, "\(CaptureDevice.allDevices)") }
+    }
+
+    /// Both cameras record at once, each to its own movie: each movie holds only its camera's pictures, plays, and
+    /// holds every frame its recording took in; the cameras delivered at their rate.
+    func testTwoCamerasRecordAtOnceEachMovieHoldsOnlyItsCamera() async throws {
+        let (session, movies, rates) = try makeSession()
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        let folder = try temporaryFolder()
+        let urls = ["black.mp4", "white.mp4"].map(folder.appendingPathComponent)
+        var waiters: [RecordingWaiter] = []
+        for (movie, url) in zip(movies, urls) { waiters.append(await startRecording(movie, to: url)) }
+        try await Task.sleep(for: .seconds(4))
+        for movie in movies { movie.stopRecording() }
+        for waiter in waiters { try await assertFinishedWithoutError(waiter, timeout: 60) }
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        for index in 0..<2 {
+            try checkMovie(urls[index], of: movies[index], white: index == 1, rate: rates[index])
+        }
+    }
+
+    /// vivid's disconnect on the white camera mid-recording (a USB unplug as the driver sees it): its movie gets
+    /// the interruption, black filler in the gap, and the camera back in the same file; the black camera's movie has
+    /// no gap and its camera no event.
+    func testAnUnpluggedCameraInterruptsOnlyItsOwnMovie() async throws {
+        guard V4L2DeviceTests.openCameraNodes().isEmpty else {
+            // A skip even under CI: .ci/run runs this test in a VM process of its own.
+            throw XCTSkip("this process still holds a camera from an earlier test; run this test in a process of its own")
+        }
+        let (session, movies, rates) = try makeSession()
+        let cameras = try cameras()
+        let events = Locked<[(camera: CaptureDevice, event: CaptureSession.Event, at: Double)]>([])
+        let stream = session.events()
+        let listener = Task { for await event in stream { events.withLock { $0.append((event.camera, event.event, monotonicMilliseconds())) } } }
+        defer { listener.cancel() }
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        let folder = try temporaryFolder()
+        let urls = ["black.mp4", "white.mp4"].map(folder.appendingPathComponent)
+        var waiters: [RecordingWaiter] = []
+        for (movie, url) in zip(movies, urls) { waiters.append(await startRecording(movie, to: url)) }
+        try await Task.sleep(for: .milliseconds(1500))
+
+        try setControls(Self.nodes[1], "disconnect=1")
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !events.withLock({ $0.contains { if case .interruptionEnded = $0.event { true } else { false } } }) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let seen = events.withLock { $0 }
+        let told = seen.map { "\($0.camera.nodePath ?? ""): \($0.event)" }
+        XCTAssertEqual(seen.compactMap { entry -> CaptureSession.InterruptionReason? in if case .wasInterrupted(let reason) = entry.event { reason } else { nil } }, [.videoDeviceUnplugged], "\(told)")
+        XCTAssertEqual(seen.compactMap { entry -> CaptureSession.InterruptionReason? in if case .interruptionEnded(let reason) = entry.event { reason } else { nil } }, [.videoDeviceUnplugged], "\(told)")
+        let troubles = seen.filter { entry in
+            switch entry.event {
+            case .didStartRunning, .didStopRunning: false
+            case .wasInterrupted, .interruptionEnded, .runtimeError, .systemPressureChanged: true
+            }
+        }
+        XCTAssertTrue(troubles.allSatisfy { $0.camera == cameras[1] }, "the black camera heard of the white one's unplug: \(told)")
+        XCTAssertEqual(session.interruptionReasons(for: try XCTUnwrap(session.inputs.first as? CaptureDeviceInput)), [])
+        try await Task.sleep(for: .milliseconds(1500))
+        for movie in movies { movie.stopRecording() }
+        for waiter in waiters { try await assertFinishedWithoutError(waiter, timeout: 60) }
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+
+        try checkMovie(urls[0], of: movies[0], white: false, rate: rates[0])
+        let blackGap = try largestVideoGap(urls[0])
+        XCTAssertLessThan(blackGap, 3 / rates[0], "the black camera's movie has a gap while the other camera was unplugged")
+        let lumas = try frameLumas(urls[1])
+        XCTAssertTrue(try ffmpegDecodes(urls[1]), "the white camera's movie does not decode")
+        XCTAssertGreaterThan(lumas.first ?? 0, 200, "the white movie does not start with its camera: \(lumas)")
+        XCTAssertTrue(lumas.contains { $0 < 40 }, "no filler in the white movie's gap: \(lumas)")
+        XCTAssertGreaterThan(lumas.last ?? 0, 200, "the white camera did not come back in its movie: \(lumas)")
+    }
+
+    /// A session with the two cameras each connected to a movie, at 640x480 (vivid's most is 25 fps there).
+    private func makeSession() throws -> (CaptureMultiCamSession, [CaptureMovieFileOutput], [Double]) {
+        let session = CaptureMultiCamSession()
+        let movies = [CaptureMovieFileOutput(), CaptureMovieFileOutput()]
+        var rates: [Double] = []
+        session.beginConfiguration()
+        for (camera, movie) in zip(try cameras(), movies) {
+            let input = try CaptureDeviceInput(device: camera)
+            try session.addInputWithNoConnections(input)
+            try session.addOutputWithNoConnections(movie)
+            try session.addConnection(CaptureConnection(inputPorts: input.ports(for: .video, sourceDeviceType: nil, sourceDevicePosition: .unspecified),
+                                                        output: movie))
+            try session.setSessionPreset(.vga640x480, for: input)
+            rates.append(try FormatSelector.select(.vga640x480, from: camera.formats, deviceName: camera.description).frameRate.doubleValue)
+        }
+        XCTAssertEqual(session.hardwareCost, 0, "vivid is on no USB bus")
+        try withinBlocking(engineDeadline, "commitAndWait()") { try session.commitAndWait() }
+        return (session, movies, rates)
+    }
+
+    /// The movie plays, holds only its camera's picture, every frame the recording took in, and the camera's rate.
+    private func checkMovie(_ url: URL, of movie: CaptureMovieFileOutput, white: Bool, rate: Double) throws {
+        let name = white ? "the white camera's movie" : "the black camera's movie"
+        let probed = try probe(url)
+        XCTAssertTrue(try ffmpegDecodes(url), "\(name) does not decode")
+        let lumas = try frameLumas(url)
+        let counted = try XCTUnwrap(probed.videoFrames)
+        XCTAssertEqual(lumas.count, counted)
+        if !white { XCTAssertEqual(lumas.filter { $0 > 40 }, [], "\(name) holds frames of the other camera") }
+        let statistics = movie.lastStatistics
+        print("\(name): \(counted) frames in \(probed.duration) s; the recording took \(statistics.frames), dropped \(statistics.droppedFrames)")
+        XCTAssertEqual(Double(counted), Double(statistics.frames), accuracy: 1, "\(name): frames in the file against the recording's count")
+        // The camera delivered at its rate: what the recording took in and what its busy encoder let go, together.
+        XCTAssertGreaterThan(Double(statistics.frames + statistics.droppedFrames), probed.duration * rate * 0.9, "\(name): frames missing")
+    }
+}
