@@ -14,6 +14,9 @@ struct DeviceChoice {
 
     /// The --camera and --microphone options' help, the same for every command.
     static let cameraHelp = ArgumentHelp("Camera id (see `gcapture devices`); default: the first real camera, else `test`.")
+    static let severalCamerasHelp = ArgumentHelp(
+        "Camera id (see `gcapture devices`); default: the first real camera, else `test`. Give it again for each further camera: "
+            + "they run at once, one output each, named after the camera (clip.mp4 becomes clip-video0.mp4, clip-video1.mp4).")
     static let stampTimeHelp = ArgumentHelp(
         "Write each frame's capture time into the test camera's top rows (a band of cells), to measure latency from what a viewer shows.")
     static func microphoneHelp(none: String) -> ArgumentHelp {

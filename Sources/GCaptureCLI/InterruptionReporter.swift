@@ -10,23 +10,35 @@ final class InterruptionReporter: Sendable {
     init(_ session: CaptureSession, json: Bool) {
         let events = session.events()
         task = Task {
-            for await event in events {
-                switch event {
-                case .wasInterrupted(let reason): Self.report("interrupted", reason, json: json)
-                case .interruptionEnded(let reason): Self.report("interruptionEnded", reason, json: json)
-                default: break
-                }
-            }
+            for await event in events { Self.report(event, camera: nil, json: json) }
+        }
+    }
+
+    /// Every camera's, for several cameras at once: each line names its camera.
+    init(_ session: CaptureMultiCamSession, json: Bool) {
+        let events = session.events()
+        task = Task {
+            for await event in events { Self.report(event.event, camera: event.camera, json: json) }
         }
     }
 
     deinit { task.cancel() }
 
-    private static func report(_ event: String, _ reason: CaptureSession.InterruptionReason, json: Bool) {
+    private static func report(_ event: CaptureSession.Event, camera: CaptureDevice?, json: Bool) {
+        let name: String, reason: CaptureSession.InterruptionReason
+        switch event {
+        case .wasInterrupted(let interrupted): (name, reason) = ("interrupted", interrupted)
+        case .interruptionEnded(let ended): (name, reason) = ("interruptionEnded", ended)
+        default: return
+        }
         if json {
-            JSONLine.print(["event": event, "reason": name(of: reason), "reasonCode": reason.rawValue, "message": reason.description])
+            var object: [String: Any] = ["event": name, "reason": Self.name(of: reason), "reasonCode": reason.rawValue, "message": reason.description]
+            if let camera { object["camera"] = camera.description }
+            JSONLine.print(object)
         } else {
-            let line = event == "interrupted" ? "interrupted: \(reason); waiting for it to come back" : "interruption ended: \(reason), capturing again"
+            let which = camera.map { "\($0.localizedName) " } ?? ""
+            let line = name == "interrupted" ? "\(which)interrupted: \(reason); waiting for it to come back"
+                : "\(which)interruption ended: \(reason), capturing again"
             FileHandle.standardError.write(Data("gcapture: \(line)\n".utf8))
         }
     }

@@ -23,6 +23,16 @@ struct MovieDestination {
         self.fileType = fileType
     }
 
+    /// The movie of one of several cameras: the camera's name before the extension (clip-video0.mp4).
+    func forCamera(_ camera: CaptureDevice) -> MovieDestination {
+        MovieDestination(url: OutputPath.forCamera(url, camera), fileType: fileType)
+    }
+
+    private init(url: URL, fileType: CaptureMovieFileOutput.FileType) {
+        self.url = url
+        self.fileType = fileType
+    }
+
     /// Before any device is opened: a file already there is refused unless `overwrite` says to replace it
     /// (with what a crash of its recording left beside it).
     func makeRoom(overwrite: Bool, option: String) throws {
@@ -34,6 +44,15 @@ struct MovieDestination {
 enum OutputPath {
     /// What a photo's name ends in, for every place that names one.
     static let photoNamingRule = NamingRules.photo
+
+    /// The file of one of several cameras: `name` with the camera's short name before the extension, its node's
+    /// (video0) or else its id's letters and digits (clip.jpg becomes clip-video0.jpg).
+    static func forCamera(_ url: URL, _ camera: CaptureDevice) -> URL {
+        let label = camera.nodePath.map { URL(fileURLWithPath: $0).lastPathComponent }
+            ?? String(camera.uniqueID.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "-" })
+        let stem = url.deletingPathExtension().lastPathComponent
+        return url.deletingLastPathComponent().appendingPathComponent("\(stem)-\(label)").appendingPathExtension(url.pathExtension)
+    }
 
     /// A folder is not a file's name: the error names it and gives an example name inside it for a `what`
     /// ("movie", "photo").

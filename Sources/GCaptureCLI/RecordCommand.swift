@@ -31,6 +31,8 @@ struct RecordCommand: AsyncParsableCommand {
               --max-size 50000000 --json
           gcapture record --camera /dev/video0 --output clip.mp4 \\
               --on-interruption split
+          gcapture record --camera /dev/video0 --camera /dev/video1 --output clip.mp4
+              (clip-video0.mp4 and clip-video1.mp4, recorded at once)
           gcapture record --output sky.mp4 --timelapse 5 --duration 3600
           gcapture record --output door.mp4 --pre-roll 5 --duration 20
               (Enter starts it; the movie begins 5 s before)
@@ -38,7 +40,7 @@ struct RecordCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
-    @OptionGroup var device: CameraOptions<HighestQuality>
+    @OptionGroup var device: CameraOptions<HighestQualityFromEachCamera>
 
     @Option(help: DeviceChoice.microphoneHelp(none: "for a silent movie"))
     var microphone: String?
@@ -109,103 +111,124 @@ struct RecordCommand: AsyncParsableCommand {
         let trigger = preRoll.map { _ in TriggerWait() }
         StopSignals.shared.install(actions: trigger.map { [SIGUSR2: $0.signalAction] } ?? [:])
         let destination = try MovieDestination(output, option: "--output")
-        try destination.makeRoom(overwrite: overwrite, option: "--output")
-        let url = destination.url
-        let cameraChoice = try device.cameraChoice()
+        let cameraChoices = try device.cameraChoices()
+        // Several cameras: one movie each, named after its camera.
+        let destinations = cameraChoices.count == 1 ? [destination] : cameraChoices.map { destination.forCamera($0.device) }
+        for destination in destinations { try destination.makeRoom(overwrite: overwrite, option: "--output") }
         // A timelapse has no audio track: no microphone is opened for it.
         let microphoneChoice = timelapse == nil ? try DeviceChoice.microphone(microphone) : nil
-        let camera = cameraChoice.device, microphone = microphoneChoice?.device
-        let movie = CaptureMovieFileOutput()
-        movie.maxRecordedFileSize = maxSize
-        // With a pre-roll the file is longer than what --duration counts (from the trigger): a timer stops it.
-        movie.maxRecordedDuration = preRoll == nil ? duration : nil
-        movie.preRollDuration = preRoll ?? 0
-        movie.fileType = destination.fileType
-        movie.connection.videoRotationAngle = Double(rotation)
-        movie.interruptionBehavior = onInterruption.behavior
-        movie.timelapseInterval = timelapse
-        if let timelapseFrameRate { movie.timelapseFrameRate = timelapseFrameRate }
-
-        let session = CaptureSession(name: "gcapture-record")
-        session.beginConfiguration()
-        try session.add(CaptureDeviceInput(device: camera))
-        if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
-        try session.add(movie)
-        session.sessionPreset = device.preset
-        try session.commitAndWait()
-        let interruptions = InterruptionReporter(session, json: json)
-        defer { withExtendedLifetime(interruptions) {} }
-        let pressure = PressureReport.follow(session, json: json)
-        defer { pressure.cancel() }
-        try await session.start()
+        let microphone = microphoneChoice?.device
+        let takes = zip(cameraChoices, destinations).map { camera, destination in
+            Take(camera: camera, url: destination.url, movie: makeMovie(fileType: destination.fileType), several: cameraChoices.count > 1)
+        }
+        let capture = try await CommandCapture.start(name: "gcapture-record", takes.map { ($0.camera.device, $0.movie) },
+                                                     microphone: microphone, preset: device.preset, json: json)
 
         let events = EventPrinter(json: json)
-        let filing = AlbumFiling(title: album, folder: url.deletingLastPathComponent())
-        let recoveries = RecoveryReporter(movie, json: json)
+        let filing = AlbumFiling(title: album, folder: destination.url.deletingLastPathComponent())
+        let recoveries = takes.map { RecoveryReporter($0.movie, json: json) }
         defer { withExtendedLifetime(recoveries) {} }
         if let trigger, let preRoll {
             events.emit(["event": "waitingForTrigger", "preRoll": preRoll],
                         text: "waiting for a trigger (Enter, or SIGUSR2); the recording will begin \(Self.seconds(preRoll)) s before it")
             guard case .triggered(let source) = await trigger.wait() else {
-                await session.stop()
+                await capture.stop()
                 events.emit(["event": "stoppedBeforeTrigger", "signal": StopSignals.shared.receivedName ?? NSNull()],
                             text: "stopped before any trigger: nothing recorded")
                 return
             }
             events.emit(["event": "triggered", "source": source], text: "triggered (\(source))")
         }
-        let recorder = RecordingObserver()
-        movie.startRecording(to: url, recordingDelegate: recorder)
-        StopSignals.shared.onStop { _ in movie.stopRecording() }
+        for take in takes { take.movie.startRecording(to: take.url, recordingDelegate: take.recorder) }
+        let movies = takes.map(\.movie)
+        StopSignals.shared.onStop { _ in for movie in movies { movie.stopRecording() } }
         if preRoll != nil, let duration {
             Task {
                 try? await Task.sleep(for: .milliseconds(Int(duration * 1000)))
-                movie.stopRecording()
+                for movie in movies { movie.stopRecording() }
             }
         }
 
-        // The recording's last word: a file that ended for any reason but an interruption (after which the
-        // recording goes on in the next file), or none at all when it was stopped between files.
+        var following = takes
+        while following.contains(where: { !$0.ended }) {
+            try await Task.sleep(for: .milliseconds(200))
+            for index in following.indices where !following[index].ended {
+                await follow(&following[index], microphone: microphoneChoice, events: events, filing: filing)
+            }
+        }
+        await capture.stop()
+        let lasts = following.compactMap(\.last)
+        if let path = lasts.lazy.compactMap({ if case .recoveredTakeExists(let path)? = $0.error { path } else { nil } }).first {
+            throw ValidationError("\(path) is a take recovered from an interrupted recording; give another --output or --overwrite")
+        }
+        if let error = lasts.lazy.compactMap(\.error).first(where: { !$0.recordingFinishedSuccessfully }) { throw error }
+        if let failure = filing?.failure { throw failure }
+    }
+
+    /// A movie output with the command's settings.
+    private func makeMovie(fileType: CaptureMovieFileOutput.FileType) -> CaptureMovieFileOutput {
+        let movie = CaptureMovieFileOutput()
+        movie.maxRecordedFileSize = maxSize
+        // With a pre-roll the file is longer than what --duration counts (from the trigger): a timer stops it.
+        movie.maxRecordedDuration = preRoll == nil ? duration : nil
+        movie.preRollDuration = preRoll ?? 0
+        movie.fileType = fileType
+        movie.connection.videoRotationAngle = Double(rotation)
+        movie.interruptionBehavior = onInterruption.behavior
+        movie.timelapseInterval = timelapse
+        if let timelapseFrameRate { movie.timelapseFrameRate = timelapseFrameRate }
+        return movie
+    }
+
+    /// One camera's movie as it is recorded: what its delegate said so far.
+    struct Take {
+        let camera: DeviceChoice
+        let url: URL
+        let movie: CaptureMovieFileOutput
+        /// Whether the command records several cameras (events then say which camera).
+        let several: Bool
+        let recorder = RecordingObserver()
+        /// The recording's last word: a file that ended for any reason but an interruption (after which the
+        /// recording goes on in the next file), or none at all when it was stopped between files.
         var last: (url: URL, error: CaptureError?)?
         var ended = false
         var filesStarted = 0
         var idlePolls = 0
-        while !ended {
-            try await Task.sleep(for: .milliseconds(200))
-            for event in recorder.takeEvents() {
-                switch event {
-                case .started(let file):
-                    filesStarted += 1
-                    if filesStarted == 1 {
-                        events.emit(["event": "recordingStarted", "path": file.path, "camera": camera.description,
-                                     "microphone": microphone?.description ?? "none", "videoEncoder": movie.activeVideoEncoder ?? NSNull()]
-                                        .merging(DeviceChoice.startedFields([cameraChoice, microphoneChoice])) { $1 },
-                                    text: "recording \(file.path) from \(camera.localizedName)" + (microphone.map { " and \($0.localizedName)" } ?? ""))
-                    } else {
-                        events.emit(["event": "recordingStarted", "path": file.path, "file": filesStarted],
-                                    text: "the camera is back: recording goes on in \(file.path)")
-                    }
-                case .finished(let file, let error):
-                    last = (file, error)
-                    report(finished: file, error: error, stats: movie.lastStatistics, events: events)
-                    // A movie that ended on an error is finalized up to it, and is the library's as well.
-                    if let filing, FileManager.default.fileExists(atPath: file.path) { await filing.file(file, events: events) }
-                    if case .sessionWasInterrupted? = error {} else { ended = true }
+    }
+
+    /// Reports what a take's movie said since the last poll, and whether its recording ended.
+    private func follow(_ take: inout Take, microphone: DeviceChoice?, events: EventPrinter, filing: AlbumFiling?) async {
+        let camera = take.camera.device, movie = take.movie
+        let cameraField: [String: Any] = take.several ? ["camera": camera.description] : [:]
+        for event in take.recorder.takeEvents() {
+            switch event {
+            case .started(let file):
+                take.filesStarted += 1
+                if take.filesStarted == 1 {
+                    events.emit(["event": "recordingStarted", "path": file.path, "camera": camera.description,
+                                 "microphone": microphone?.device.description ?? "none", "videoEncoder": movie.activeVideoEncoder ?? NSNull()]
+                                    .merging(DeviceChoice.startedFields([take.camera, microphone])) { $1 },
+                                text: "recording \(file.path) from \(camera.localizedName)" + (microphone.map { " and \($0.device.localizedName)" } ?? ""))
+                } else {
+                    events.emit(["event": "recordingStarted", "path": file.path, "file": take.filesStarted].merging(cameraField) { $1 },
+                                text: "the camera is back: recording goes on in \(file.path)")
                 }
+            case .finished(let file, let error):
+                take.last = (file, error)
+                report(finished: file, error: error, stats: movie.lastStatistics, extra: cameraField, events: events)
+                // A movie that ended on an error is finalized up to it, and is the library's as well.
+                if let filing, FileManager.default.fileExists(atPath: file.path) { await filing.file(file, events: events) }
+                if case .sessionWasInterrupted? = error {} else { take.ended = true }
             }
-            // Stopped between files (the camera still away): no callback is due, the last file has been reported.
-            // Two quiet polls in a row, since a recording that ends tells its delegate just after.
-            idlePolls = !movie.isRecording && recorder.isIdle ? idlePolls + 1 : 0
-            if idlePolls >= 2 { ended = true }
-            // Between the stop and the delegate's answer the file is being finalized: nothing to report.
-            if !ended, filesStarted > 0, movie.outputFileURL != nil { events.progress(movie) }
         }
-        await session.stop()
-        if case .recoveredTakeExists(let path)? = last?.error {
-            throw ValidationError("\(path) is a take recovered from an interrupted recording; give another --output or --overwrite")
+        // Stopped between files (the camera still away): no callback is due, the last file has been reported.
+        // Two quiet polls in a row, since a recording that ends tells its delegate just after.
+        take.idlePolls = !movie.isRecording && take.recorder.isIdle ? take.idlePolls + 1 : 0
+        if take.idlePolls >= 2 { take.ended = true }
+        // Between the stop and the delegate's answer the file is being finalized: nothing to report.
+        if !take.ended, take.filesStarted > 0, movie.outputFileURL != nil {
+            events.progress(movie, camera: take.several ? camera : nil)
         }
-        if let error = last?.error, !error.recordingFinishedSuccessfully { throw error }
-        if let failure = filing?.failure { throw failure }
     }
 
     /// 2.5 rather than 2.500000.
@@ -214,7 +237,8 @@ struct RecordCommand: AsyncParsableCommand {
     }
 
     /// One line (or JSON object) per finished file, with what the recording's statistics say of it.
-    private func report(finished file: URL, error: CaptureError?, stats: CaptureMovieFileOutput.Statistics, events: EventPrinter) {
+    private func report(finished file: URL, error: CaptureError?, stats: CaptureMovieFileOutput.Statistics, extra: [String: Any],
+                        events: EventPrinter) {
         let succeeded = error == nil || error!.recordingFinishedSuccessfully
         let signal = StopSignals.shared.receivedName
         var finishedEvent: [String: Any] = ["event": "recordingFinished", "path": file.path, "duration": stats.duration,
@@ -222,6 +246,7 @@ struct RecordCommand: AsyncParsableCommand {
                                             "error": error.map { "\($0)" } ?? NSNull()]
         if case .sessionWasInterrupted(let reason)? = error { finishedEvent["interruption"] = reason.rawValue }
         if let signal { finishedEvent["stoppedBy"] = signal }
+        finishedEvent.merge(extra) { $1 }
         let figures = "\(String(format: "%.2f", stats.duration)) s, \(stats.frames) frames, \(stats.droppedFrames) dropped"
         let why = (error.map { " (\($0))" } ?? "") + (signal.map { " (stopped by \($0))" } ?? "")
         events.emit(finishedEvent, text: (succeeded ? "finished" : "stopped") + " \(file.path): " + figures + why)
@@ -278,17 +303,20 @@ final class RecordingObserver: CaptureFileOutputRecordingDelegate, Sendable {
 }
 
 extension EventPrinter {
-    func progress(_ movie: CaptureMovieFileOutput) {
+    /// A recording's progress: a JSON event, or the status line (with several cameras, each camera's in turn).
+    func progress(_ movie: CaptureMovieFileOutput, camera: CaptureDevice? = nil) {
         let stats = movie.recordingStatistics
         let elapsed = movie.recordedDuration
         let size = movie.recordedFileSize
         let fps = elapsed > 0 ? Double(stats.frames) / elapsed : 0
         if json {
-            emit(["event": "progress", "elapsed": elapsed, "frames": stats.frames, "fps": fps,
-                  "dropped": stats.droppedFrames, "bytes": size], text: "")
+            var object: [String: Any] = ["event": "progress", "elapsed": elapsed, "frames": stats.frames, "fps": fps,
+                                         "dropped": stats.droppedFrames, "bytes": size]
+            if let camera { object["camera"] = camera.description }
+            emit(object, text: "")
         } else {
-            Console.progress(String(format: "%6.1f s  %5.1f fps  %d dropped  %.1f MB", elapsed, fps, stats.droppedFrames,
-                                    Double(size) / 1e6))
+            Console.progress((camera.map { "\($0.localizedName): " } ?? "")
+                             + String(format: "%6.1f s  %5.1f fps  %d dropped  %.1f MB", elapsed, fps, stats.droppedFrames, Double(size) / 1e6))
         }
     }
 }

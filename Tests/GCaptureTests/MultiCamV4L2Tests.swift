@@ -108,6 +108,34 @@ final class MultiCamV4L2Tests: XCTestCase {
         XCTAssertGreaterThan(lumas.last ?? 0, 200, "the white camera did not come back in its movie: \(lumas)")
     }
 
+    /// `gcapture record` with --camera given twice: one movie per camera, named after it, each holding only its
+    /// camera's pictures at its rate, with the microphone's sound; the JSON events name each camera.
+    func testTheRecordCommandRecordsEachCameraToAMovieOfItsOwn() throws {
+        let folder = try temporaryFolder()
+        let result = try runProduct("gcapture", ["record", "--camera", Self.nodes[0], "--camera", Self.nodes[1], "--microphone", "test-microphone",
+                                                 "--preset", "vga640x480", "--duration", "3", "--output", folder.appendingPathComponent("clip.mp4").path,
+                                                 "--json"], timeout: 120)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let events = result.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let finished = events.filter { $0["event"] as? String == "recordingFinished" }
+        XCTAssertEqual(Set(finished.compactMap { $0["path"] as? String }),
+                       Set(["clip-video0.mp4", "clip-video1.mp4"].map { folder.appendingPathComponent($0).path }), result.stdout)
+        XCTAssertEqual(Set(finished.compactMap { $0["camera"] as? String }), Set(try cameras().map(\.description)))
+        let rate = try FormatSelector.select(.vga640x480, from: cameras()[0].formats, deviceName: "vivid").frameRate.doubleValue
+        for (name, white) in [("clip-video0.mp4", false), ("clip-video1.mp4", true)] {
+            let url = folder.appendingPathComponent(name)
+            let probed = try probe(url)
+            XCTAssertEqual(Set(probed.codecs), ["h264", "aac"], name)
+            XCTAssertEqual(probed.duration, 3, accuracy: 0.5, name)
+            let lumas = try frameLumas(url)
+            XCTAssertEqual(lumas.filter { white ? $0 < 200 : $0 > 40 }, [], "\(name) holds frames of the other camera")
+            let frames = try XCTUnwrap(probed.videoFrames)
+            let reported = try XCTUnwrap(finished.first { $0["path"] as? String == url.path })
+            XCTAssertEqual(frames, reported["frames"] as? Int, "\(name): frames in the file against the command's report")
+            XCTAssertGreaterThan(Double(frames + (reported["dropped"] as? Int ?? 0)), probed.duration * rate * 0.9, "\(name): frames missing")
+        }
+    }
+
     /// A session with the two cameras each connected to a movie, at 640x480 (vivid's most is 25 fps there).
     private func makeSession() throws -> (CaptureMultiCamSession, [CaptureMovieFileOutput], [Double]) {
         let session = CaptureMultiCamSession()
