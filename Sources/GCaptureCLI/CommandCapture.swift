@@ -13,14 +13,16 @@ struct CommandCapture: Sendable {
     private let reporters: [InterruptionReporter]
     private let pressure: Task<Void, Never>
 
-    /// `outputs`: each camera with its output. The microphone, when given, is heard by every output.
-    static func start(name: String, _ outputs: [(camera: CaptureDevice, output: CaptureOutput)], microphone: CaptureDevice?,
+    /// `outputs`: each output with its camera, or with the cameras of its composite picture arranged by `layout`.
+    /// The microphone, when given, is heard by every output.
+    static func start(name: String, _ outputs: [(cameras: [CaptureDevice], output: CaptureOutput)],
+                      layout: CaptureMultiCamSession.CompositeLayout? = nil, microphone: CaptureDevice?,
                       preset: CaptureSession.Preset, json: Bool) async throws -> CommandCapture {
         let capture: CommandCapture
-        if outputs.count == 1, let only = outputs.first {
+        if outputs.count == 1, let only = outputs.first, only.cameras.count == 1 {
             let session = CaptureSession(name: name)
             session.beginConfiguration()
-            try session.add(CaptureDeviceInput(device: only.camera))
+            try session.add(CaptureDeviceInput(device: only.cameras[0]))
             if let microphone { try session.add(CaptureDeviceInput(device: microphone)) }
             try session.add(only.output)
             session.sessionPreset = preset
@@ -35,13 +37,20 @@ struct CommandCapture: Sendable {
                 try session.addInputWithNoConnections(input)
                 return input
             }
-            for (camera, output) in outputs {
-                let input = try CaptureDeviceInput(device: camera)
-                try session.addInputWithNoConnections(input)
+            var inputs: [CaptureDevice: CaptureDeviceInput] = [:]
+            for (cameras, output) in outputs {
+                let ports = try cameras.flatMap { camera in
+                    if let input = inputs[camera] { return input.ports }
+                    let input = try CaptureDeviceInput(device: camera)
+                    try session.addInputWithNoConnections(input)
+                    try session.setSessionPreset(preset, for: input)
+                    inputs[camera] = input
+                    return input.ports
+                }
                 try session.addOutputWithNoConnections(output)
-                try session.addConnection(CaptureConnection(inputPorts: input.ports, output: output))
+                try session.addConnection(CaptureConnection(inputPorts: ports, output: output))
                 if let heard { try session.addConnection(CaptureConnection(inputPorts: heard.ports, output: output)) }
-                try session.setSessionPreset(preset, for: input)
+                if let layout { try session.setCompositeLayout(layout, for: output) }
             }
             try await session.commit()
             capture = CommandCapture(session: .several(session), reporters: [InterruptionReporter(session, json: json)],

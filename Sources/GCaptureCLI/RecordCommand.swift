@@ -33,6 +33,8 @@ struct RecordCommand: AsyncParsableCommand {
               --on-interruption split
           gcapture record --camera /dev/video0 --camera /dev/video1 --output clip.mp4
               (clip-video0.mp4 and clip-video1.mp4, recorded at once)
+          gcapture record --camera /dev/video0 --camera /dev/video1 --layout pip \\
+              --output room.mp4
           gcapture record --output sky.mp4 --timelapse 5 --duration 3600
           gcapture record --output door.mp4 --pre-roll 5 --duration 20
               (Enter starts it; the movie begins 5 s before)
@@ -82,6 +84,9 @@ struct RecordCommand: AsyncParsableCommand {
             transform: timelapseFrameRateRange.parser)
     var timelapseFrameRate: Int?
 
+    @Option(help: "With several --camera: one movie of them all, `side-by-side` (left to right, each at the first camera's size) or `pip` (the first camera fills the picture, the others inset in its bottom-right corner).")
+    var layout: CaptureMultiCamSession.CompositeLayout?
+
     @Flag(help: MovieDestination.overwriteHelp)
     var overwrite = false
 
@@ -94,6 +99,9 @@ struct RecordCommand: AsyncParsableCommand {
 
     func validate() throws {
         try AlbumFiling.validate(album)
+        if let layout, device.camera.count < 2 {
+            throw ValidationError("--layout \(layout.rawValue) arranges several cameras in one movie: give --camera once for each")
+        }
         if timelapseFrameRate != nil, timelapse == nil {
             throw ValidationError("--timelapse-frame-rate is the rate of a timelapse: give --timelapse SECONDS too")
         }
@@ -112,17 +120,18 @@ struct RecordCommand: AsyncParsableCommand {
         StopSignals.shared.install(actions: trigger.map { [SIGUSR2: $0.signalAction] } ?? [:])
         let destination = try MovieDestination(output, option: "--output")
         let cameraChoices = try device.cameraChoices()
-        // Several cameras: one movie each, named after its camera.
-        let destinations = cameraChoices.count == 1 ? [destination] : cameraChoices.map { destination.forCamera($0.device) }
+        // Several cameras: one movie each, named after its camera; with --layout one movie of them all.
+        let groups = layout != nil || cameraChoices.count == 1 ? [cameraChoices] : cameraChoices.map { [$0] }
+        let destinations = groups.count == 1 ? [destination] : groups.map { destination.forCamera($0[0].device) }
         for destination in destinations { try destination.makeRoom(overwrite: overwrite, option: "--output") }
         // A timelapse has no audio track: no microphone is opened for it.
         let microphoneChoice = timelapse == nil ? try DeviceChoice.microphone(microphone) : nil
         let microphone = microphoneChoice?.device
-        let takes = zip(cameraChoices, destinations).map { camera, destination in
-            Take(camera: camera, url: destination.url, movie: makeMovie(fileType: destination.fileType), several: cameraChoices.count > 1)
+        let takes = zip(groups, destinations).map { cameras, destination in
+            Take(cameras: cameras, url: destination.url, movie: makeMovie(fileType: destination.fileType), several: groups.count > 1)
         }
-        let capture = try await CommandCapture.start(name: "gcapture-record", takes.map { ($0.camera.device, $0.movie) },
-                                                     microphone: microphone, preset: device.preset, json: json)
+        let capture = try await CommandCapture.start(name: "gcapture-record", takes.map { ($0.cameras.map(\.device), $0.movie) },
+                                                     layout: layout, microphone: microphone, preset: device.preset, json: json)
 
         let events = EventPrinter(json: json)
         let filing = AlbumFiling(title: album, folder: destination.url.deletingLastPathComponent())
@@ -182,7 +191,8 @@ struct RecordCommand: AsyncParsableCommand {
 
     /// One camera's movie as it is recorded: what its delegate said so far.
     struct Take {
-        let camera: DeviceChoice
+        /// Its camera, or the cameras of its composite picture (--layout).
+        let cameras: [DeviceChoice]
         let url: URL
         let movie: CaptureMovieFileOutput
         /// Whether the command records several cameras (events then say which camera).
@@ -198,17 +208,19 @@ struct RecordCommand: AsyncParsableCommand {
 
     /// Reports what a take's movie said since the last poll, and whether its recording ended.
     private func follow(_ take: inout Take, microphone: DeviceChoice?, events: EventPrinter, filing: AlbumFiling?) async {
-        let camera = take.camera.device, movie = take.movie
-        let cameraField: [String: Any] = take.several ? ["camera": camera.description] : [:]
+        let movie = take.movie
+        let cameraNames = take.cameras.map(\.device.description).joined(separator: ", ")
+        let cameraField: [String: Any] = take.several ? ["camera": cameraNames] : [:]
         for event in take.recorder.takeEvents() {
             switch event {
             case .started(let file):
                 take.filesStarted += 1
                 if take.filesStarted == 1 {
-                    events.emit(["event": "recordingStarted", "path": file.path, "camera": camera.description,
+                    events.emit(["event": "recordingStarted", "path": file.path, "camera": cameraNames,
                                  "microphone": microphone?.device.description ?? "none", "videoEncoder": movie.activeVideoEncoder ?? NSNull()]
-                                    .merging(DeviceChoice.startedFields([take.camera, microphone])) { $1 },
-                                text: "recording \(file.path) from \(camera.localizedName)" + (microphone.map { " and \($0.device.localizedName)" } ?? ""))
+                                    .merging(DeviceChoice.startedFields(take.cameras + [microphone])) { $1 },
+                                text: "recording \(file.path) from \(take.cameras.map(\.device.localizedName).joined(separator: " and "))"
+                                    + (microphone.map { " and \($0.device.localizedName)" } ?? ""))
                 } else {
                     events.emit(["event": "recordingStarted", "path": file.path, "file": take.filesStarted].merging(cameraField) { $1 },
                                 text: "the camera is back: recording goes on in \(file.path)")
@@ -227,7 +239,7 @@ struct RecordCommand: AsyncParsableCommand {
         if take.idlePolls >= 2 { take.ended = true }
         // Between the stop and the delegate's answer the file is being finalized: nothing to report.
         if !take.ended, take.filesStarted > 0, movie.outputFileURL != nil {
-            events.progress(movie, camera: take.several ? camera : nil)
+            events.progress(movie, camera: take.several ? take.cameras[0].device : nil)
         }
     }
 
@@ -252,6 +264,8 @@ struct RecordCommand: AsyncParsableCommand {
         events.emit(finishedEvent, text: (succeeded ? "finished" : "stopped") + " \(file.path): " + figures + why)
     }
 }
+
+extension CaptureMultiCamSession.CompositeLayout: ExpressibleByArgument {}
 
 /// `--on-interruption`: the movie output's InterruptionBehavior in a word.
 enum InterruptionChoice: String, CaseIterable, ExpressibleByArgument {

@@ -36,6 +36,79 @@ final class MultiCamSessionTests: XCTestCase {
         }
     }
 
+    /// A movie connected to both cameras side by side: its frames show the black camera on the left, the white one
+    /// on the right, at twice the width of one camera, every frame at the cameras' rate.
+    func testACompositeMovieShowsBothCamerasSideBySide() async throws {
+        let (url, probed) = try await recordComposite(.sideBySide, cameras: [black, white])
+        XCTAssertEqual(probed.videoSize?.width, 1280)
+        XCTAssertEqual(probed.videoSize?.height, 480)
+        let grid = try lumaGrid(url, at: 1)
+        for row in grid {
+            XCTAssertTrue(row[0] < 40 && row[1] < 40, "the left half is not the black camera: \(grid)")
+            XCTAssertTrue(row[2] > 200 && row[3] > 200, "the right half is not the white camera: \(grid)")
+        }
+    }
+
+    /// Picture in picture: the white camera fills the picture, the black one is inset in the bottom-right corner.
+    func testACompositeMovieShowsTheSecondCameraInsetInTheFirst() async throws {
+        let (url, probed) = try await recordComposite(.pictureInPicture, cameras: [white, black])
+        XCTAssertEqual(probed.videoSize?.width, 640)
+        XCTAssertEqual(probed.videoSize?.height, 480)
+        // 6x6 cells of 107x80: the inset (212x160 at 412,304, a 16-pixel margin to the edges) covers cell (4, 4) whole
+        // and most of (4, 5), (5, 4) and (5, 5); the first three rows and columns are the white camera's alone.
+        let grid = try lumaGrid(url, at: 1, columns: 6, rows: 6)
+        for (row, values) in grid.enumerated() {
+            for (column, value) in values.enumerated() where row < 3 || column < 3 {
+                XCTAssertGreaterThan(value, 200, "cell (\(row), \(column)) is not the white camera: \(grid)")
+            }
+        }
+        XCTAssertLessThan(grid[4][4], 40, "the inset is not the black camera: \(grid)")
+        for (row, column) in [(4, 5), (5, 4), (5, 5)] {
+            XCTAssertLessThan(grid[row][column], 128, "cell (\(row), \(column)) is not mostly the inset: \(grid)")
+        }
+    }
+
+    /// Records 2 s of a movie connected to `cameras` in `layout`; every frame the recording took is in the file.
+    private func recordComposite(_ layout: CaptureMultiCamSession.CompositeLayout,
+                                 cameras: [CaptureDevice]) async throws -> (URL, ProbedMovie) {
+        let session = CaptureMultiCamSession()
+        let movie = CaptureMovieFileOutput()
+        session.beginConfiguration()
+        let inputs = try cameras.map(CaptureDeviceInput.init(device:))
+        for input in inputs {
+            try session.addInputWithNoConnections(input)
+            try session.setSessionPreset(.vga640x480, for: input)
+        }
+        try session.addOutputWithNoConnections(movie)
+        try session.addConnection(CaptureConnection(inputPorts: inputs.flatMap(\.ports), output: movie))
+        try session.setCompositeLayout(layout, for: movie)
+        try withinBlocking(engineDeadline, "commitAndWait()") { try session.commitAndWait() }
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        let url = try temporaryFolder().appendingPathComponent("composite.mp4")
+        let waiter = await startRecording(movie, to: url)
+        try await Task.sleep(for: .seconds(2))
+        movie.stopRecording()
+        try await assertFinishedWithoutError(waiter)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        let probed = try probe(url)
+        XCTAssertTrue(try ffmpegDecodes(url))
+        XCTAssertEqual(Double(try XCTUnwrap(probed.videoFrames)), Double(movie.lastStatistics.frames), accuracy: 1)
+        XCTAssertEqual(Double(try XCTUnwrap(probed.videoFrames)), probed.duration * 30, accuracy: 3, "frames against the duration")
+        return (url, probed)
+    }
+
+    /// The luma of one frame of a movie, `at` seconds in, averaged over a grid of cells (rows of columns).
+    private func lumaGrid(_ url: URL, at seconds: Double, columns: Int = 4, rows: Int = 4) throws -> [[UInt8]] {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("grid-\(UUID().uuidString).raw")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-ss", "\(seconds)", "-i", url.path, "-frames:v", "1",
+                                                      "-vf", "scale=\(columns):\(rows):flags=area,format=gray", "-f", "rawvideo", output.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let bytes = [UInt8](try Data(contentsOf: output))
+        XCTAssertEqual(bytes.count, columns * rows)
+        return (0..<rows).map { row in Array(bytes[(row * columns)..<min(bytes.count, (row + 1) * columns)]) }
+    }
+
     /// An output moved from one camera to the other while both run: its frames change from black to white,
     /// and the session keeps running.
     func testAnOutputMovedToTheOtherCameraWhileRunningTakesItsFrames() async throws {

@@ -136,6 +136,42 @@ final class MultiCamV4L2Tests: XCTestCase {
         }
     }
 
+    /// `gcapture record --layout side-by-side` with both cameras: one movie, twice a camera's width, the black
+    /// camera on the left and the white one on the right throughout, with sound, at the cameras' rate.
+    func testTheRecordCommandsSideBySideMovieShowsEachCameraInItsPlace() throws {
+        let url = try temporaryFolder().appendingPathComponent("room.mp4")
+        let result = try runProduct("gcapture", ["record", "--camera", Self.nodes[0], "--camera", Self.nodes[1], "--layout", "side-by-side",
+                                                 "--microphone", "test-microphone", "--preset", "vga640x480", "--duration", "3",
+                                                 "--output", url.path, "--json"], timeout: 120)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let probed = try probe(url)
+        XCTAssertEqual(Set(probed.codecs), ["h264", "aac"])
+        XCTAssertEqual(probed.videoSize?.width, 1280)
+        XCTAssertEqual(probed.videoSize?.height, 480)
+        XCTAssertEqual(probed.duration, 3, accuracy: 0.5)
+        // Each frame's left and right halves, as ffmpeg decodes them: the first frames may precede a camera's first.
+        let halves = try frameHalves(url)
+        let settled = halves.dropFirst(3)
+        XCTAssertFalse(settled.isEmpty)
+        XCTAssertEqual(settled.filter { $0.left > 40 || $0.right < 200 }.count, 0, "frames with a camera out of its place: \(halves)")
+        let rate = try FormatSelector.select(.vga640x480, from: cameras()[0].formats, deviceName: "vivid").frameRate.doubleValue
+        let events = result.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let finished = try XCTUnwrap(events.first { $0["event"] as? String == "recordingFinished" }, result.stdout)
+        XCTAssertEqual(finished["frames"] as? Int, halves.count, "frames in the file against the command's report")
+        XCTAssertGreaterThan(Double(halves.count + (finished["dropped"] as? Int ?? 0)), probed.duration * rate * 0.9, "frames missing")
+    }
+
+    /// Each frame's mean luma of its left and right halves, as ffmpeg decodes the movie.
+    private func frameHalves(_ url: URL) throws -> [(left: UInt8, right: UInt8)] {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("halves-\(UUID().uuidString).raw")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let result = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", url.path, "-an", "-fps_mode", "passthrough",
+                                                      "-vf", "scale=2:1:flags=area,format=gray", "-f", "rawvideo", output.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let bytes = [UInt8](try Data(contentsOf: output))
+        return stride(from: 0, to: bytes.count - 1, by: 2).map { (bytes[$0], bytes[$0 + 1]) }
+    }
+
     /// A session with the two cameras each connected to a movie, at 640x480 (vivid's most is 25 fps there).
     private func makeSession() throws -> (CaptureMultiCamSession, [CaptureMovieFileOutput], [Double]) {
         let session = CaptureMultiCamSession()

@@ -54,6 +54,8 @@ public final class CaptureDevice: Sendable, Hashable, Identifiable, CustomString
         case pulse(source: String)
         /// No device: `firstAvailableCamera(preferring:)`, which a session replaces by a real camera.
         case firstAvailableCamera(preferring: Position)
+        /// Several cameras as one picture: the camera of a multi-camera session's composite output.
+        case composite(CompositeSource)
     }
 
     init(uniqueID: String, localizedName: String, modelID: String, manufacturer: String, deviceType: DeviceType,

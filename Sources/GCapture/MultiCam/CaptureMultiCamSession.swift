@@ -41,6 +41,7 @@ public final class CaptureMultiCamSession: Sendable {
         var outputs: [CaptureOutput] = []
         var connections: [CaptureConnection] = []
         var presets: [ObjectIdentifier: CaptureSession.Preset] = [:]
+        var layouts: [ObjectIdentifier: CompositeLayout] = [:]
     }
 
     private struct State {
@@ -50,6 +51,8 @@ public final class CaptureMultiCamSession: Sendable {
         var isRunning = false
         /// Per camera input that has connections, its own session.
         var cameras: [ObjectIdentifier: CameraSession] = [:]
+        /// Per output connected to several cameras, the session of their composite picture.
+        var composites: [ObjectIdentifier: CompositeRig] = [:]
     }
 
     public let name: String
@@ -72,7 +75,11 @@ public final class CaptureMultiCamSession: Sendable {
 
     deinit {
         for camera in state.withLock({ $0.cameras.values }) { camera.relay.cancel() }
+        for composite in state.withLock({ $0.composites.values }) { composite.relay.cancel() }
     }
+
+    /// Sessions are numbered as they are made: a name is never given twice.
+    private let sessionsMade = Locked(0)
 
     // MARK: Inputs, outputs, connections
 
@@ -111,8 +118,9 @@ public final class CaptureMultiCamSession: Sendable {
 
     public func canAddConnection(_ connection: CaptureConnection) -> Bool { addingConnectionProblem(connection) == nil }
 
-    /// Connects input ports to an output (AVCaptureSession.addConnection): one camera's video port, or one
-    /// microphone's audio port, per connection; an output takes at most one of each.
+    /// Connects input ports to an output (AVCaptureSession.addConnection): one microphone's audio port, or
+    /// one camera's video port, or several cameras' video ports for their composite picture (arranged as
+    /// `setCompositeLayout(_:for:)` says); an output takes at most one connection of each medium.
     public func addConnection(_ connection: CaptureConnection) throws(CaptureError) {
         if let problem = addingConnectionProblem(connection) { throw .cannotAddConnection(problem) }
         try mutate { $0.connections.append(connection) }
@@ -122,10 +130,18 @@ public final class CaptureMultiCamSession: Sendable {
         let current = current
         guard let output = connection.output else { return "the connection has no output: make it with init(inputPorts:output:)" }
         guard current.outputs.contains(output) else { return "\(output.displayName) is not an output of the session: add it first" }
-        guard let port = connection.inputPorts.first, connection.inputPorts.count == 1 else {
-            return "a connection carries one input port (it has \(connection.inputPorts.count))"
+        guard let port = connection.inputPorts.first else { return "the connection has no input port" }
+        if let missing = connection.inputPorts.first(where: { !current.inputs.contains($0.input) }) {
+            return "\(missing.input) is not an input of the session: add it first"
         }
-        guard current.inputs.contains(port.input) else { return "\(port.input) is not an input of the session: add it first" }
+        if connection.inputPorts.count > 1 {
+            guard connection.inputPorts.allSatisfy({ $0.mediaType == .video && $0.input is CaptureDeviceInput }) else {
+                return "a connection of several ports carries cameras' video, for their composite picture; connect sound on its own"
+            }
+            guard Set(connection.inputPorts.map(\.input)).count == connection.inputPorts.count else {
+                return "a camera appears twice in the connection's ports"
+            }
+        }
         if current.connections.contains(connection) { return "the connection is already in the session" }
         if let taken = current.connections.first(where: { $0.output == output && $0.inputPorts.first?.mediaType == port.mediaType }) {
             return "\(output.displayName) already takes \(port.mediaType.rawValue) from \(taken.inputPorts.first?.description ?? "another port")"
@@ -162,6 +178,16 @@ public final class CaptureMultiCamSession: Sendable {
         current.presets[ObjectIdentifier(input)] ?? .high
     }
 
+    /// How an output connected to several cameras arranges them (`.sideBySide` unless set). The composite picture
+    /// takes its size and rate from the connection's first camera.
+    public func setCompositeLayout(_ layout: CompositeLayout, for output: CaptureOutput) throws(CaptureError) {
+        try mutate { $0.layouts[ObjectIdentifier(output)] = layout }
+    }
+
+    public func compositeLayout(for output: CaptureOutput) -> CompositeLayout {
+        current.layouts[ObjectIdentifier(output)] ?? .sideBySide
+    }
+
     // MARK: Cost
 
     /// The largest share of a USB bus's isochronous bandwidth that the connected cameras reserve together (see
@@ -173,7 +199,7 @@ public final class CaptureMultiCamSession: Sendable {
     public var systemPressureCost: Double { (try? cost(of: current))?.systemPressureCost ?? 0 }
 
     private func cost(of configuration: Configuration) throws(CaptureError) -> MultiCamCost {
-        let cameras = try configuration.plan().map { plan throws(CaptureError) in
+        let cameras = try configuration.plan().cameras.map { plan throws(CaptureError) in
             let device = plan.camera.device
             let selection = try FormatSelector.select(plan.preset, from: device.formats, deviceName: device.description)
             return MultiCamCost.Camera(device: device, format: selection.format, frameRate: selection.frameRate.doubleValue)
@@ -235,25 +261,46 @@ public final class CaptureMultiCamSession: Sendable {
         guard cost.hardwareCost <= 1, cost.systemPressureCost <= 1 else {
             throw .hardwareCostOverage(cost: max(cost.hardwareCost, cost.systemPressureCost), reason: cost.overageReason)
         }
-        let plans = try configuration.plan()
-        let previous = try state.withLock { $0.committed }.plan()
+        let plan = try configuration.plan()
+        let previous = state.withLock { $0.committed }
         do {
-            try reconcile(to: plans)
+            try reconcile(to: plan)
         } catch {
-            try? reconcile(to: previous)
+            if let before = try? previous.plan() { try? reconcile(to: before) }
             throw error
         }
         state.withLock { $0.committed = configuration }
     }
 
-    /// Makes the cameras' sessions hold what the plans say: outputs that move leave their old camera before any
-    /// joins a new one (an output is in one pipeline at a time); a camera no longer connected stops.
-    private func reconcile(to plans: [CameraPlan]) throws(CaptureError) {
-        let wanted = Dictionary(uniqueKeysWithValues: plans.map { (ObjectIdentifier($0.camera), $0) })
-        let existing = state.withLock { $0.cameras }
-        for (key, camera) in existing {
+    /// Makes the sessions hold what the plan says. Composites that go stop first (their feeds leave the cameras
+    /// next); outputs that move leave their old camera before any joins a new one (an output is in one pipeline at a
+    /// time); a camera no longer connected stops; composites start once their cameras run.
+    private func reconcile(to plan: Plan) throws(CaptureError) {
+        let (existingCameras, existingComposites, running) = state.withLock { ($0.cameras, $0.composites, $0.isRunning) }
+        var composites: [ObjectIdentifier: CompositeRig] = [:]
+        for composite in plan.composites {
+            let key = ObjectIdentifier(composite.output)
+            let geometry = try compositeGeometry(composite, in: plan)
+            if let rig = existingComposites[key], rig.serves(composite, geometry) { composites[key] = rig; continue }
+            composites[key] = try makeCompositeRig(composite, geometry)
+        }
+        for (key, rig) in existingComposites where composites[key] !== rig {
+            Self.retire(rig.session)
+            rig.relay.cancel()
+            state.withLock { _ = $0.composites.removeValue(forKey: key) }
+        }
+        var cameraPlans = plan.cameras
+        for rig in composites.values {
+            for (camera, feed) in zip(rig.cameras, rig.feeds) {
+                guard let index = cameraPlans.firstIndex(where: { $0.camera == camera }) else { continue }
+                cameraPlans[index].outputs.append(feed)
+            }
+        }
+
+        let wanted = Dictionary(uniqueKeysWithValues: cameraPlans.map { (ObjectIdentifier($0.camera), $0) })
+        for (key, camera) in existingCameras {
             guard let plan = wanted[key] else {
-                camera.session.stopRunning()
+                Self.retire(camera.session)
                 camera.relay.cancel()
                 state.withLock { _ = $0.cameras.removeValue(forKey: key) }
                 continue
@@ -263,25 +310,71 @@ public final class CaptureMultiCamSession: Sendable {
                 try camera.session.commitAndWait(inputs: camera.session.inputs, outputs: staying, preset: camera.session.sessionPreset)
             }
         }
-        let running = state.withLock { $0.isRunning }
-        for plan in plans {
+        for plan in cameraPlans {
             let key = ObjectIdentifier(plan.camera)
-            let camera = existing[key] ?? makeCameraSession(for: plan.camera, number: state.withLock { $0.cameras.count } + 1)
+            let camera = existingCameras[key] ?? makeCameraSession(for: plan.camera)
             state.withLock { $0.cameras[key] = camera }
             try camera.session.commitAndWait(inputs: [plan.camera] + (plan.microphone.map { [$0] } ?? []),
                                              outputs: plan.outputs, preset: plan.preset)
             if running, !camera.session.isRunning { try camera.session.startAndWait() }
         }
+        for composite in plan.composites {
+            let key = ObjectIdentifier(composite.output)
+            guard let rig = composites[key] else { continue }
+            state.withLock { $0.composites[key] = rig }
+            try rig.session.commitAndWait(inputs: [rig.input] + (composite.microphone.map { [$0] } ?? []),
+                                          outputs: [composite.output], preset: .high)
+            if running, !rig.session.isRunning { try rig.session.startAndWait() }
+        }
     }
 
-    private func makeCameraSession(for input: CaptureDeviceInput, number: Int) -> CameraSession {
-        let session = CaptureSession(name: "\(name)-camera\(number)")
+    /// A session no longer needed: stopped, and emptied so that its outputs leave the graph it prepared for a next
+    /// start (an output is in one graph at a time).
+    private static func retire(_ session: CaptureSession) {
+        session.stopRunning()
+        try? session.commitAndWait(inputs: [], outputs: [], preset: session.sessionPreset)
+    }
+
+    /// The composite's picture, from its first camera's format as the plan has it.
+    private func compositeGeometry(_ composite: CompositePlan, in plan: Plan) throws(CaptureError) -> CompositeGeometry {
+        let first = composite.cameras[0].device
+        let preset = plan.cameras.first { $0.camera == composite.cameras[0] }?.preset ?? .high
+        let selection = try FormatSelector.select(preset, from: first.formats, deviceName: first.description)
+        return CompositeGeometry(composite.layout, cameras: composite.cameras.count, first: selection.format, frameRate: selection.frameRate)
+    }
+
+    private func nextSessionName(_ kind: String) -> String {
+        let number = sessionsMade.withLock { count -> Int in count += 1; return count }
+        return "\(name)-\(kind)\(number)"
+    }
+
+    private func makeCameraSession(for input: CaptureDeviceInput) -> CameraSession {
+        let session = CaptureSession(name: nextSessionName("camera"))
+        return CameraSession(input: input, session: session, relay: relayEvents(of: session, as: input.device))
+    }
+
+    private func makeCompositeRig(_ composite: CompositePlan, _ geometry: CompositeGeometry) throws(CaptureError) -> CompositeRig {
+        let source = CompositeSource(geometry: geometry)
+        let names = composite.cameras.map(\.device.localizedName).joined(separator: " and ")
+        let sessionName = nextSessionName("composite")
+        let format = CaptureDevice.Format(pixelFormat: "I420", width: geometry.width, height: geometry.height,
+                                          videoSupportedFrameRateRanges: [.init(geometry.frameRate, geometry.frameRate)])
+        // Never listed among the devices: it exists for the composite's own session.
+        let device = CaptureDevice(uniqueID: sessionName, localizedName: "\(composite.layout.rawValue) of \(names)", modelID: "composite",
+                                   manufacturer: "gcapture", deviceType: .external, position: .unspecified, mediaType: .video,
+                                   nodePath: nil, formats: [format], backend: .composite(source))
+        let session = CaptureSession(name: sessionName)
+        return CompositeRig(output: composite.output, cameras: composite.cameras, layout: composite.layout, geometry: geometry,
+                            input: try CaptureDeviceInput(device: device),
+                            feeds: composite.cameras.indices.map { CompositeFeed(source, camera: $0) },
+                            session: session, relay: relayEvents(of: session, as: device))
+    }
+
+    private func relayEvents(of session: CaptureSession, as camera: CaptureDevice) -> Task<Void, Never> {
         let events = session.events()
-        let camera = input.device
-        let relay = Task { [weak self] in
+        return Task { [weak self] in
             for await event in events { self?.relay(event, from: camera) }
         }
-        return CameraSession(input: input, session: session, relay: relay)
     }
 
     /// One camera's event, told as the multi-camera session's: in events(), runtimeErrors() and CaptureSession's
@@ -334,35 +427,45 @@ public final class CaptureMultiCamSession: Sendable {
 
     private func startOnQueue() throws(CaptureError) {
         guard !isRunning else { return }
-        let cameras = state.withLock { Array($0.cameras.values) }
-        let failures = Self.eachAtOnce(cameras) { camera throws(CaptureError) in try camera.session.startAndWait() }
-        if let failure = failures.first {
-            _ = Self.eachAtOnce(cameras) { camera in camera.session.stopRunning() }
-            throw .startFailed(reason: "\(failure.camera.input.device) did not start: \(failure.error)", underlying: nil)
+        // The cameras first, then their composites, which wait for the cameras' frames.
+        let (cameras, composites) = state.withLock { (Array($0.cameras.values), Array($0.composites.values)) }
+        let stages: [[(name: String, session: CaptureSession)]] = [cameras.map { ("\($0.input.device)", $0.session) },
+                                                                   composites.map { ("\($0.input.device)", $0.session) }]
+        for stage in stages {
+            let failures = Self.eachAtOnce(stage.map(\.session)) { session throws(CaptureError) in try session.startAndWait() }
+            if let failure = failures.first {
+                _ = Self.eachAtOnce((cameras.map(\.session) + composites.map(\.session))) { session in session.stopRunning() }
+                throw .startFailed(reason: "\(stage[failure.index].name) did not start: \(failure.error)", underlying: nil)
+            }
         }
         state.withLock { $0.isRunning = true }
     }
 
     private func stopOnQueue() {
-        state.withLock { $0.isRunning = false }
-        _ = Self.eachAtOnce(state.withLock { Array($0.cameras.values) }) { camera in camera.session.stopRunning() }
+        let (cameras, composites) = state.withLock { state in
+            state.isRunning = false
+            return (state.cameras.values.map(\.session), state.composites.values.map(\.session))
+        }
+        // Composites first: their movies finalize while the cameras still feed them.
+        _ = Self.eachAtOnce(composites) { session in session.stopRunning() }
+        _ = Self.eachAtOnce(cameras) { session in session.stopRunning() }
     }
 
-    /// Runs `body` for every camera at the same time, each on a thread of its own (a start waits for the
+    /// Runs `body` for every session at the same time, each on a thread of its own (a start waits for the
     /// camera's first frame: cameras started one after another would add their waits), and returns when all
-    /// have; the failures, in the cameras' order.
-    private static func eachAtOnce(_ cameras: [CameraSession],
-                                   _ body: @escaping @Sendable (CameraSession) throws(CaptureError) -> Void)
-        -> [(camera: CameraSession, error: CaptureError)] {
+    /// have; the failures, in the sessions' order.
+    private static func eachAtOnce(_ sessions: [CaptureSession],
+                                   _ body: @escaping @Sendable (CaptureSession) throws(CaptureError) -> Void)
+        -> [(index: Int, error: CaptureError)] {
         let failures = Locked<[Int: CaptureError]>([:])
         let group = DispatchGroup()
-        for (index, camera) in cameras.enumerated() {
+        for (index, session) in sessions.enumerated() {
             DispatchQueue.global().async(group: group) {
-                do throws(CaptureError) { try body(camera) } catch { failures.withLock { $0[index] = error } }
+                do throws(CaptureError) { try body(session) } catch { failures.withLock { $0[index] = error } }
             }
         }
         group.wait()
-        return failures.withLock { $0 }.sorted { $0.key < $1.key }.map { (cameras[$0.key], $0.value) }
+        return failures.withLock { $0 }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     // MARK: What happens to each camera
@@ -392,4 +495,30 @@ struct CameraSession: Sendable {
     let input: CaptureDeviceInput
     let session: CaptureSession
     let relay: Task<Void, Never>
+}
+
+/// An output's composite of several cameras: the session whose camera is the composite picture, and the feeds
+/// each camera's session carries to it.
+final class CompositeRig: Sendable {
+    let output: CaptureOutput
+    let cameras: [CaptureDeviceInput]
+    let layout: CaptureMultiCamSession.CompositeLayout
+    let geometry: CompositeGeometry
+    /// The composite picture as the session's camera.
+    let input: CaptureDeviceInput
+    let feeds: [CompositeFeed]
+    let session: CaptureSession
+    let relay: Task<Void, Never>
+
+    init(output: CaptureOutput, cameras: [CaptureDeviceInput], layout: CaptureMultiCamSession.CompositeLayout,
+         geometry: CompositeGeometry, input: CaptureDeviceInput, feeds: [CompositeFeed], session: CaptureSession,
+         relay: Task<Void, Never>) {
+        (self.output, self.cameras, self.layout, self.geometry) = (output, cameras, layout, geometry)
+        (self.input, self.feeds, self.session, self.relay) = (input, feeds, session, relay)
+    }
+
+    /// Whether it is what the plan asks: the same cameras in the same order, layout and picture.
+    func serves(_ plan: CaptureMultiCamSession.CompositePlan, _ geometry: CompositeGeometry) -> Bool {
+        plan.cameras == cameras && plan.layout == layout && geometry == self.geometry
+    }
 }

@@ -48,6 +48,8 @@ enum SourceBuilder {
         case .provided:
             description = "capsfilter name=caps caps=\"\(selection.caps)\""
                 + (selection.format.isCompressed ? " ! jpegdec ! videoconvert" : "")
+        case .composite(let composite):
+            description = composite.launchDescription(caps: selection.caps)
         case .testMicrophone, .pulse:
             throw .cannotAddInput("\(device) is a microphone, not a camera")
         case .firstAvailableCamera:
@@ -56,6 +58,7 @@ enum SourceBuilder {
             return try filler(for: device, selection: selection, name: name)
         }
         let bin = try makeBin(description, name: name, device: device)
+        if case .composite(let composite) = device.backend { composite.attach(bin) }
         if case .v4l2 = device.backend, !selection.format.isCompressed {
             // A V4L2 camera's frames leave in the driver's memory: copied only by the outputs that keep them
             // (DeviceFrameCopy). An output joining later (a recording) sends a reconfigure up the tee, and

@@ -23,8 +23,9 @@ enum InterruptionClassifier {
             return cameraReason(error)
         case .pulse, .provided:
             return microphoneReason(error)
-        case .testCamera, .testMicrophone, .firstAvailableCamera:
-            // Test sources are generated in-process: nothing outside can take them away. The first available
+        case .testCamera, .testMicrophone, .firstAvailableCamera, .composite:
+            // Test sources are generated in-process: nothing outside can take them away (nor the composite of several
+            // cameras, each interrupted in its own session). The first available
             // camera's source is black frames while it waits (SourceBuilder.videoSource).
             return nil
         }

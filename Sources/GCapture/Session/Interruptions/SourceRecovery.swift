@@ -23,7 +23,7 @@ enum SourceRecovery {
     /// at another node), and for a camera, its node opens (vivid and unplugged drivers answer ENODEV).
     static func findAgain(_ device: CaptureDevice) -> CaptureDevice? {
         switch device.backend {
-        case .testCamera, .testMicrophone:
+        case .testCamera, .testMicrophone, .composite:
             return device
         case .firstAvailableCamera(let position):
             return CaptureDevice.firstCameraPresent(preferring: position).flatMap(findAgain)
