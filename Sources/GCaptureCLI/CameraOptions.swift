@@ -5,9 +5,48 @@ import GCapture
 /// test camera's noise. One declaration, so that their names, help and checks cannot drift apart; the
 /// preset's default is the command's (`Defaults`), and --help shows it.
 struct CameraOptions<Defaults: CameraDefaults>: ParsableArguments {
-    @Option(help: Defaults.takesSeveralCameras ? DeviceChoice.severalCamerasHelp : DeviceChoice.cameraHelp)
+    @Option(help: DeviceChoice.cameraHelp)
+    var camera: String?
+
+    @OptionGroup var picture: PictureOptions<Defaults>
+
+    var preset: CaptureSession.Preset { picture.preset }
+    var noise: Int { picture.noise }
+    var stampTime: Bool {
+        get { picture.stampTime }
+        set { picture.stampTime = newValue }
+    }
+
+    /// The camera these options name, the test camera with their --noise and --stamp-time.
+    func cameraChoice() throws -> DeviceChoice {
+        try DeviceChoice.camera(camera, noise: noise, stampsTime: stampTime)
+    }
+}
+
+/// CameraOptions for a command that takes several cameras at once (`record`, `photo`): --camera repeated.
+struct SeveralCameraOptions<Defaults: CameraDefaults>: ParsableArguments {
+    @Option(help: DeviceChoice.severalCamerasHelp)
     var camera: [String] = []
 
+    @OptionGroup var picture: PictureOptions<Defaults>
+
+    var preset: CaptureSession.Preset { picture.preset }
+
+    func validate() throws {
+        if let twice = camera.first(where: { id in camera.filter { $0 == id }.count > 1 }) {
+            throw ValidationError("--camera \(twice) is given twice: a camera streams to one pipeline at a time")
+        }
+    }
+
+    /// Every camera these options name (the first real camera, else the test camera, when none is named).
+    func cameraChoices() throws -> [DeviceChoice] {
+        let named = camera.isEmpty ? [nil] : camera.map(Optional.some)
+        return try named.map { try DeviceChoice.camera($0, noise: picture.noise, stampsTime: picture.stampTime) }
+    }
+}
+
+/// What the camera options say of the picture: the preset, and the test camera's noise and time stamps.
+struct PictureOptions<Defaults: CameraDefaults>: ParsableArguments {
     @Option(help: "Session preset.")
     var preset: CaptureSession.Preset = Defaults.preset
 
@@ -16,48 +55,16 @@ struct CameraOptions<Defaults: CameraDefaults>: ParsableArguments {
 
     @Flag(name: .customLong("stamp-time"), help: DeviceChoice.stampTimeHelp)
     var stampTime = false
-
-    func validate() throws {
-        if camera.count > 1, !Defaults.takesSeveralCameras {
-            throw ValidationError("--camera is given \(camera.count) times, and this command uses one camera "
-                                  + "(`gcapture record` and `gcapture photo` take several)")
-        }
-        if let twice = camera.first(where: { id in camera.filter { $0 == id }.count > 1 }) {
-            throw ValidationError("--camera \(twice) is given twice: a camera streams to one pipeline at a time")
-        }
-    }
-
-    /// The camera these options name, the test camera with their --noise and --stamp-time.
-    func cameraChoice() throws -> DeviceChoice {
-        try DeviceChoice.camera(camera.first, noise: noise, stampsTime: stampTime)
-    }
-
-    /// Every camera these options name (the one cameraChoice() gives when none is named).
-    func cameraChoices() throws -> [DeviceChoice] {
-        camera.count < 2 ? [try cameraChoice()] : try camera.map { try DeviceChoice.camera($0, noise: noise, stampsTime: stampTime) }
-    }
 }
 
 /// A command's defaults for `CameraOptions`.
 protocol CameraDefaults {
     static var preset: CaptureSession.Preset { get }
-    /// Whether --camera may be given several times (each camera recorded or photographed at once).
-    static var takesSeveralCameras: Bool { get }
-}
-
-extension CameraDefaults {
-    static var takesSeveralCameras: Bool { false }
 }
 
 /// The highest the camera gives: what a photo, a recording and a preview want.
 enum HighestQuality: CameraDefaults {
     static var preset: CaptureSession.Preset { .high }
-}
-
-/// The highest the camera gives, from one camera or several at once: what `record` and `photo` want.
-enum HighestQualityFromEachCamera: CameraDefaults {
-    static var preset: CaptureSession.Preset { .high }
-    static var takesSeveralCameras: Bool { true }
 }
 
 /// 720p: what an encoder for a live stream keeps up with, and a viewer's bandwidth carries.

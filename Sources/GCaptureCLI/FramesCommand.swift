@@ -22,7 +22,7 @@ struct FramesCommand: AsyncParsableCommand {
 
     func run() async throws {
         StopSignals.shared.install()
-        let report = try await FrameCapture(camera: device.camera.first, preset: device.preset, duration: duration, noise: device.noise, json: json).run { started in
+        let report = try await FrameCapture(camera: device.camera, preset: device.preset, duration: duration, noise: device.noise, json: json).run { started in
             if json {
                 JSONLine.print(["event": "started", "camera": started.camera, "preset": device.preset.rawValue,
                                 "startToFirstFrameMs": started.startMilliseconds].merging(started.deviceFields) { $1 })

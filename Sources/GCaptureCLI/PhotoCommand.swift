@@ -22,13 +22,15 @@ struct PhotoCommand: AsyncParsableCommand {
           gcapture photo --output shot.jpg
           gcapture photo --quality quality --count 5 --interval 0.2 \\
               --output 'burst-%d.jpg' --json
+          gcapture photo --camera /dev/video0 --camera /dev/video1 --output shot.jpg
+              (shot-video0.jpg and shot-video1.jpg, taken at the same moment)
         """)
 
     static let countRange = NumberRange(1...100_000)
     static let secondsRange = NumberRange(0.0...3600.0, "seconds")
     @OptionGroup var logging: LoggingOptions
 
-    @OptionGroup var device: CameraOptions<HighestQuality>
+    @OptionGroup var device: SeveralCameraOptions<HighestQuality>
 
     @Option(help: "Where to write the photo, a .jpg or .jpeg; with --count, %d is the photo's number (else -N is added).")
     var output = "photo.jpg"
@@ -79,6 +81,9 @@ struct PhotoCommand: AsyncParsableCommand {
         }
         try AlbumFiling.validate(album)
         // As a description file's `deferred: true` is: refused, not silently ignored.
+        if deferred, device.camera.count > 1 {
+            throw ValidationError("--deferred keeps one camera's work to finish later: give --camera once")
+        }
         if deferred, !quality.prioritization.defersDelivery {
             throw ValidationError("--deferred applies only with --quality quality (the averaged frames are what is deferred), not --quality \(quality.rawValue)")
         }
@@ -87,8 +92,12 @@ struct PhotoCommand: AsyncParsableCommand {
     func run() async throws {
         let stop = StopSignals.shared
         stop.install()
+        let choices = try device.cameraChoices()
+        let several = choices.count > 1
+        // Several cameras: each photo once per camera, named after it (shot-video0.jpg).
         let urls = (1...count).map { outputURL(number: $0) }
-        for url in urls {
+        let urlsByCamera = choices.map { choice in several ? urls.map { OutputPath.forCamera($0, choice.device) } : urls }
+        for url in urlsByCamera.joined() {
             try OutputPath.makeRoom(for: url, overwrite: overwrite, option: "--output") { url in
                 if FileManager.default.fileExists(atPath: url.path) { try FileManager.default.removeItem(at: url) }
             }
@@ -97,58 +106,47 @@ struct PhotoCommand: AsyncParsableCommand {
         // Work an earlier run left here is finished by this one (in the background, once it starts), and
         // this run must not exit before it is.
         let resumesDeferredWork = CapturePhotoOutput.deferredPhotos(in: folder).contains { !$0.isFinished }
-        let choice = try device.cameraChoice()
-        let photos = CapturePhotoOutput()
-        photos.isZeroShutterLagEnabled = zeroShutterLag
-        photos.isAutoDeferredPhotoDeliveryEnabled = deferred
-        photos.deferredPhotoDirectories = [folder]
-        photos.deferredProcessingDelay = deferredDelay
-        photos.connection.videoRotationAngle = Double(rotation)
         let events = EventPrinter(json: json)
         let filing = AlbumFiling(title: album, folder: folder)
-        photos.deferredPhotoHandler = { result in
-            if case .success(let photo) = result { events.photo(photo, event: "final") }
-        }
-        let coordinator = CapturePhotoOutputReadinessCoordinator(photoOutput: photos)
+        let outputs = choices.map { _ in makePhotoOutput(folder: folder, events: events) }
+        // Readiness is one output's: with several cameras a request waits for each anyway.
         let readiness = ReadinessPrinter(events)
-        coordinator.delegate = readiness
+        let coordinator = several ? nil : CapturePhotoOutputReadinessCoordinator(photoOutput: outputs[0])
+        coordinator?.delegate = readiness
 
-        let session = CaptureSession(name: "gcapture-photo")
-        session.beginConfiguration()
-        try session.add(CaptureDeviceInput(device: choice.device))
-        try session.add(photos)
-        session.sessionPreset = device.preset
-        try session.commitAndWait()
-        let interruptions = InterruptionReporter(session, json: json)
-        defer { withExtendedLifetime(interruptions) {} }
-        try await session.start()
+        let capture = try await CommandCapture.start(name: "gcapture-photo", zip(choices, outputs).map { ([$0.device], $1) },
+                                                     microphone: nil, preset: device.preset, json: json)
         if json {
-            events.emit(["event": "started", "camera": choice.device.description].merging(DeviceChoice.startedFields([choice])) { $1 },
-                        text: "")
+            events.emit(["event": "started", "camera": choices.map(\.device.description).joined(separator: ", ")]
+                            .merging(DeviceChoice.startedFields(choices)) { $1 }, text: "")
         }
 
         // Only the captures still running are kept: a long burst must not hold every finished one.
         let captures = CapturesInFlight()
         var requested = 0
-        for (index, url) in urls.enumerated() {
+        for index in urls.indices {
             if index > 0, interval > 0, !(await stop.sleep(seconds: interval)) { break }
             // A signal stops the requests; the photos already requested are still written.
             if stop.received != nil { break }
-            let settings = CapturePhotoSettings(photoQualityPrioritization: quality.prioritization,
-                                                orientationHandling: exifOrientation ? .exifOrientationOnly : .rotatePixels,
-                                                fileURL: url)
-            coordinator.startTrackingCaptureRequest(using: settings)
             requested += 1
-            let capture: @Sendable () async throws -> Void = {
-                let photo = try await photos.capturePhoto(with: settings)
-                events.photo(photo, event: photo.isProxy ? "proxy" : "photo")
-                // A proxy is filed too: its final replaces it under the same name.
-                if let filing, let url = photo.fileURL { await filing.file(url, events: events) }
+            let requests = zip(outputs, urlsByCamera).map { photos, urls in
+                let settings = CapturePhotoSettings(photoQualityPrioritization: quality.prioritization,
+                                                    orientationHandling: exifOrientation ? .exifOrientationOnly : .rotatePixels,
+                                                    fileURL: urls[index])
+                coordinator?.startTrackingCaptureRequest(using: settings)
+                return { @Sendable () async throws -> Void in
+                    let photo = try await photos.capturePhoto(with: settings)
+                    events.photo(photo, event: photo.isProxy ? "proxy" : "photo")
+                    // A proxy is filed too: its final replaces it under the same name.
+                    if let filing, let url = photo.fileURL { await filing.file(url, events: events) }
+                }
             }
-            if interval == 0 { try await capture() } else { captures.start(capture) }
+            // Every camera's photo of a request is asked for at once.
+            for request in requests { captures.start(request) }
+            if interval == 0, let failure = await captures.finish() { throw failure }
         }
         var failure = await captures.finish()
-        if deferred || resumesDeferredWork {
+        if deferred || resumesDeferredWork, let photos = outputs.first {
             // Not finishDeferredPhotosWhenIdle: its wait for the idle delay cannot be cut short, and a
             // signal must not leave the command waiting (up to an hour) for it. The last capture has
             // returned, so the output has been idle since at least then.
@@ -156,14 +154,28 @@ struct PhotoCommand: AsyncParsableCommand {
             for case .failure(let error) in await photos.finishDeferredPhotos(in: folder) { failure = failure ?? error }
             photos.delegateQueue.sync {} // the handler has printed every final
         }
-        await session.stop()
-        photos.delegateQueue.sync {} // readiness changes still on their way are printed
+        await capture.stop()
+        for photos in outputs { photos.delegateQueue.sync {} } // readiness changes still on their way are printed
         if let signal = stop.receivedName {
             events.emit(["event": "stopped", "signal": signal, "requested": requested, "count": count],
                         text: "stopped by \(signal): \(requested) of \(count) photos requested")
         }
         if let failure { throw failure }
         if let failure = filing?.failure { throw failure }
+    }
+
+    /// A photo output with the command's settings.
+    private func makePhotoOutput(folder: URL, events: EventPrinter) -> CapturePhotoOutput {
+        let photos = CapturePhotoOutput()
+        photos.isZeroShutterLagEnabled = zeroShutterLag
+        photos.isAutoDeferredPhotoDeliveryEnabled = deferred
+        photos.deferredPhotoDirectories = [folder]
+        photos.deferredProcessingDelay = deferredDelay
+        photos.connection.videoRotationAngle = Double(rotation)
+        photos.deferredPhotoHandler = { result in
+            if case .success(let photo) = result { events.photo(photo, event: "final") }
+        }
+        return photos
     }
 
     private func outputURL(number: Int) -> URL {

@@ -42,7 +42,7 @@ struct RecordCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
-    @OptionGroup var device: CameraOptions<HighestQualityFromEachCamera>
+    @OptionGroup var device: SeveralCameraOptions<HighestQuality>
 
     @Option(help: DeviceChoice.microphoneHelp(none: "for a silent movie"))
     var microphone: String?

@@ -67,7 +67,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         var setup = try RunCommand.parse([])
-        setup.device.camera = camera.map { [$0] } ?? []
+        setup.device.camera = camera
         setup.device.stampTime = stampTime
         setup.microphone = microphone
         setup.events = events

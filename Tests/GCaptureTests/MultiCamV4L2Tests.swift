@@ -161,6 +161,21 @@ final class MultiCamV4L2Tests: XCTestCase {
         XCTAssertGreaterThan(Double(halves.count + (finished["dropped"] as? Int ?? 0)), probed.duration * rate * 0.9, "frames missing")
     }
 
+    /// `gcapture photo` with --camera given twice: one photo per camera, named after it, each of its own camera.
+    func testThePhotoCommandTakesAPhotoFromEachCamera() throws {
+        let folder = try temporaryFolder()
+        let result = try runProduct("gcapture", ["photo", "--camera", Self.nodes[0], "--camera", Self.nodes[1], "--preset", "vga640x480",
+                                                 "--output", folder.appendingPathComponent("shot.jpg").path, "--json"], timeout: 120)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let photos = result.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["event"] as? String == "photo" }.compactMap { $0["path"] as? String }
+        XCTAssertEqual(Set(photos), Set(["shot-video0.jpg", "shot-video1.jpg"].map { folder.appendingPathComponent($0).path }), result.stdout)
+        for (name, white) in [("shot-video0.jpg", false), ("shot-video1.jpg", true)] {
+            let luma = try XCTUnwrap(try frameLumas(folder.appendingPathComponent(name)).first, name)
+            XCTAssertTrue(white ? luma > 200 : luma < 40, "\(name) is not its camera's picture: luma \(luma)")
+        }
+    }
+
     /// Each frame's mean luma of its left and right halves, as ffmpeg decodes the movie.
     private func frameHalves(_ url: URL) throws -> [(left: UInt8, right: UInt8)] {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("halves-\(UUID().uuidString).raw")
