@@ -5,7 +5,7 @@ import GStreamerKit
 // reported as engine / plain ratios. Progress goes to stderr; the table (or --json) to stdout.
 
 struct Options {
-    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve, preroll, motion, library, webrtc
+    enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve, preroll, motion, library, webrtc, multicam
         case motionVersus = "motion-vs" }
 
     var seconds = 10.0
@@ -28,6 +28,7 @@ struct Options {
                gcapture-bench --only preview [--seconds S] [--rounds N] [--json]  (on DISPLAY, else its own Xvfb)
                gcapture-bench --only stream [--seconds S] [--rounds N] [--json]   (needs nginx + libnginx-mod-rtmp)
                gcapture-bench --only switch [--rounds N] [--json]                 (where /dev/video0 and 1 are vivid)
+               gcapture-bench --only multicam [--seconds S] [--rounds N] [--json] (where /dev/video0-3 are vivid)
                gcapture-bench --only serve [--seconds S] [--rounds N] [--json]    (the web page's live view, 1 and 10 viewers)
                gcapture-bench --only webrtc [--seconds S] [--rounds N] [--json]   (WebRTC against MJPEG: latency in Chromium, 1 and 10 viewers)
                gcapture-bench --only preroll [--seconds S] [--rounds N] [--json]  (a recording with a 5 s pre-roll ring and without)
@@ -62,6 +63,9 @@ struct Options {
         live again once the server is back after a kill.
         `--only switch` (never part of the default run; two vivid cameras) switches a recording session between them 2×N times: the
         switch → the new camera's first frame against a plain v4l2src's start on it, and the gap across each switch.
+        `--only multicam` (never part of the default run; four vivid cameras: n_devs=4 node_types=0x1,0x1,0x1,0x1) starts
+        all four in a CaptureMultiCamSession against one alone: start → every camera's first frame (goal ≤ 1.5×) and the CPU
+        of --seconds of capture (goal ≤ 4.2×), frames read in Swift.
         `--only serve` (never part of the default run) runs `gcapture serve` and compares its CPU with ten MJPEG viewers
         against one: the live view is encoded once, so ten should cost at most 1.2x one.
         `--only webrtc` (never part of the default run; needs chromium, chromedriver, python3-selenium, python3-gi) measures
@@ -121,7 +125,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, serve, preroll, motion, motion-vs, library or webrtc, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, serve, preroll, motion, motion-vs, library, webrtc or multicam, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -131,7 +135,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve, .preroll, .motion, .motionVersus, .library, .webrtc].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve, .preroll, .motion, .motionVersus, .library, .webrtc, .multicam].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -198,6 +202,9 @@ case .library?:
 case .preroll?:
     await reportAlone({ try PreRollBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
                       table: PreRollBenchmark.table)
+case .multicam?:
+    await reportAlone({ try await MultiCamBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
+                      table: MultiCamBenchmark.table)
 case .stream?:
     await reportAlone({ try await StreamBenchmark.run(seconds: options.seconds, rounds: options.rounds, progress: printError) },
                       table: StreamBenchmark.table)

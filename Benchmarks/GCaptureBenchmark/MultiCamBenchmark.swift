@@ -1,0 +1,130 @@
+import Foundation
+import GCapture
+import Synchronization
+
+/// Several cameras at once (CaptureMultiCamSession) against one, on real V4L2 cameras: inside
+/// ../shared/testbed/v4l2-vm with `--vivid-opts "n_devs=4 node_types=0x1,0x1,0x1,0x1"`. Every camera runs at
+/// 640x480 (vivid: 25 fps) with a frame output whose frames are read in Swift. Rounds alternate one camera and all
+/// of them, in this process:
+///   start        start() called → the first frame of every camera at its consumer; goal: all ≤ 1.5× one
+///   CPU          this process's CPU over --seconds of steady capture; goal: all ≤ 4.2× one per camera
+///                count, with the frames each delivered beside it (CPU bought by dropping frames is no gain).
+/// vivid draws its frames in its own kernel thread, outside the process: the CPU is the engine's.
+enum MultiCamBenchmark {
+    static let nodes = ["/dev/video0", "/dev/video1", "/dev/video2", "/dev/video3"]
+
+    struct Report: Encodable {
+        var cameras: Int
+        var seconds: Double
+        var startOneSeconds: [Double] = []
+        var startAllSeconds: [Double] = []
+        var cpuOneSeconds: [Double] = []
+        var cpuAllSeconds: [Double] = []
+        var framesOne: [Int] = []
+        var framesAll: [Int] = []
+
+        var startRatio: Double { Statistics.median(startAllSeconds) / Statistics.median(startOneSeconds) }
+        var cpuRatio: Double { Statistics.median(cpuAllSeconds) / Statistics.median(cpuOneSeconds) }
+        var frameRatio: Double { Statistics.median(framesAll.map(Double.init)) / Statistics.median(framesOne.map(Double.init)) }
+        var startGoal: Double { 1.5 }
+        var cpuGoal: Double { 4.2 * Double(cameras) / 4 }
+    }
+
+    static func run(seconds: Double, rounds: Int, progress: (String) -> Void) async throws -> Report {
+        let present = nodes.filter(FileManager.default.fileExists(atPath:))
+        guard present.count >= 2 else {
+            throw BenchmarkError.setup("fewer than two cameras here: run inside ../shared/testbed/v4l2-vm "
+                                       + "--vivid-opts \"n_devs=4 node_types=0x1,0x1,0x1,0x1\"")
+        }
+        let cameras = try present.map { node in
+            guard let camera = CaptureDevice.allDevices.first(where: { $0.nodePath == node }) else {
+                throw BenchmarkError.setup("\(node) is not listed as a camera")
+            }
+            return camera
+        }
+        var report = Report(cameras: cameras.count, seconds: seconds)
+        for round in 1...rounds {
+            for group in [[cameras[0]], cameras] {
+                let figures = try await measure(group, seconds: seconds)
+                if group.count == 1 {
+                    report.startOneSeconds.append(figures.start); report.cpuOneSeconds.append(figures.cpu); report.framesOne.append(figures.frames)
+                } else {
+                    report.startAllSeconds.append(figures.start); report.cpuAllSeconds.append(figures.cpu); report.framesAll.append(figures.frames)
+                }
+                progress(String(format: "round %d, %d camera(s): start %.1f ms, CPU %.3f s, %d frames",
+                                round, group.count, figures.start * 1000, figures.cpu, figures.frames))
+            }
+        }
+        return report
+    }
+
+    /// One camera or several in a multi-camera session: start → every camera's first frame, then the CPU and the
+    /// frames of `seconds` of capture.
+    private static func measure(_ cameras: [CaptureDevice], seconds: Double) async throws -> (start: Double, cpu: Double, frames: Int) {
+        let session = CaptureMultiCamSession(name: "bench-multicam")
+        let outputs: [CaptureVideoDataOutput] = cameras.map { _ in CaptureVideoDataOutput() }
+        session.beginConfiguration()
+        for (camera, output) in zip(cameras, outputs) {
+            let input = try CaptureDeviceInput(device: camera)
+            try session.addInputWithNoConnections(input)
+            try session.addOutputWithNoConnections(output)
+            try session.addConnection(CaptureConnection(inputPorts: input.ports, output: output))
+            try session.setSessionPreset(.vga640x480, for: input)
+        }
+        try await session.commit()
+        let counts = Locked<[Int]>(Array(repeating: 0, count: cameras.count))
+        let firstFrames = Locked<[ContinuousClock.Instant?]>(Array(repeating: nil, count: cameras.count))
+        let readers = outputs.enumerated().map { index, output in
+            let stream = output.sampleBuffers()
+            return Task {
+                for await _ in stream {
+                    let first = counts.withLock { counts in
+                        counts[index] += 1
+                        return counts[index] == 1
+                    }
+                    if first { firstFrames.withLock { $0[index] = ContinuousClock.now } }
+                }
+            }
+        }
+        defer { readers.forEach { $0.cancel() } }
+        let began = ContinuousClock.now
+        try await session.start()
+        let deadline = began + .seconds(20)
+        while firstFrames.withLock({ $0.contains(nil) }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        guard let last = firstFrames.withLock({ $0.compactMap { $0 }.max() }), firstFrames.withLock({ !$0.contains(nil) }) else {
+            await session.stop()
+            throw BenchmarkError.setup("a camera gave no frame within 20 s of the start")
+        }
+        let start = began.duration(to: last)
+        // Steady capture: a second to settle, then the measured seconds.
+        try await Task.sleep(for: .seconds(1))
+        let cpuBefore = processCPUSeconds(), framesBefore = counts.withLock { $0.reduce(0, +) }
+        try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+        let cpu = processCPUSeconds() - cpuBefore
+        let frames = counts.withLock { $0.reduce(0, +) } - framesBefore
+        await session.stop()
+        return (Double(start.components.seconds) + Double(start.components.attoseconds) / 1e18, cpu, frames)
+    }
+
+    private static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    static func table(_ report: Report) -> String {
+        func verdict(_ met: Bool) -> String { met ? "MET" : "MISSED" }
+        return String(format: """
+            Several cameras (CaptureMultiCamSession, %d vivid cameras at 640x480 against one, frames read in Swift, median of %d)
+              start → every camera's first frame   one %.1f ms, all %.1f ms   %.2f×   goal ≤ %.2f×  %@
+              CPU over %.0f s                      one %.3f s, all %.3f s     %.2f×   goal ≤ %.2f×  %@
+              frames delivered                     one %.0f, all %.0f           %.2f×   (every camera's frames: %d×)
+            """, report.cameras, report.startOneSeconds.count,
+            Statistics.median(report.startOneSeconds) * 1000, Statistics.median(report.startAllSeconds) * 1000, report.startRatio,
+            report.startGoal, verdict(report.startRatio <= report.startGoal),
+            report.seconds, Statistics.median(report.cpuOneSeconds), Statistics.median(report.cpuAllSeconds), report.cpuRatio,
+            report.cpuGoal, verdict(report.cpuRatio <= report.cpuGoal),
+            Statistics.median(report.framesOne.map(Double.init)), Statistics.median(report.framesAll.map(Double.init)), report.frameRatio,
+            report.cameras)
+    }
+}
