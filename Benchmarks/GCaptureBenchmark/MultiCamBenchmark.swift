@@ -6,7 +6,9 @@ import Synchronization
 /// ../shared/testbed/v4l2-vm with `--vivid-opts "n_devs=4 node_types=0x1,0x1,0x1,0x1"`. Every camera runs at
 /// 640x480 (vivid: 25 fps) with a frame output whose frames are read in Swift. Rounds alternate one camera and all
 /// of them, in this process:
-///   start        start() called → the first frame of every camera at its consumer; goal: all ≤ 1.5× one
+///   start        start() called → the first frame of every camera at its consumer; goal: all ≤ 1.5× one. Beside
+///                it the plain floor: `v4l2src ! caps ! appsink` pipelines, one alone and one per camera set playing
+///                at once from threads of their own, PLAYING → every pipeline's first frame.
 ///   CPU          this process's CPU over --seconds of steady capture; goal: all ≤ 4.2× one per camera
 ///                count, with the frames each delivered beside it (CPU bought by dropping frames is no gain).
 /// vivid draws its frames in its own kernel thread, outside the process: the CPU is the engine's.
@@ -22,8 +24,11 @@ enum MultiCamBenchmark {
         var cpuAllSeconds: [Double] = []
         var framesOne: [Int] = []
         var framesAll: [Int] = []
+        var plainStartOneSeconds: [Double] = []
+        var plainStartAllSeconds: [Double] = []
 
         var startRatio: Double { Statistics.median(startAllSeconds) / Statistics.median(startOneSeconds) }
+        var plainStartRatio: Double { Statistics.median(plainStartAllSeconds) / Statistics.median(plainStartOneSeconds) }
         var cpuRatio: Double { Statistics.median(cpuAllSeconds) / Statistics.median(cpuOneSeconds) }
         var frameRatio: Double { Statistics.median(framesAll.map(Double.init)) / Statistics.median(framesOne.map(Double.init)) }
         var startGoal: Double { 1.5 }
@@ -43,7 +48,13 @@ enum MultiCamBenchmark {
             return camera
         }
         var report = Report(cameras: cameras.count, seconds: seconds)
+        // The format the engine picks on vivid for .vga640x480.
+        let caps = "video/x-raw,format=NV12,width=640,height=480,framerate=25/1"
         for round in 1...rounds {
+            report.plainStartOneSeconds.append(try InterruptionBenchmark.plainStart(caps: caps, device: present[0]))
+            report.plainStartAllSeconds.append(try plainStartAtOnce(caps: caps, devices: present))
+            progress(String(format: "round %d, plain: one %.1f ms, all %.1f ms", round,
+                            report.plainStartOneSeconds.last! * 1000, report.plainStartAllSeconds.last! * 1000))
             for group in [[cameras[0]], cameras] {
                 let figures = try await measure(group, seconds: seconds)
                 if group.count == 1 {
@@ -106,6 +117,21 @@ enum MultiCamBenchmark {
         return (Double(start.components.seconds) + Double(start.components.attoseconds) / 1e18, cpu, frames)
     }
 
+    /// Plain pipelines on every camera set playing at the same moment, each from a thread of its own: the slowest
+    /// one's PLAYING → first frame.
+    private static func plainStartAtOnce(caps: String, devices: [String]) throws -> Double {
+        let results = Locked<[Result<Double, any Error>]>([])
+        let group = DispatchGroup()
+        for device in devices {
+            DispatchQueue.global().async(group: group) {
+                let result = Result { try InterruptionBenchmark.plainStart(caps: caps, device: device) }
+                results.withLock { $0.append(result) }
+            }
+        }
+        group.wait()
+        return try results.withLock { $0 }.map { try $0.get() }.max() ?? 0
+    }
+
     private static func processCPUSeconds() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
@@ -117,11 +143,13 @@ enum MultiCamBenchmark {
         return String(format: """
             Several cameras (CaptureMultiCamSession, %d vivid cameras at 640x480 against one, frames read in Swift, median of %d)
               start → every camera's first frame   one %.1f ms, all %.1f ms   %.2f×   goal ≤ %.2f×  %@
+              plain v4l2src pipelines, the same    one %.1f ms, all %.1f ms   %.2f×
               CPU over %.0f s                      one %.3f s, all %.3f s     %.2f×   goal ≤ %.2f×  %@
               frames delivered                     one %.0f, all %.0f           %.2f×   (every camera's frames: %d×)
             """, report.cameras, report.startOneSeconds.count,
             Statistics.median(report.startOneSeconds) * 1000, Statistics.median(report.startAllSeconds) * 1000, report.startRatio,
             report.startGoal, verdict(report.startRatio <= report.startGoal),
+            Statistics.median(report.plainStartOneSeconds) * 1000, Statistics.median(report.plainStartAllSeconds) * 1000, report.plainStartRatio,
             report.seconds, Statistics.median(report.cpuOneSeconds), Statistics.median(report.cpuAllSeconds), report.cpuRatio,
             report.cpuGoal, verdict(report.cpuRatio <= report.cpuGoal),
             Statistics.median(report.framesOne.map(Double.init)), Statistics.median(report.framesAll.map(Double.init)), report.frameRatio,
