@@ -85,6 +85,8 @@ enum MultiCamBenchmark {
         try await session.commit()
         let counts = Locked<[Int]>(Array(repeating: 0, count: cameras.count))
         let firstFrames = Locked<[ContinuousClock.Instant?]>(Array(repeating: nil, count: cameras.count))
+        // Every camera's first frame signals once; the wait below takes them all, with no polling beside the starts.
+        let allFirst = DispatchSemaphore(value: 0)
         let readers = outputs.enumerated().map { index, output in
             let stream = output.sampleBuffers()
             return Task {
@@ -93,16 +95,18 @@ enum MultiCamBenchmark {
                         counts[index] += 1
                         return counts[index] == 1
                     }
-                    if first { firstFrames.withLock { $0[index] = ContinuousClock.now } }
+                    if first { firstFrames.withLock { $0[index] = ContinuousClock.now }; allFirst.signal() }
                 }
             }
         }
         defer { readers.forEach { $0.cancel() } }
         let began = ContinuousClock.now
         try await session.start()
-        let deadline = began + .seconds(20)
-        while firstFrames.withLock({ $0.contains(nil) }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
-        guard let last = firstFrames.withLock({ $0.compactMap { $0 }.max() }), firstFrames.withLock({ !$0.contains(nil) }) else {
+        let cameraCount = cameras.count
+        let allCame = await Task.detached {
+            (0..<cameraCount).allSatisfy { _ in allFirst.wait(timeout: .now() + 20) == .success }
+        }.value
+        guard allCame, let last = firstFrames.withLock({ $0.compactMap { $0 }.max() }) else {
             await session.stop()
             throw BenchmarkError.setup("a camera gave no frame within 20 s of the start")
         }

@@ -453,16 +453,22 @@ public final class CaptureMultiCamSession: Sendable {
 
     /// Runs `body` for every session at the same time, each on a thread of its own (a start waits for the
     /// camera's first frame: cameras started one after another would add their waits), and returns when all
-    /// have; the failures, in the sessions' order.
+    /// have; the failures, in the sessions' order. Threads of its own, not Dispatch's pool: on two cores the pool
+    /// runs two blocking starts and gives the others a thread only after a while (measured: four vivid cameras'
+    /// start 3.4 times one's through the pool, 3.0 times on threads of their own).
     private static func eachAtOnce(_ sessions: [CaptureSession],
                                    _ body: @escaping @Sendable (CaptureSession) throws(CaptureError) -> Void)
         -> [(index: Int, error: CaptureError)] {
         let failures = Locked<[Int: CaptureError]>([:])
         let group = DispatchGroup()
         for (index, session) in sessions.enumerated() {
-            DispatchQueue.global().async(group: group) {
+            group.enter()
+            let thread = Thread {
                 do throws(CaptureError) { try body(session) } catch { failures.withLock { $0[index] = error } }
+                group.leave()
             }
+            thread.name = "gcapture.\(session.name).start"
+            thread.start()
         }
         group.wait()
         return failures.withLock { $0 }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
