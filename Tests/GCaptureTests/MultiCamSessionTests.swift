@@ -1,5 +1,6 @@
 import Foundation
 @testable import GCapture
+import GStreamerKit
 import XCTest
 
 /// CaptureMultiCamSession with two test cameras told apart by their pictures (one black, one white): each
@@ -195,6 +196,26 @@ final class MultiCamSessionTests: XCTestCase {
             XCTAssertTrue(cameras.allSatisfy { reason.contains($0.description) }, reason)
         }
         XCTAssertEqual(session.connections, [], "the refused configuration is not in force")
+    }
+
+    /// A USB camera whose stream the kernel refuses (uvcvideo's ENOSPC at VIDIOC_STREAMON: the bus has no bandwidth
+    /// left), in v4l2src's words as GStreamer 1.22 posts them: the explanation names the bus and what to do; the same
+    /// words from a camera on no USB bus (vivid's injected streamon error) are not blamed on bandwidth.
+    func testAStreamTheKernelRefusesOnAUSBBusIsExplainedAsBandwidth() throws {
+        let sysfs = try temporaryFolder()
+        let camera = try usbCamera(0, bus: 3, speed: "480", sysfs: sysfs)
+        let refused = GStreamerError(kind: .gError, domain: "gst-resource-error-quark", code: 13, message: "Failed to allocate required memory.",
+                                     debug: "../sys/v4l2/gstv4l2src.c(658): gst_v4l2src_decide_allocation (): Buffer pool activation failed")
+        let explained = try XCTUnwrap(SourceBuilder.explanation(of: refused, from: camera, sysfs: sysfs.path))
+        XCTAssertTrue(explained.contains("USB bus 3") && explained.contains("bandwidth") && explained.contains("MJPEG"), explained)
+        let platform = CaptureDevice(uniqueID: "platform-camera", localizedName: "Platform Camera", modelID: "", manufacturer: "",
+                                     deviceType: .builtInWideAngleCamera, position: .unspecified, mediaType: .video,
+                                     nodePath: sysfs.appendingPathComponent("video40").path, formats: camera.formats,
+                                     backend: .v4l2(path: sysfs.appendingPathComponent("video40").path))
+        XCTAssertNil(SourceBuilder.explanation(of: refused, from: platform, sysfs: "/nonexistent"))
+        let unplugged = GStreamerError(kind: .gError, domain: "gst-resource-error-quark", code: 14, message: "Failed to allocate a buffer",
+                                       debug: "gst_v4l2src_create (): Failed to allocate a buffer")
+        XCTAssertNil(SourceBuilder.explanation(of: unplugged, from: camera, sysfs: sysfs.path), "an unplug is not a bandwidth refusal")
     }
 
     /// A camera on the copied sysfs: videoN whose sysfs device is an interface of a USB device on `bus`. Its node is

@@ -108,7 +108,15 @@ enum SourceBuilder {
     }
 
     /// What a source's error means for the user, when it is one the source's element is known to give.
-    static func explanation(of error: GStreamerError, from device: CaptureDevice) -> String? {
+    /// `sysfs`: where a camera's USB bus is read (a test points it at a copy).
+    static func explanation(of error: GStreamerError, from device: CaptureDevice, sysfs: String = "/sys") -> String? {
+        if case .v4l2 = device.backend, let bus = MultiCamCost.usbBus(of: device, sysfs: sysfs), refusedToStream(error) {
+            // uvcvideo reserves the camera's isochronous bandwidth at VIDIOC_STREAMON and answers ENOSPC when the
+            // bus has not enough left; v4l2src says only that its buffer pool did not activate.
+            return "USB bus \(bus.number) has not enough bandwidth left for it (the kernel refused to start its stream, as it "
+                + "does when other cameras on the bus take the rest): choose a smaller size or a lower frame rate, use MJPEG, "
+                + "or plug it into another USB bus (\(error.message))"
+        }
         guard case .pulse(let source) = device.backend else {
             return error.kind == .timeout ? error.message : nil
         }
@@ -124,6 +132,13 @@ enum SourceBuilder {
         }
         if error.kind == .timeout { return "\(server) delivered no audio from '\(source)' (\(error.message))" }
         return nil
+    }
+
+    /// v4l2src's words for a stream the driver would not start (VIDIOC_STREAMON failed): its buffer pool did not
+    /// activate ("Failed to allocate required memory.", "Buffer pool activation failed"). Not its "Failed to
+    /// allocate a buffer" of a camera unplugged while streaming.
+    private static func refusedToStream(_ error: GStreamerError) -> Bool {
+        error.message.hasPrefix("Failed to allocate required memory") || (error.debug ?? "").contains("Buffer pool activation failed")
     }
 
     /// Parses the source's elements into a bin named `name`; a provider's device (pulsesrc, pipewiresrc...)
