@@ -45,9 +45,7 @@ public final class CaptureMultiCamSession: Sendable {
     }
 
     private struct State {
-        var committed = Configuration()
-        var staged: Configuration?
-        var depth = 0
+        var batch = ConfigurationBatch(committed: Configuration())
         var isRunning = false
         /// Per camera input that has connections, its own session.
         var cameras: [ObjectIdentifier: CameraSession] = [:]
@@ -86,7 +84,7 @@ public final class CaptureMultiCamSession: Sendable {
     public var inputs: [CaptureInput] { current.inputs }
     public var outputs: [CaptureOutput] { current.outputs }
     public var connections: [CaptureConnection] { current.connections }
-    private var current: Configuration { state.withLock { $0.staged ?? $0.committed } }
+    private var current: Configuration { state.withLock { $0.batch.current } }
 
     public func canAddInput(_ input: CaptureInput) -> Bool { addingInputProblem(input) == nil }
 
@@ -210,10 +208,7 @@ public final class CaptureMultiCamSession: Sendable {
     // MARK: Configuration
 
     public func beginConfiguration() {
-        state.withLock { state in
-            if state.depth == 0 { state.staged = state.committed }
-            state.depth += 1
-        }
+        state.withLock { $0.batch.begin() }
     }
 
     /// Applies the batch (see CaptureSession.commitConfiguration); a batch that cannot be applied is reported
@@ -235,22 +230,11 @@ public final class CaptureMultiCamSession: Sendable {
     }
 
     private func endConfiguration() -> Configuration? {
-        state.withLock { state in
-            guard state.depth > 0 else { return nil }
-            state.depth -= 1
-            guard state.depth == 0 else { return nil }
-            defer { state.staged = nil }
-            return state.staged
-        }
+        state.withLock { $0.batch.end() }
     }
 
     private func mutate(_ change: (inout Configuration) -> Void) throws(CaptureError) {
-        let implicit = state.withLock { state -> Bool in
-            let implicit = state.depth == 0
-            if implicit { state.staged = state.committed; state.depth = 1 }
-            change(&state.staged!)
-            return implicit
-        }
+        let implicit = state.withLock { $0.batch.change(change) }
         if implicit { try commitAndWait() }
     }
 
@@ -262,14 +246,14 @@ public final class CaptureMultiCamSession: Sendable {
             throw .hardwareCostOverage(cost: max(cost.hardwareCost, cost.systemPressureCost), reason: cost.overageReason)
         }
         let plan = try configuration.plan()
-        let previous = state.withLock { $0.committed }
+        let previous = state.withLock { $0.batch.committed }
         do {
             try reconcile(to: plan)
         } catch {
             if let before = try? previous.plan() { try? reconcile(to: before) }
             throw error
         }
-        state.withLock { $0.committed = configuration }
+        state.withLock { $0.batch.committed = configuration }
     }
 
     /// Makes the sessions hold what the plan says. Composites that go stop first (their feeds leave the cameras

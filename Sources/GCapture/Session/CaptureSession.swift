@@ -21,9 +21,7 @@ public final class CaptureSession: Sendable {
     public static let runtimeErrorUserInfoKey = "error"
 
     private struct State {
-        var committed = Configuration()
-        var staged: Configuration?
-        var depth = 0
+        var batch = ConfigurationBatch(committed: Configuration())
         var isRunning = false
         /// The graph while running.
         var graph: SessionGraph?
@@ -64,13 +62,13 @@ public final class CaptureSession: Sendable {
 
     // MARK: Inputs and outputs
 
-    public var inputs: [CaptureInput] { state.withLock { ($0.staged ?? $0.committed).inputs } }
-    public var outputs: [CaptureOutput] { state.withLock { ($0.staged ?? $0.committed).outputs } }
+    public var inputs: [CaptureInput] { state.withLock { $0.batch.current.inputs } }
+    public var outputs: [CaptureOutput] { state.withLock { $0.batch.current.outputs } }
 
     /// Preset changes take effect at commit; outside begin/commitConfiguration they are committed at once,
     /// and a preset the camera cannot do is reported as a runtime error. Use canSetSessionPreset first.
     public var sessionPreset: Preset {
-        get { state.withLock { ($0.staged ?? $0.committed).preset } }
+        get { state.withLock { $0.batch.current.preset } }
         set {
             do { try mutate { $0.preset = newValue } } catch { publish(RuntimeError(error: error, output: nil, isFatal: false)) }
         }
@@ -78,7 +76,7 @@ public final class CaptureSession: Sendable {
 
     /// Whether the current camera offers the preset (always true without a camera).
     public func canSetSessionPreset(_ preset: Preset) -> Bool {
-        guard let device = state.withLock({ ($0.staged ?? $0.committed).videoDevice }) else { return true }
+        guard let device = state.withLock({ $0.batch.current.videoDevice }) else { return true }
         return (try? FormatSelector.select(preset, from: device.formats, deviceName: device.description)) != nil
     }
 
@@ -111,10 +109,7 @@ public final class CaptureSession: Sendable {
 
     /// Starts a batch of changes applied together by the matching commitConfiguration (calls nest).
     public func beginConfiguration() {
-        state.withLock { state in
-            if state.depth == 0 { state.staged = state.committed }
-            state.depth += 1
-        }
+        state.withLock { $0.batch.begin() }
     }
 
     /// Applies the batch atomically: on a running session only what changed is rebuilt (a new output is
@@ -146,31 +141,20 @@ public final class CaptureSession: Sendable {
     func commitAndWait(inputs: [CaptureInput], outputs: [CaptureOutput], preset: Preset) throws(CaptureError) {
         beginConfiguration()
         state.withLock { state in
-            state.staged?.inputs = inputs
-            state.staged?.outputs = outputs
-            state.staged?.preset = preset
+            state.batch.staged?.inputs = inputs
+            state.batch.staged?.outputs = outputs
+            state.batch.staged?.preset = preset
         }
         try commitAndWait()
     }
 
     /// Closes one begin/commit level; returns the staged configuration when it was the outermost.
     private func endConfiguration() -> Configuration? {
-        state.withLock { state in
-            guard state.depth > 0 else { return nil }
-            state.depth -= 1
-            guard state.depth == 0 else { return nil }
-            defer { state.staged = nil }
-            return state.staged
-        }
+        state.withLock { $0.batch.end() }
     }
 
     private func mutate(_ change: (inout Configuration) -> Void) throws(CaptureError) {
-        let implicit = state.withLock { state -> Bool in
-            let implicit = state.depth == 0
-            if implicit { state.staged = state.committed; state.depth = 1 }
-            change(&state.staged!)
-            return implicit
-        }
+        let implicit = state.withLock { $0.batch.change(change) }
         if implicit { try commitAndWait() }
     }
 
@@ -226,7 +210,7 @@ public final class CaptureSession: Sendable {
         guard let graph = state.withLock({ $0.graph }) else {
             let prepared = try buildGraph(configuration, resolved)
             let replaced = state.withLock { state -> SessionGraph? in
-                defer { state.committed = configuration; state.prepared = prepared }
+                defer { state.batch.committed = configuration; state.prepared = prepared }
                 return state.prepared
             }
             replaced?.discard()
@@ -274,7 +258,7 @@ public final class CaptureSession: Sendable {
             for output in graph.members { output.videoDeviceDidChange(device) }
         }
         interruptions.inputsDidChange(video: videoChanged, audio: audioChanged, in: graph)
-        state.withLock { $0.committed = configuration }
+        state.withLock { $0.batch.committed = configuration }
     }
 
     /// Builds the whole graph for a configuration, in NULL: elements made and linked, no device opened.
@@ -309,7 +293,7 @@ public final class CaptureSession: Sendable {
         guard !state.withLock({ $0.isRunning }) else { return }
         let (configuration, prepared) = state.withLock { state in
             defer { state.prepared = nil }
-            return (state.committed, state.prepared)
+            return (state.batch.committed, state.prepared)
         }
         // Devices may have come or gone since the graph was prepared: check again, cheaply.
         var graph: SessionGraph
@@ -362,7 +346,7 @@ public final class CaptureSession: Sendable {
 
     /// Builds the graph the next start will play, off the start's critical path.
     private func prepareForNextStart() {
-        let configuration = state.withLock { $0.committed }
+        let configuration = state.withLock { $0.batch.committed }
         guard let resolved = try? configuration.resolve(), let graph = try? buildGraph(configuration, resolved) else { return }
         state.withLock { $0.prepared = graph }
     }
