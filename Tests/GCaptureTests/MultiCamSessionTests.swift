@@ -84,6 +84,10 @@ final class MultiCamSessionTests: XCTestCase {
         try session.addConnection(CaptureConnection(inputPorts: inputs.flatMap(\.ports), output: movie))
         try session.setCompositeLayout(layout, for: movie)
         try withinBlocking(engineDeadline, "commitAndWait()") { try session.commitAndWait() }
+        let errors = Locked<[String]>([])
+        let errorStream = session.runtimeErrors()
+        let errorTask = Task { for await error in errorStream { errors.withLock { $0.append("\(error)") } } }
+        defer { errorTask.cancel() }
         try await within(engineDeadline, "session.start()") { try await session.start() }
         let url = try temporaryFolder().appendingPathComponent("composite.mp4")
         let waiter = await startRecording(movie, to: url)
@@ -91,6 +95,7 @@ final class MultiCamSessionTests: XCTestCase {
         movie.stopRecording()
         try await assertFinishedWithoutError(waiter)
         try await within(engineDeadline, "session.stop()") { await session.stop() }
+        XCTAssertEqual(errors.withLock { $0 }, [], "runtime errors")
         let probed = try probe(url)
         XCTAssertTrue(try ffmpegDecodes(url))
         XCTAssertEqual(Double(try XCTUnwrap(probed.videoFrames)), Double(movie.lastStatistics.frames), accuracy: 1)

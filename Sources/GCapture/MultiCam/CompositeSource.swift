@@ -38,9 +38,13 @@ final class CompositeSource: Sendable {
         sources.withLock { $0 = found }
     }
 
-    /// One camera's frame, its memory shared, stamped on arrival with the composite's running time.
+    /// One camera's frame, its memory shared, stamped on arrival with the composite's running time. Only once its
+    /// appsrc plays: the cameras start first, and a frame pushed into an appsrc not yet started is refused while
+    /// its caps, set with it, could be lost in the start's flush; the appsrc keeps them as its own and is never told
+    /// again (seen: a picture-in-picture movie without its inset, about one run in sixteen under load).
     func push(_ sample: Sample, from camera: Int) {
-        guard let source = sources.withLock({ camera < $0.count ? $0[camera] : nil }) else { return }
+        guard let source = sources.withLock({ camera < $0.count ? $0[camera] : nil }),
+              source.element.state().current == .playing else { return }
         source.pushForRestamping(sample)
     }
 }
