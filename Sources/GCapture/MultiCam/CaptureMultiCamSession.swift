@@ -190,14 +190,14 @@ public final class CaptureMultiCamSession: Sendable {
 
     /// The largest share of a USB bus's isochronous bandwidth that the connected cameras reserve together (see
     /// MultiCamCost); 0 when no camera is on USB. Over 1.0 the configuration is refused at commit.
-    public var hardwareCost: Double { (try? cost(of: current))?.hardwareCost ?? 0 }
+    public var hardwareCost: Double { (try? cost(of: current.plan()))?.hardwareCost ?? 0 }
 
     /// The share of this machine's processors the connected cameras' frames keep busy when each is recorded.
     /// Over 1.0 the configuration is refused at commit.
-    public var systemPressureCost: Double { (try? cost(of: current))?.systemPressureCost ?? 0 }
+    public var systemPressureCost: Double { (try? cost(of: current.plan()))?.systemPressureCost ?? 0 }
 
-    private func cost(of configuration: Configuration) throws(CaptureError) -> MultiCamCost {
-        let cameras = try configuration.plan().cameras.map { plan throws(CaptureError) in
+    private func cost(of plan: Plan) throws(CaptureError) -> MultiCamCost {
+        let cameras = try plan.cameras.map { plan throws(CaptureError) in
             let device = plan.camera.device
             let selection = try FormatSelector.select(plan.preset, from: device.formats, deviceName: device.description)
             return MultiCamCost.Camera(device: device, format: selection.format, frameRate: selection.frameRate.doubleValue)
@@ -241,11 +241,11 @@ public final class CaptureMultiCamSession: Sendable {
     /// On the work queue: checks the whole batch, then brings every camera's session to its part of it. A camera's
     /// session that cannot take its part puts every camera back as it was.
     private func apply(_ configuration: Configuration) throws(CaptureError) {
-        let cost = try cost(of: configuration)
+        let plan = try configuration.plan()
+        let cost = try cost(of: plan)
         guard cost.hardwareCost <= 1, cost.systemPressureCost <= 1 else {
             throw .hardwareCostOverage(cost: max(cost.hardwareCost, cost.systemPressureCost), reason: cost.overageReason)
         }
-        let plan = try configuration.plan()
         let previous = state.withLock { $0.batch.committed }
         do {
             try reconcile(to: plan)
