@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GCapture
 import GCaptureControl
+import GCaptureDescription
 
 /// A movie's path as the command line gives it: its type from its name, and the file already there.
 struct MovieDestination {
@@ -48,10 +49,15 @@ enum OutputPath {
     /// The file of one of several cameras: `name` with the camera's short name before the extension, its node's
     /// (video0) or else its id's letters and digits (clip.jpg becomes clip-video0.jpg).
     static func forCamera(_ url: URL, _ camera: CaptureDevice) -> URL {
-        let label = camera.nodePath.map { URL(fileURLWithPath: $0).lastPathComponent }
-            ?? String(camera.uniqueID.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "-" })
+        let label = cameraLabel(camera)
         let stem = url.deletingPathExtension().lastPathComponent
         return url.deletingLastPathComponent().appendingPathComponent("\(stem)-\(label)").appendingPathExtension(url.pathExtension)
+    }
+
+    /// A camera's short name in file names and commands: its node's (video0), else its id's letters and digits.
+    static func cameraLabel(_ camera: CaptureDevice) -> String {
+        camera.nodePath.map { URL(fileURLWithPath: $0).lastPathComponent }
+            ?? String(camera.uniqueID.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "-" })
     }
 
     /// A folder is not a file's name: the error names it and gives an example name inside it for a `what`
@@ -71,5 +77,15 @@ enum OutputPath {
         } else if FileManager.default.fileExists(atPath: url.path) {
             throw ValidationError("\(url.path) already exists: give another \(option), or add --overwrite to replace it")
         }
+    }
+}
+
+extension FileNamePattern {
+    /// The rule for one of several cameras sharing a folder: the camera's name before the extension
+    /// (photo-{date}-{counter}.jpg becomes photo-{date}-{counter}-video1.jpg), so neither numbers over the other.
+    func forCamera(_ name: String) throws -> FileNamePattern {
+        let fileExtension = URL(fileURLWithPath: text).pathExtension
+        let stem = fileExtension.isEmpty ? text : String(text.dropLast(fileExtension.count + 1))
+        return try FileNamePattern(parsing: "\(stem)-\(name)" + (fileExtension.isEmpty ? "" : ".\(fileExtension)"))
     }
 }

@@ -39,8 +39,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "ADDR:PORT to listen on; 0.0.0.0:PORT for every address (then a token is needed).")
     var listen = "127.0.0.1:8080"
 
-    @Option(help: DeviceChoice.cameraHelp)
-    var camera: String?
+    @Option(help: ArgumentHelp("Camera id (see `gcapture devices`); default: the first real camera, else `test`. Give it again for each "
+        + "further camera: the page shows every camera live and the operator picks the one the shutter and a new recording use; "
+        + "their files are named after the camera (photo-…-video1.jpg)."))
+    var camera: [String] = []
 
     @Option(help: DeviceChoice.microphoneHelp(none: "for silent movies"))
     var microphone: String?
@@ -63,20 +65,35 @@ struct ServeCommand: AsyncParsableCommand {
         if case .failure(let error) = WebServerConfiguration.parseListenAddress(listen) {
             throw ValidationError("--listen \(error)")
         }
+        if let twice = camera.first(where: { id in camera.filter { $0 == id }.count > 1 }) {
+            throw ValidationError("--camera \(twice) is given twice: a camera streams to one pipeline at a time")
+        }
     }
 
     func run() async throws {
-        var setup = try RunCommand.parse([])
-        setup.device.camera = camera
-        setup.device.stampTime = stampTime
-        setup.microphone = microphone
-        setup.events = events
         // Made here, so that an error names this command's option rather than run's --photo-folder.
         let folder = try RunCommand.folder(output, option: "--output").path
-        setup.photoFolder = folder
-        setup.movieFolder = folder
+        let cameras = camera.isEmpty ? [nil] : camera.map(Optional.some)
         try await ControlledRun.run(json: json, web: ControlledRun.Web(options: web, listen: listen)) {
-            ControlledRun.SetUp(capture: try setup.captureFromOptions())
+            let setUps = try cameras.map { id in
+                var setup = try RunCommand.parse([])
+                setup.device.camera = id
+                setup.device.stampTime = stampTime
+                setup.microphone = microphone
+                setup.events = events
+                setup.photoFolder = folder
+                setup.movieFolder = folder
+                return try setup.captureFromOptions()
+            }
+            guard setUps.count > 1 else { return ControlledRun.SetUp(capture: setUps[0]) }
+            // Several cameras share the folder: each one's files carry its name, as `record` names them.
+            return ControlledRun.SetUp(cameras: try setUps.enumerated().map { index, capture in
+                let name = capture.cameraDevice.map(OutputPath.cameraLabel) ?? "camera\(index + 1)"
+                var capture = capture
+                capture.settings.photoNaming = try capture.settings.photoNaming.forCamera(name)
+                capture.settings.movieNaming = try capture.settings.movieNaming.forCamera(name)
+                return ControlledRun.SetUp.Camera(name: name, capture: capture)
+            })
         }
     }
 }

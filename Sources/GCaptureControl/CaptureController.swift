@@ -43,6 +43,8 @@ public actor CaptureController {
     var photoLibraries: [URL: PhotoLibrary] = [:]
     var photosIdle: [CheckedContinuation<Void, Never>] = []
     var stopping = false
+    /// Whether a `record start` is recording now (for a set-up of several cameras: where `record stop` goes).
+    public var isRecording: Bool { recording != nil }
     private var sessionEvents: Task<Void, Never>?
     /// Why the session is interrupted now, or nil: for the web page's status.
     nonisolated let interruption = Locked<String?>(nil)

@@ -116,6 +116,17 @@ public final class LiveView: Sendable {
     public var encodedFrameCount: Int { state.withLock { $0.encodedFrames } }
     public var viewerCount: Int { state.withLock { $0.viewers.count } }
 
+    /// The page's status of the MJPEG view and of the WebRTC one.
+    var liveViewStatus: [String: any Sendable] {
+        ["width": settings.width, "height": settings.height, "framesPerSecond": settings.framesPerSecond, "viewers": viewerCount,
+         "encodedFrames": encodedFrameCount]
+    }
+
+    var webRTCStatus: [String: any Sendable] {
+        ["viewers": webRTC.viewerCount, "connectedViewers": webRTC.connectedViewerCount, "encodedFrames": webRTC.encodedFrameCount,
+         "encodedAudioBuffers": webRTC.encodedAudioBufferCount]
+    }
+
     /// Registers a viewer: `send` gets each part (a JPEG with its part headers and the closing boundary),
     /// starting with the newest one, on the encoder's thread; it must not block. Returns the key to remove it.
     func addViewer(_ send: @escaping @Sendable (ByteBuffer) -> Void) -> UInt64 {
@@ -206,5 +217,16 @@ private final class FrameEncoder: CaptureVideoDataOutputSampleBufferDelegate, @u
         } catch {
             // A frame that cannot be encoded is skipped; the next may be; the watchdog shows "no signal".
         }
+    }
+}
+
+/// One camera's live view, by the name the console gives the camera (`/live.mjpg?camera=NAME`).
+public struct CameraLiveView: Sendable {
+    public let camera: String
+    public let view: LiveView
+
+    public init(camera: String, view: LiveView) {
+        self.camera = camera
+        self.view = view
     }
 }

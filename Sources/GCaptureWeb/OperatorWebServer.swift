@@ -24,7 +24,13 @@ public final class OperatorWebServer: Sendable {
     }
 
     /// `liveView`: nil for a server without one (its output must be in the session before it starts).
-    public init(configuration: WebServerConfiguration, console: any OperatorConsole, liveView: LiveView?) throws(StartError) {
+    public convenience init(configuration: WebServerConfiguration, console: any OperatorConsole, liveView: LiveView?) throws(StartError) {
+        try self.init(configuration: configuration, console: console, liveViews: liveView.map { [CameraLiveView(camera: "", view: $0)] } ?? [])
+    }
+
+    /// `liveViews`: one per camera of the set-up, named as the console names its cameras (`/live.mjpg?camera=NAME`);
+    /// each one's outputs must be in its camera's session before it starts.
+    public init(configuration: WebServerConfiguration, console: any OperatorConsole, liveViews: [CameraLiveView]) throws(StartError) {
         if configuration.requiresToken, (configuration.token ?? "").isEmpty {
             throw StartError(description: "\(configuration.host) can be reached from other machines: give a --token (or let one be made) to listen there")
         }
@@ -38,7 +44,7 @@ public final class OperatorWebServer: Sendable {
             }
         }
         self.configuration = configuration
-        application = WebApplication(configuration: configuration, console: console, liveView: liveView)
+        application = WebApplication(configuration: configuration, console: console, liveViews: liveViews)
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         connections = ConnectionSlots(limit: configuration.maxConnections)
         streams = OpenCount(limit: configuration.maxViewers)

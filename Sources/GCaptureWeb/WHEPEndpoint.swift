@@ -33,8 +33,9 @@ struct WHEPEndpoint: Sendable {
         }
     }
 
-    /// DELETE of a viewer's resource: its connection ends.
-    func end(viewer id: Substring) -> WebResponse {
-        output.removeViewer(String(id)) ? .bytes(.ok, Data(), type: "text/plain") : .error(.notFound, "no viewer \(id) watches")
+    /// DELETE of a viewer's resource: its connection ends, whichever camera's output it watches (viewer ids
+    /// are unique across outputs).
+    static func end(viewer id: Substring, among outputs: [CaptureWebRTCOutput]) -> WebResponse {
+        outputs.contains { $0.removeViewer(String(id)) } ? .bytes(.ok, Data(), type: "text/plain") : .error(.notFound, "no viewer \(id) watches")
     }
 }

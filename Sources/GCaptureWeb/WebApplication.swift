@@ -13,18 +13,17 @@ struct WebApplication: Sendable {
 
     let configuration: WebServerConfiguration
     let console: any OperatorConsole
-    let liveView: LiveView?
-    let whep: WHEPEndpoint?
+    /// One per camera, in the set-up's order; empty for a server without a live view.
+    let liveViews: [CameraLiveView]
     let media: MediaFolders
     let library: LibraryGallery
     let thumbnails = Thumbnails()
     let movieThumbnails = MovieThumbnails()
 
-    init(configuration: WebServerConfiguration, console: any OperatorConsole, liveView: LiveView?) {
+    init(configuration: WebServerConfiguration, console: any OperatorConsole, liveViews: [CameraLiveView]) {
         self.configuration = configuration
         self.console = console
-        self.liveView = liveView
-        whep = liveView.map { WHEPEndpoint(output: $0.webRTC) }
+        self.liveViews = liveViews
         media = MediaFolders(configuration.folders, isTimelapse: configuration.isTimelapse)
         library = LibraryGallery(media: media)
         library.follow(console.events())
@@ -49,11 +48,15 @@ struct WebApplication: Sendable {
         case (.GET, "/app.js"):
             return .bytes(.ok, Data(WebPage.script.utf8), type: "text/javascript; charset=utf-8")
         case (.GET, "/live.mjpg"):
-            guard let liveView else { return .error(.notFound, "this server has no live view") }
-            return .liveView(liveView)
+            switch liveView(asked: request) {
+            case .success(let camera): return .liveView(camera.view)
+            case .failure(let refusal): return refusal.response
+            }
         case (.POST, WHEPEndpoint.path):
-            guard let whep else { return .error(.notFound, "this server has no live view") }
-            return await whep.offer(request)
+            switch liveView(asked: request) {
+            case .success(let camera): return await WHEPEndpoint(output: camera.view.webRTC).offer(request)
+            case .failure(let refusal): return refusal.response
+            }
         case (.GET, "/api/status"):
             return .json(.ok, await status())
         case (.POST, "/api/command"):
@@ -78,9 +81,9 @@ struct WebApplication: Sendable {
         }
         let components = path.split(separator: "/", omittingEmptySubsequences: false)
         // "/whep/ID": a WHEP viewer's session.
-        if components.count == 3, components[0].isEmpty, "/\(components[1])" == WHEPEndpoint.path, let whep {
+        if components.count == 3, components[0].isEmpty, "/\(components[1])" == WHEPEndpoint.path, !liveViews.isEmpty {
             guard request.method == .DELETE else { return .error(.methodNotAllowed, "a WHEP session is ended with DELETE") }
-            return whep.end(viewer: components[2])
+            return WHEPEndpoint.end(viewer: components[2], among: liveViews.map(\.view.webRTC))
         }
         // "/media/0/photo.jpg" splits into "", "media", "0", "photo.jpg"; anything else is not a media file.
         if components.count == 4, components[0].isEmpty, ["media", "thumbs"].contains(components[1]) {
@@ -179,17 +182,32 @@ struct WebApplication: Sendable {
 
     private func status() async -> [String: any Sendable] {
         var status = await console.status()
-        if let liveView {
-            status["liveView"] = ["width": liveView.settings.width, "height": liveView.settings.height,
-                                  "framesPerSecond": liveView.settings.framesPerSecond, "viewers": liveView.viewerCount,
-                                  "encodedFrames": liveView.encodedFrameCount] as [String: any Sendable]
-            let webRTC = liveView.webRTC
-            status["webRTC"] = ["viewers": webRTC.viewerCount, "connectedViewers": webRTC.connectedViewerCount,
-                                "encodedFrames": webRTC.encodedFrameCount, "encodedAudioBuffers": webRTC.encodedAudioBufferCount]
-                as [String: any Sendable]
+        // The picked camera's live views (the first camera's when the console names none), and with several
+        // cameras each one's.
+        let picked = (status["cameraName"] as? String).flatMap { name in liveViews.first { $0.camera == name } } ?? liveViews.first
+        if let picked {
+            (status["liveView"], status["webRTC"]) = (picked.view.liveViewStatus, picked.view.webRTCStatus)
+        }
+        if liveViews.count > 1 {
+            status["liveViews"] = liveViews.map { camera -> [String: any Sendable] in
+                ["camera": camera.camera, "liveView": camera.view.liveViewStatus, "webRTC": camera.view.webRTCStatus]
+            }
         }
         return status
     }
+
+    /// The live view a request asks for with `?camera=NAME`; without it, the first camera's.
+    private func liveView(asked request: WebRequest) -> Result<CameraLiveView, LiveViewRefusal> {
+        guard let first = liveViews.first else { return .failure(LiveViewRefusal(response: .error(.notFound, "this server has no live view"))) }
+        guard let name = request.query["camera"] else { return .success(first) }
+        guard let camera = liveViews.first(where: { $0.camera == name }) else {
+            return .failure(LiveViewRefusal(response: .error(.notFound, "no camera here is called \(name): the cameras are "
+                                                             + liveViews.map(\.camera).joined(separator: ", "))))
+        }
+        return .success(camera)
+    }
+
+    private struct LiveViewRefusal: Error { let response: WebResponse }
 
     private func command(_ request: WebRequest) async -> WebResponse {
         let type = request.headers["content-type"].first?.lowercased() ?? ""

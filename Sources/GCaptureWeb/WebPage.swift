@@ -16,10 +16,13 @@ enum WebPage {
         <header><h1>gcapture</h1><span id="status">connecting…</span></header>
         <main>
           <section id="view">
+            <div id="cameras" role="group" aria-label="cameras: pick the one the shutter and a new recording use" hidden></div>
+            <div id="picture">
             <video id="live-video" autoplay muted playsinline hidden aria-label="the camera's live picture"></video>
             <img id="live" alt="the camera's live picture" hidden>
             <div id="no-signal" hidden>NO SIGNAL</div>
             <div id="areas" aria-hidden="true"></div>
+            </div>
             <p id="live-mode" role="status"></p>
             <div id="banner" hidden></div>
             <div id="controls">
@@ -64,7 +67,13 @@ enum WebPage {
                      justify-content: center; background: #222; color: #eee; font: bold 2em monospace; }
         #no-signal[hidden] { display: none; }
         #live-mode { font-size: 12px; color: #aaa; margin: .2em 0; }
-        #view { position: relative; }
+        #picture { position: relative; }
+        #cameras { display: grid; grid-template-columns: repeat(auto-fill, minmax(140px, 1fr)); gap: .4em; margin-bottom: .6em; }
+        #cameras[hidden] { display: none; }
+        #cameras button { padding: .2em; text-align: left; }
+        #cameras button[aria-pressed="true"] { outline: 3px solid #8cf; }
+        #cameras img { width: 100%; aspect-ratio: 16 / 9; object-fit: contain; background: #000; display: block; }
+        #cameras .state { font-size: 12px; }
         #areas { position: absolute; left: 0; top: 0; pointer-events: none; }
         #areas .area { position: absolute; box-sizing: border-box; }
         #areas .zone { border: 2px dashed #4c4; }
@@ -155,6 +164,10 @@ enum WebPage {
         // interruption and when frames stop coming.
         let liveMode = null, lastFrameAt = 0;
         const askedLive = new URLSearchParams(location.search).get("live");
+        // With several cameras: the one picked (the server's status says which), whose picture the big view shows,
+        // and how to end that view's WebRTC connection when another is picked.
+        let pickedCamera = null, leaveLive = null;
+        const cameraQuery = (separator) => pickedCamera ? separator + "camera=" + encodeURIComponent(pickedCamera) : "";
 
         function showLiveMode(mode, why) {
           liveMode = mode;
@@ -171,7 +184,7 @@ enum WebPage {
 
         function playMJPEG(why) {
           showLiveMode("MJPEG", why);
-          $("live").src = "/live.mjpg?" + Date.now();
+          $("live").src = "/live.mjpg?" + Date.now() + cameraQuery("&");
         }
 
         function iceGathered(peer, limit) {
@@ -194,7 +207,7 @@ enum WebPage {
           $("live").hidden = true;
           await peer.setLocalDescription(await peer.createOffer());
           await iceGathered(peer, 2000);
-          const response = await fetch("/whep", { method: "POST", headers: { "Content-Type": "application/sdp" }, body: peer.localDescription.sdp });
+          const response = await fetch("/whep" + cameraQuery("?"), { method: "POST", headers: { "Content-Type": "application/sdp" }, body: peer.localDescription.sdp });
           if (response.status !== 201) {
             peer.close();
             const text = await response.text();
@@ -204,8 +217,10 @@ enum WebPage {
           }
           const resource = response.headers.get("Location");
           await peer.setRemoteDescription({ type: "answer", sdp: await response.text() });
+          let replaced = false;
           const leave = () => { peer.close(); fetch(resource, { method: "DELETE", keepalive: true }).catch(() => {}); };
           window.addEventListener("pagehide", leave);
+          leaveLive = () => { replaced = true; window.removeEventListener("pagehide", leave); leave(); };
           const video = $("live-video");
           // Each frame shown (where the browser tells of them; else as the playing time moves on).
           const onFrame = (call) => video.requestVideoFrameCallback ? video.requestVideoFrameCallback(call)
@@ -222,7 +237,7 @@ enum WebPage {
           showLiveMode("WebRTC");
           // A connection lost for good (the server restarted) starts over.
           peer.addEventListener("connectionstatechange", () => {
-            if (peer.connectionState === "failed" || peer.connectionState === "closed") {
+            if (!replaced && (peer.connectionState === "failed" || peer.connectionState === "closed")) {
               window.removeEventListener("pagehide", leave); leave(); setTimeout(startLive, 2000);
             }
           });
@@ -237,9 +252,48 @@ enum WebPage {
         }
         setInterval(showNoSignal, 500);
 
+        // Another camera picked: the big view shows it from now on.
+        function followPickedCamera(name) {
+          if (name === pickedCamera) return;
+          pickedCamera = name;
+          if (liveMode === null && !leaveLive) return;
+          if (leaveLive) { leaveLive(); leaveLive = null; }
+          startLive();
+        }
+
+        // Several cameras: a small live view of each, its state, and a press picks it.
+        function showCameras(cameras) {
+          const strip = $("cameras");
+          strip.hidden = !cameras || cameras.length < 2;
+          if (strip.hidden) return;
+          const names = cameras.map((camera) => camera.name).join(",");
+          if (strip.dataset.names !== names) {
+            strip.dataset.names = names;
+            strip.replaceChildren(...cameras.map((camera) => {
+              const button = document.createElement("button");
+              button.type = "button"; button.dataset.camera = camera.name;
+              const picture = document.createElement("img");
+              picture.alt = camera.name + " live"; picture.src = "/live.mjpg?camera=" + encodeURIComponent(camera.name);
+              const label = document.createElement("span"); label.className = "state";
+              button.append(picture, label);
+              button.onclick = () => command({ command: "switch", camera: camera.name });
+              return button;
+            }));
+          }
+          for (const camera of cameras) {
+            const button = strip.querySelector('[data-camera="' + CSS.escape(camera.name) + '"]');
+            button.setAttribute("aria-pressed", camera.selected ? "true" : "false");
+            button.querySelector(".state").textContent = camera.name + (camera.recording ? " ● REC" : "")
+              + (camera.interruption ? " (interrupted: " + camera.interruption + ")" : "");
+          }
+        }
+
         async function refreshStatus() {
           const status = await (await fetch("/api/status")).json();
-          $("status").textContent = status.camera + (status.testDevice ? " (the built-in test camera)" : "");
+          $("status").textContent = (status.cameraName && status.cameraSet ? status.cameraName + ": " : "") + status.camera
+            + (status.testDevice ? " (the built-in test camera)" : "");
+          showCameras(status.cameraSet);
+          followPickedCamera(status.cameraSet ? status.cameraName : null);
           motionAreas = status.motion || null;
           motionNow = status.motion ? status.motion.now : null;
           drawAreas();
@@ -249,9 +303,11 @@ enum WebPage {
           $("record").disabled = !status.movies;
           $("trigger").disabled = !status.movies;
           const select = $("camera");
-          select.replaceChildren(...(status.cameras || []).map((id) => {
+          // One camera: the machine's cameras to swap it for; several: the set-up's, to pick among.
+          const choices = status.cameraSet ? status.cameraSet.map((camera) => camera.name) : (status.cameras || []);
+          select.replaceChildren(...choices.map((id) => {
             const option = document.createElement("option");
-            option.value = id; option.textContent = id; option.selected = id === status.cameraID;
+            option.value = id; option.textContent = id; option.selected = id === (status.cameraSet ? status.cameraName : status.cameraID);
             return option;
           }));
         }
@@ -363,7 +419,7 @@ enum WebPage {
 
         function logEvent(event) {
           const line = document.createElement("li");
-          line.textContent = event.event + (event.timelapse ? " (timelapse)" : "") + (event.path ? " " + event.path : "") + (event.reason ? " (" + event.reason + ")" : "")
+          line.textContent = (event.cameraName ? event.cameraName + ": " : "") + event.event + (event.timelapse ? " (timelapse)" : "") + (event.path ? " " + event.path : "") + (event.reason ? " (" + event.reason + ")" : "")
             + (event.error ? ": " + event.error : "");
           $("events").prepend(line);
           while ($("events").children.length > 100) $("events").lastChild.remove();
@@ -375,6 +431,12 @@ enum WebPage {
             const event = JSON.parse(message.data);
             if (event.event === "recordingProgress") return;
             logEvent(event);
+            // Another camera's recording, interruption or motion: its small view's state, not the big view's.
+            if (event.cameraName && event.cameraName !== pickedCamera) {
+              if (["photo", "recordingFinished", "recordingStarted", "eventStarted", "eventEnded"].includes(event.event)) refreshGallery();
+              refreshStatus();
+              return;
+            }
             switch (event.event) {
               case "photo": case "recordingFinished": case "eventStarted": case "eventEnded": refreshGallery(); break;
               case "library": refreshGallery(); if (event.albumsChanged) refreshAlbums(); break;
@@ -386,7 +448,7 @@ enum WebPage {
               case "motionEnded": motionNow = null; drawAreas(); break;
               case "interrupted": showInterruption(event.reason); break;
               case "interruptionEnded": showInterruption(null); break;
-              case "cameraSwitched": refreshStatus(); break;
+              case "cameraSwitched": case "cameraSelected": refreshStatus(); break;
             }
             if (event.event === "recordingFinished" && !event.timelapse) showRecording(null, false);
           };
@@ -400,10 +462,10 @@ enum WebPage {
         $("switch").onclick = () => command({ command: "switch", camera: $("camera").value });
         // A live view that broke (the server restarted, the network dropped) is asked for again.
         $("live").onload = drawAreas;
-        $("live").onerror = () => { if (liveMode === "MJPEG") setTimeout(() => { $("live").src = "/live.mjpg?" + Date.now(); }, 2000); };
+        $("live").onerror = () => { if (liveMode === "MJPEG") setTimeout(() => { $("live").src = "/live.mjpg?" + Date.now() + cameraQuery("&"); }, 2000); };
         $("live-video").onresize = drawAreas;
-        startLive();
-        refreshStatus().catch(() => say("cannot reach the server", true));
+        // The big view starts once the status has said which camera is picked.
+        refreshStatus().catch(() => say("cannot reach the server", true)).finally(startLive);
         refreshGallery();
         refreshAlbums();
         listen();

@@ -179,6 +179,79 @@ final class MultiCamV4L2Tests: XCTestCase {
         }
     }
 
+    /// `gcapture serve` with --camera given twice: each camera's live view shows that camera, the operator picks
+    /// the camera of the shutter and of a new recording, a recording goes on on its camera whatever is picked
+    /// later, and each camera's files carry its name and hold only its pictures.
+    func testServeShowsEachCameraLiveAndTheOperatorPicksTheCameraOfTheShutterAndTheRecording() throws {
+        let folder = try temporaryFolder()
+        let serve = try launch("gcapture", ["serve", "--listen", "127.0.0.1:0", "--camera", Self.nodes[0], "--camera", Self.nodes[1],
+                                            "--microphone", "none", "--output", folder.path, "--json", "--live-size", "320x240"])
+        guard serve.waitForEvent("listening", timeout: 60), let port = serve.events("listening").first?["port"] as? Int else {
+            throw CheckFailed(description: "gcapture serve did not start listening: \(serve.errorOutput)")
+        }
+        let status = try http(port, "GET", "/api/status")
+        let set = try XCTUnwrap(status.json?["cameraSet"] as? [[String: Any]], status.text)
+        XCTAssertEqual(set.map { $0["name"] as? String }, ["video0", "video1"])
+        XCTAssertEqual(status.json?["cameraName"] as? String, "video0", "the first camera is picked at start")
+
+        // Each live view is its own camera's picture; an unknown camera is refused with the names.
+        for (name, white) in [("video0", false), ("video1", true)] {
+            let luma = try XCTUnwrap(try liveFrameLuma(port: port, camera: name), "no live frame of \(name)")
+            XCTAssertTrue(white ? luma > 200 : luma < 40, "the live view of \(name) is not its camera: luma \(luma)")
+        }
+        let unknown = try http(port, "GET", "/live.mjpg?camera=door")
+        XCTAssertEqual(unknown.status, 404)
+        XCTAssertTrue(unknown.text.contains("video0, video1"), unknown.text)
+
+        func ok(_ json: String) throws -> [String: Any] {
+            let reply = try command(port, json)
+            XCTAssertEqual(reply.status, 200, "\(json): \(reply.text)")
+            return reply.json ?? [:]
+        }
+        let blackPhoto = try XCTUnwrap(try ok(#"{"command": "photo"}"#)["path"] as? String)
+        XCTAssertTrue(blackPhoto.hasSuffix("-video0.jpg"), blackPhoto)
+        XCTAssertEqual(try ok(#"{"command": "switch", "camera": "video1"}"#)["cameraName"] as? String, "video1")
+        XCTAssertTrue(serve.waitForEvent("cameraSelected"), serve.output)
+        let whitePhoto = try XCTUnwrap(try ok(#"{"command": "photo"}"#)["path"] as? String)
+        XCTAssertTrue(whitePhoto.hasSuffix("-video1.jpg"), whitePhoto)
+        let refused = try command(port, #"{"command": "switch", "camera": "door"}"#)
+        XCTAssertEqual(refused.status, 422, refused.text)
+
+        // video1 records; video0 is picked and records too; each stop ends the picked camera's first, then the other's.
+        let whiteMovie = try XCTUnwrap(try ok(#"{"command": "record", "action": "start"}"#)["path"] as? String)
+        _ = try ok(#"{"command": "switch", "camera": "video0"}"#)
+        let blackMovie = try XCTUnwrap(try ok(#"{"command": "record", "action": "start"}"#)["path"] as? String)
+        XCTAssertTrue(whiteMovie.hasSuffix("-video1.mp4") && blackMovie.hasSuffix("-video0.mp4"), "\(whiteMovie) \(blackMovie)")
+        Thread.sleep(forTimeInterval: 2)
+        XCTAssertEqual(try ok(#"{"command": "record", "action": "stop"}"#)["path"] as? String, blackMovie)
+        XCTAssertEqual(try ok(#"{"command": "record", "action": "stop"}"#)["path"] as? String, whiteMovie, "the camera still recording stops")
+        let started = serve.events("recordingStarted").map { $0["cameraName"] as? String }
+        XCTAssertEqual(started, ["video1", "video0"], "each event names its camera")
+
+        serve.signal(SIGINT)
+        XCTAssertTrue(serve.waitForExit(timeout: 60))
+        XCTAssertEqual(serve.status, 0, serve.errorOutput)
+        for (path, white) in [(blackPhoto, false), (whitePhoto, true), (blackMovie, false), (whiteMovie, true)] {
+            let lumas = try frameLumas(URL(fileURLWithPath: path))
+            XCTAssertFalse(lumas.isEmpty, path)
+            XCTAssertEqual(lumas.filter { white ? $0 < 200 : $0 > 40 }, [], "\(path) holds pictures of the other camera")
+        }
+        XCTAssertGreaterThan(try probe(URL(fileURLWithPath: blackMovie)).videoFrames ?? 0, 25, "about 2 s at 25 fps")
+    }
+
+    /// The mean luma of a frame of `camera`'s MJPEG live view (a few frames in, past any start-up frame).
+    private func liveFrameLuma(port: Int, camera: String) throws -> UInt8? {
+        let viewer = try HTTPTestConnection(port: port)
+        viewer.send("GET /live.mjpg?camera=\(camera) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        let data = HTTPTestConnection.readAll([viewer], for: 2)[0]
+        guard let head = data.range(of: Data("\r\n\r\n".utf8)), let (body, _) = HTTPTestConnection.dechunk(Data(data[head.upperBound...])),
+              let frame = mjpegParts(body).last else { return nil }
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("live-\(UUID()).jpg")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try frame.write(to: url)
+        return try frameLumas(url).first
+    }
+
     /// Each frame's mean luma of its left and right halves, as ffmpeg decodes the movie.
     private func frameHalves(_ url: URL) throws -> [(left: UInt8, right: UInt8)] {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("halves-\(UUID().uuidString).raw")

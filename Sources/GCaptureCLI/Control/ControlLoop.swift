@@ -19,19 +19,19 @@ final class StopLatch: Sendable {
     }
 }
 
-/// Drives a `CaptureController` from stdin and the signals until the run ends, then finishes it.
+/// Drives a `MultiCameraController` (one camera or several) from stdin and the signals until the run ends, then finishes it.
 /// Requests are started in the order they come (a `record start` then `record stop` never cross); only a
 /// photo's encoding runs on while the next requests are read, so photo replies may come later than replies
 /// to requests sent after them: match replies by id.
 final class ControlLoop: Sendable {
-    let controller: CaptureController
+    let controller: MultiCameraController
     let output: ControlOutput
     private let stop = StopLatch()
     private let photos = CapturesInFlight()
     private let onStopping: @Sendable () -> Void
 
     /// `onStopping`: called once the run begins to finish, before anything is finalized.
-    init(controller: CaptureController, output: ControlOutput, onStopping: @escaping @Sendable () -> Void = {}) {
+    init(controller: MultiCameraController, output: ControlOutput, onStopping: @escaping @Sendable () -> Void = {}) {
         self.controller = controller
         self.output = output
         self.onStopping = onStopping

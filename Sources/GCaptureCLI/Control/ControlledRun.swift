@@ -13,15 +13,32 @@ enum ControlledRun {
         var listen: String
     }
 
-    /// What a run drives: the capture, how SIGHUP reloads it, and the web page's certificate when a
-    /// description names one (`web.tls-cert`/`web.tls-key`; --tls-cert/--tls-key take precedence).
+    /// What a run drives: its cameras, each a capture and how SIGHUP reloads it, and the web page's
+    /// certificate when a description names one (`web.tls-cert`/`web.tls-key`; --tls-cert/--tls-key take precedence).
     struct SetUp {
-        var capture: ControlledCapture
-        var reload: CaptureController.ReloadHook = CaptureController.reapplyCurrentSettings
+        /// One camera of the run: its name (for the commands, events and live views of a run of several), its
+        /// capture and its reload.
+        struct Camera {
+            var name: String
+            var capture: ControlledCapture
+            var reload: CaptureController.ReloadHook = CaptureController.reapplyCurrentSettings
+        }
+
+        var cameras: [Camera]
         var webTLS: WebTLSIdentity?
-        /// Waited for once the session has stopped, before the process ends: files the session's stop
-        /// finalized and whose output settles them on its own queue (a description's timelapse).
+        /// Waited for once the sessions have stopped, before the process ends: files the sessions' stop
+        /// finalized and whose outputs settle them on their own queue (a description's timelapse).
         var settle: @Sendable () async -> Void = {}
+
+        init(cameras: [Camera], webTLS: WebTLSIdentity? = nil, settle: @escaping @Sendable () async -> Void = {}) {
+            (self.cameras, self.webTLS, self.settle) = (cameras, webTLS, settle)
+        }
+
+        /// A run of one camera.
+        init(capture: ControlledCapture, reload: @escaping CaptureController.ReloadHook = CaptureController.reapplyCurrentSettings,
+             webTLS: WebTLSIdentity? = nil, settle: @escaping @Sendable () async -> Void = {}) {
+            self.init(cameras: [Camera(name: "camera", capture: capture, reload: reload)], webTLS: webTLS, settle: settle)
+        }
     }
 
     static func run(json: Bool, web: Web?, makeCapture: () throws -> SetUp) async throws {
@@ -44,8 +61,7 @@ enum ControlledRun {
         do {
             let setUp = try makeCapture()
             settle = setUp.settle
-            let capture = setUp.capture
-            let controller = CaptureController(capture: capture, events: output.events, onReload: setUp.reload) { message in
+            let controller = MultiCameraController(setUp.cameras.map { ($0.name, $0.capture, $0.reload) }, events: output.events) { message in
                 loop.withLock { $0 }?.fail(message)
             }
             controlLoop = ControlLoop(controller: controller, output: output) { service?.stopping() }
@@ -53,7 +69,7 @@ enum ControlledRun {
             // captured), and announced once the capture runs.
             var listening: (url: String, port: Int)?
             if let web {
-                let prepared = try prepareWeb(web, capture: capture, tls: setUp.webTLS, controller: controller, output: output)
+                let prepared = try prepareWeb(web, cameras: setUp.cameras, tls: setUp.webTLS, controller: controller, output: output)
                 server = prepared
                 listening = try await listen(prepared)
             }
@@ -63,7 +79,8 @@ enum ControlledRun {
                 output.event("listening", ["url": listening.url, "port": listening.port, "token": server.configuration.token != nil],
                              text: "the web page is at \(login)")
             }
-            service?.ready(session: capture.session, camera: capture.camera)
+            let first = setUp.cameras[0].capture
+            service?.ready(session: first.session, camera: setUp.cameras.map(\.capture.camera).joined(separator: ", "))
         } catch {
             await server?.stop()
             // A program reading the protocol hears why the run ended there too, not only a person on stderr.
@@ -82,22 +99,28 @@ enum ControlledRun {
         await settle()
     }
 
-    /// The server and its live view, whose output joins the session before it starts.
-    private static func prepareWeb(_ web: Web, capture: ControlledCapture, tls: WebTLSIdentity?, controller: CaptureController,
+    /// The server and a live view per camera, whose outputs join the cameras' sessions before they start.
+    private static func prepareWeb(_ web: Web, cameras: [SetUp.Camera], tls: WebTLSIdentity?, controller: MultiCameraController,
                                    output: ControlOutput) throws -> OperatorWebServer {
         // A description's folders are made with their first file; the gallery shows them from the start.
-        let timelapse = capture.timelapse
-        let folders = try ([capture.settings.photoFolder, capture.settings.movieFolder] + [timelapse?.files?.folder].compactMap { $0 }).map {
-            try RunCommand.folder($0.path, option: "the gallery's folder")
+        let captures = cameras.map(\.capture)
+        let timelapses = captures.compactMap(\.timelapse)
+        var folders: [URL] = []
+        for url in captures.flatMap({ [$0.settings.photoFolder, $0.settings.movieFolder] + [$0.timelapse?.files?.folder].compactMap { $0 } }) {
+            let folder = try RunCommand.folder(url.path, option: "the gallery's folder")
+            if !folders.contains(folder) { folders.append(folder) }
         }
-        let (server, liveView, madeToken) = try web.options.server(listen: web.listen, folders: folders, tls: tls,
-                                                                   isTimelapse: { timelapse?.isTimelapse($0, in: $1) ?? false },
-                                                                   console: WebConsole(controller: controller, output: output))
-        capture.session.beginConfiguration()
-        try capture.session.add(liveView.output)
-        try capture.session.add(liveView.webRTC)
-        try capture.session.commitAndWait()
-        liveView.follow(capture.session)
+        let (server, liveViews, madeToken) = try web.options.server(
+            listen: web.listen, folders: folders, tls: tls,
+            isTimelapse: { name, folder in timelapses.contains { $0.isTimelapse(name, in: folder) } },
+            cameras: cameras.map(\.name), console: WebConsole(controller: controller, output: output))
+        for (capture, liveView) in zip(captures, liveViews.map(\.view)) {
+            capture.session.beginConfiguration()
+            try capture.session.add(liveView.output)
+            try capture.session.add(liveView.webRTC)
+            try capture.session.commitAndWait()
+            liveView.follow(capture.session)
+        }
         if let madeToken {
             FileHandle.standardError.write(Data("gcapture: \(server.configuration.host) is reachable from other machines; the page's access token is \(madeToken)\n".utf8))
         }

@@ -54,11 +54,12 @@ struct WebOptions: ParsableArguments {
         return (width, height)
     }
 
-    /// The server for `listen` ("ADDR:PORT"), with the live view it serves; the live view's output is to be
-    /// added to the session before it starts. `tls`: a description's certificate, for want of --tls-cert.
+    /// The server for `listen` ("ADDR:PORT"), with a live view for each of `cameras` (their names); each live
+    /// view's outputs are to be added to its camera's session before it starts. `tls`: a description's
+    /// certificate, for want of --tls-cert.
     func server(listen: String, folders: [URL], tls described: WebTLSIdentity? = nil,
                 isTimelapse: @escaping @Sendable (_ name: String, _ folder: URL) -> Bool = { _, _ in false },
-                console: any OperatorConsole) throws -> (OperatorWebServer, LiveView, String?) {
+                cameras: [String], console: any OperatorConsole) throws -> (OperatorWebServer, [CameraLiveView], String?) {
         let address: (host: String, port: Int)
         switch WebServerConfiguration.parseListenAddress(listen) {
         case .success(let parsed): address = parsed
@@ -72,9 +73,11 @@ struct WebOptions: ParsableArguments {
             madeToken = WebServerConfiguration.makeToken()
             configuration.token = madeToken
         }
-        let liveView = try LiveView(settings: .init(width: liveSize.width, height: liveSize.height, framesPerSecond: liveRate))
+        let liveViews = try cameras.map { camera in
+            CameraLiveView(camera: camera, view: try LiveView(settings: .init(width: liveSize.width, height: liveSize.height, framesPerSecond: liveRate)))
+        }
         do {
-            return (try OperatorWebServer(configuration: configuration, console: console, liveView: liveView), liveView, madeToken)
+            return (try OperatorWebServer(configuration: configuration, console: console, liveViews: liveViews), liveViews, madeToken)
         } catch {
             throw CommandFailure(error.description)
         }
