@@ -14,6 +14,10 @@ struct ServeCommand: AsyncParsableCommand {
         events (photos, progress, interruptions) as they happen, and lists the photos and movies of the \
         output folder with small thumbnails and download links, newest first.
 
+        With --camera given more than once, the page shows every camera live, and the operator picks the one the \
+        shutter and a new recording use (`switch NAME`, NAME being video0 for /dev/video0); each camera runs in a \
+        session of its own, so an unplugged one interrupts only its own outputs.
+
         The page's API: POST /api/command with a control-protocol request as JSON (see docs/control-protocol.md; \
         a path is not taken, files are named by the naming rule); GET /api/status, /api/gallery; \
         /api/events (Server-Sent Events); /live.mjpg; WHEP at POST /whep (an SDP offer; DELETE the Location it \
@@ -30,6 +34,7 @@ struct ServeCommand: AsyncParsableCommand {
           gcapture serve
           gcapture serve --listen 0.0.0.0:8080 --output /srv/booth
           gcapture serve --listen 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem
+          gcapture serve --camera /dev/video0 --camera /dev/video2
           curl -H 'Content-Type: application/json' -d '{"command":"photo"}' \\
                localhost:8080/api/command
         """)
