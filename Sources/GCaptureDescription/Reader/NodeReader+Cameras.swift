@@ -88,7 +88,10 @@ extension NodeReader {
                let first = earlier.firstIndex(where: { $0.cameraName == name }) {
                 error(description.position(of: "name"), "\(here).name '\(name)' is also cameras[\(first)]'s name: give each camera a name of its own")
             }
-            guard let first = earlier.firstIndex(where: { Self.sameCamera($0.camera, description.camera) }) else { continue }
+            // An entry without `camera:` is said to have none, not to clash through its default.
+            guard description.keyPositions["camera"] != nil,
+                  let first = earlier.firstIndex(where: { $0.keyPositions["camera"] != nil && Self.sameCamera($0.camera, description.camera) })
+            else { continue }
             let position = description.valuePositions["camera.id"] ?? description.keyPosition(of: "camera")
             switch description.camera.choice {
             case .auto:

@@ -36,8 +36,10 @@ extension NodeReader {
             for key in Schema.perCameraKeys where top[key] != nil {
                 error(keyPositions[key]!, "\(key) goes in each camera's entry when the file lists `cameras:`: move it into the entries under cameras")
             }
-            description.valuePositions = valuePositions
-            description.keyPositions = keyPositions
+            // Only the shared keys' positions: a misplaced top-level `camera:` is no entry's camera.
+            let isShared = { (path: String) in Schema.sharedKeys.contains { path == $0 || path.hasPrefix($0 + ".") } }
+            description.valuePositions = valuePositions.filter { isShared($0.key) }
+            description.keyPositions = keyPositions.filter { isShared($0.key) }
             return readCameras(cameras, shared: description)
         }
         if let node = top["camera"] { description.camera = readCamera(node) }
