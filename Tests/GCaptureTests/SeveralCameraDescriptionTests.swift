@@ -198,6 +198,18 @@ final class SeveralCameraDescriptionTests: XCTestCase {
                     says: "microphone is none, but cameras[1].outputs.movie records audio: name a microphone (or `default`), or set cameras[1].outputs.movie.audio: false")
     }
 
+    /// A camera's warnings are its own entry's and the shared keys', not another entry's.
+    func testEachCameraHasItsOwnWarnings() {
+        let yaml = "version: 1\ncameras:\n  - name: a\n    camera: /dev/video5\n    outputs: {frames: true}\n"
+            + "  - name: b\n    camera: {id: /dev/video6, position: front}\n    outputs: {frames: true}\n"
+        let reading = DescriptionReader.readCameras(Data(yaml.utf8), file: "cameras.yaml")
+        XCTAssertEqual(reading.errors, [])
+        XCTAssertEqual(reading.warningsByCamera[0], [])
+        XCTAssertEqual(reading.warningsByCamera[1].map(\.description), [
+            "cameras.yaml:\(position(of: "position", in: yaml)): warning: cameras[1].camera.position chooses among cameras for `id: auto`; with an id it changes nothing",
+        ])
+    }
+
     // MARK: Clashes between the cameras
 
     func testTwoEntriesMayNotShareANameOrACamera() {

@@ -34,10 +34,11 @@ extension CaptureDescription {
         let clashes = CameraClashes(descriptions: reading.descriptions, found: found).diagnostics
         // The shared keys are checked with each camera: the same finding is then said once.
         let errors = (reading.diagnostics + checkers.flatMap(\.diagnostics) + clashes).ordered().filter { $0.severity == .error }
-        guard errors.isEmpty else { throw DescriptionError(errors) }
+        let devices = found.compactMap { $0 }
+        guard errors.isEmpty, devices.count == found.count else { throw DescriptionError(errors) }
         return reading.descriptions.indices.map { index in
             let warnings = reading.warningsByCamera[index] + checkers[index].diagnostics.filter { $0.severity == .warning }
-            return checked(reading.descriptions[index], found: found[index]!, warnings: warnings.ordered(), notices: checkers[index].notices)
+            return checked(reading.descriptions[index], found: devices[index], warnings: warnings.ordered(), notices: checkers[index].notices)
         }
     }
 }
