@@ -398,3 +398,25 @@ final class SeveralCameraDescriptionTests: XCTestCase {
             """)
     }
 }
+
+/// Cameras of one file on a real camera (vivid, inside ../shared/testbed/v4l2-vm); skipped elsewhere.
+final class SeveralCameraDescriptionV4L2Tests: XCTestCase {
+    override func setUpWithError() throws { try requireVividCamera() }
+
+    /// A node and the stable id of one device are one camera, though the reader cannot tell: said by the
+    /// machine check, at the second.
+    func testTwoIdsOfOneCameraAreOneCamera() throws {
+        let vivid = try XCTUnwrap(CaptureDevice.allDevices.first { $0.nodePath == "/dev/video0" })
+        try XCTSkipIf(vivid.uniqueID == "/dev/video0", "the camera has no id other than its node")
+        let yaml = "version: 1\ncameras:\n  - name: a\n    camera: /dev/video0\n    outputs: {frames: true}\n"
+            + "  - name: b\n    camera: {id: \(vivid.uniqueID)}\n    outputs: {frames: true}\n"
+        let file = try temporaryFolder().appendingPathComponent("cameras.yaml")
+        try yaml.write(to: file, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try CaptureDescription.loadCameras(contentsOf: file, file: "cameras.yaml")) { error in
+            XCTAssertEqual((error as? DescriptionError)?.diagnostics.map(\.description), [
+                "cameras.yaml:7:18: error: cameras[1].camera opens \(vivid.localizedName) ('\(vivid.uniqueID)'), as cameras[0].camera does: "
+                    + "a camera is opened by one entry only; name another (`gcapture devices`)",
+            ])
+        }
+    }
+}
