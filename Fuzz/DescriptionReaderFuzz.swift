@@ -35,6 +35,23 @@ public func descriptionReaderFuzz(_ start: UnsafeRawPointer, _ count: Int) -> CI
                 if let movie = description.outputs.movie { precondition(movie.maxSize != nil) }
             }
         }
+        // Either form: every camera read from a file without errors is whole, and named in the cameras form.
+        let cameras = DescriptionReader.readCameras(data, file: "fuzz.yaml", safe: safe)
+        precondition(cameras.warningsByCamera.count == cameras.descriptions.count)
+        for diagnostic in cameras.diagnostics {
+            precondition(diagnostic.position.line >= 1 && diagnostic.position.column >= 1, "\(diagnostic)")
+            precondition(diagnostic.position.line <= lineCount + 1, "\(diagnostic) in a file of \(lineCount) lines")
+        }
+        if cameras.errors.isEmpty {
+            precondition((1...4).contains(cameras.descriptions.count))
+            let names = cameras.descriptions.compactMap(\.cameraName)
+            precondition(names.count == cameras.descriptions.count || cameras.descriptions.count == 1 && names.isEmpty)
+            precondition(Set(names).count == names.count)
+            for description in cameras.descriptions {
+                precondition(description.version == 1 && !description.outputs.isEmpty)
+                if safe, case .source = description.camera.choice { preconditionFailure("a custom source under --safe") }
+            }
+        }
     }
     return 0
 }

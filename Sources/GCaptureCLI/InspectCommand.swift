@@ -11,6 +11,8 @@ struct InspectCommand: ParsableCommand {
         Every mistake is reported at once, as FILE:LINE:COLUMN: error: ..., and the exit status is 1; a key \
         for a feature this engine does not have yet is a warning. A valid file prints the devices it would \
         open, where its files would go, and its graph in gst-launch syntax (built, no device opened). \
+        A file listing several cameras (`cameras:`) has each camera checked and shown, its name first; \
+        --dot then writes one graph per camera, the camera's name added to the file's (kiosk-door.dot). \
         The format: docs/description-files.md.
 
         Examples:
@@ -39,9 +41,38 @@ struct InspectCommand: ParsableCommand {
     }
 
     func run() throws {
-        let described = try DescriptionCommandSupport.open(file, safe: safe, root: root)
+        let cameras = try DescriptionCommandSupport.openCameras(file, safe: safe, root: root)
+        let version = cameras[0].description.version
+        guard cameras.count > 1 || cameras[0].description.cameraName != nil else {
+            print((["\(file): valid (version \(version))"] + Self.lines(describing: cameras[0])).joined(separator: "\n"))
+            if let dot { try Self.writeGraph(of: cameras[0], to: dot) }
+            return
+        }
+        var lines = ["\(file): valid (version \(version)), \(cameras.count) cameras"]
+        for described in cameras {
+            lines.append("name: \(described.description.cameraName ?? "")")
+            lines += Self.lines(describing: described)
+        }
+        print(lines.joined(separator: "\n"))
+        if let dot {
+            for described in cameras {
+                try Self.writeGraph(of: described, to: Self.dotFile(dot, camera: described.description.cameraName ?? ""))
+            }
+        }
+    }
+
+    /// kiosk.dot for the camera door: kiosk-door.dot.
+    private static func dotFile(_ path: String, camera: String) -> String {
+        let url = URL(fileURLWithPath: path)
+        let stem = url.deletingPathExtension().lastPathComponent + "-" + camera
+        let named = url.pathExtension.isEmpty ? stem : stem + "." + url.pathExtension
+        return path.contains("/") ? url.deletingLastPathComponent().appendingPathComponent(named).path : named
+    }
+
+    /// One camera's devices, files and graph.
+    private static func lines(describing described: DescribedSession) -> [String] {
         let d = described.description
-        var lines: [String] = ["\(file): valid (version \(d.version))"]
+        var lines: [String] = []
         let camera = described.cameraInput.device
         let turned = described.effectiveRotation
         lines.append("camera: \(camera.description), preset \(d.camera.preset)"
@@ -72,11 +103,12 @@ struct InspectCommand: ParsableCommand {
         if described.movieOutput != nil {
             lines.append("  (a recording adds the movie branch to video-tee" + (described.microphoneInput != nil ? " and audio-tee)" : ")"))
         }
-        print(lines.joined(separator: "\n"))
-        if let dot {
-            guard let graph = described.dotDescription else { throw CommandFailure("the graph could not be built, so there is no dot picture") }
-            try Self.write(graph, to: dot)
-        }
+        return lines
+    }
+
+    private static func writeGraph(of described: DescribedSession, to dot: String) throws {
+        guard let graph = described.dotDescription else { throw CommandFailure("the graph could not be built, so there is no dot picture") }
+        try write(graph, to: dot)
     }
 
     /// With the system's reason when it fails (Foundation's was "NSCocoaErrorDomain error 512" for a folder).
@@ -117,6 +149,36 @@ enum DescriptionCommandSupport {
             return try DescribedSession(checked)
         } catch {
             throw CommandFailure("\(file): the session cannot be built: \(error)")
+        }
+    }
+
+    /// Each camera's session of a file that may list several (`cameras:`); what the cameras share is
+    /// warned about once.
+    static func openCameras(_ file: String, safe: Bool, root: String?) throws -> [DescribedSession] {
+        let options = options(safe: safe, root: root)
+        let cameras: [CheckedDescription]
+        do {
+            cameras = try CaptureDescription.loadCameras(contentsOf: URL(fileURLWithPath: file), file: file, options: options)
+        } catch {
+            FileHandle.standardError.write(Data((error.description + "\n").utf8))
+            throw ExitCode(1)
+        }
+        var said = Set<String>()
+        for checked in cameras {
+            for warning in checked.warnings where said.insert(warning.description).inserted {
+                FileHandle.standardError.write(Data("\(warning)\n".utf8))
+            }
+            for notice in checked.notices + [checked.waitingNotice].compactMap({ $0 }) where said.insert(notice).inserted {
+                FileHandle.standardError.write(Data("gcapture: \(notice)\n".utf8))
+            }
+        }
+        return try cameras.map { checked in
+            do {
+                return try DescribedSession(checked)
+            } catch {
+                let camera = checked.description.cameraName.map { " (camera \($0))" } ?? ""
+                throw CommandFailure("\(file): the session\(camera) cannot be built: \(error)")
+            }
         }
     }
 }

@@ -18,6 +18,10 @@ public struct CaptureDescription: Sendable, Equatable {
     public var filters: [String]
     /// The operator's web page, when `gcapture run FILE --http ADDR:PORT` serves it.
     public var web = Web()
+    /// The camera's `name` in a file listing `cameras:`; nil for a one-camera file.
+    public var cameraName: String?
+    /// Where this camera's keys sit, as messages name them ("cameras[1]."; "" for a one-camera file).
+    var pathScope = ""
     /// Where each key and value was written, by dotted path ("outputs.photo.folder"): later checks report
     /// their findings there.
     public var valuePositions: [String: SourcePosition]

@@ -17,21 +17,60 @@ public enum DescriptionReader {
     /// Reads the bytes of a description file. `file` names it in diagnostics; `safe` applies the limits of
     /// `SafeLimits` and refuses custom GStreamer fragments.
     public static func read(_ data: Data, file: String, safe: Bool = false) -> Result {
-        let fail = { (position: SourcePosition, message: String) in
-            Result(description: nil, diagnostics: [DescriptionDiagnostic(file: file, position: position, message: message)])
-        }
-        if safe, data.count > SafeLimits.fileBytes {
-            return fail(.start, "the file is \(data.count) bytes; under --safe a description may have at most \(SafeLimits.fileBytes)")
-        }
-        guard let text = String(validatingUTF8Data: data) else {
-            return fail(position(ofByte: firstInvalidUTF8(in: data), in: data), "the file is not UTF-8 text, so it is not a description (YAML)")
-        }
-        return read(text, file: file, safe: safe)
+        let (description, diagnostics) = readTree(data, file: file, safe: safe) { $0.readRoot($1) }
+        return Result(description: description, diagnostics: diagnostics)
     }
 
     public static func read(_ text: String, file: String, safe: Bool = false) -> Result {
-        let fail = { (position: SourcePosition, message: String) in
-            Result(description: nil, diagnostics: [DescriptionDiagnostic(file: file, position: position, message: message)])
+        let (description, diagnostics) = readTree(text, file: file, safe: safe) { $0.readRoot($1) }
+        return Result(description: description, diagnostics: diagnostics)
+    }
+
+    /// What reading a file that may list several cameras found: one description per camera in file order
+    /// (one for a one-camera file; none when the file was not YAML at all), every finding in file order,
+    /// and each camera's warnings (the shared keys' and its own entry's).
+    public struct Cameras: Sendable {
+        public var descriptions: [CaptureDescription]
+        public var diagnostics: [DescriptionDiagnostic]
+        public var warningsByCamera: [[DescriptionDiagnostic]]
+        public var errors: [DescriptionDiagnostic] { diagnostics.filter { $0.severity == .error } }
+    }
+
+    /// Reads a description file in either form: one camera, or a list of them under `cameras:`.
+    public static func readCameras(_ data: Data, file: String, safe: Bool = false) -> Cameras {
+        var entryDiagnostics: [[DescriptionDiagnostic]] = []
+        let (descriptions, diagnostics) = readTree(data, file: file, safe: safe) { reader, root in
+            defer { entryDiagnostics = reader.entryDiagnostics }
+            return reader.readDescriptions(root)
+        }
+        let descriptionsRead = descriptions ?? []
+        let inEntries = Set(entryDiagnostics.joined())
+        let shared = diagnostics.filter { $0.severity == .warning && !inEntries.contains($0) }
+        let warnings = descriptionsRead.indices.map { index in
+            (shared + (index < entryDiagnostics.count ? entryDiagnostics[index].filter { $0.severity == .warning } : [])).ordered()
+        }
+        return Cameras(descriptions: descriptionsRead, diagnostics: diagnostics, warningsByCamera: warnings)
+    }
+
+    private static func readTree<T>(_ data: Data, file: String, safe: Bool,
+                                    _ body: (inout NodeReader, Node) -> T) -> (T?, [DescriptionDiagnostic]) {
+        if safe, data.count > SafeLimits.fileBytes {
+            return (nil, [DescriptionDiagnostic(file: file, position: .start, message:
+                "the file is \(data.count) bytes; under --safe a description may have at most \(SafeLimits.fileBytes)")])
+        }
+        guard let text = String(validatingUTF8Data: data) else {
+            return (nil, [DescriptionDiagnostic(file: file, position: position(ofByte: firstInvalidUTF8(in: data), in: data),
+                                                message: "the file is not UTF-8 text, so it is not a description (YAML)")])
+        }
+        return readTree(text, file: file, safe: safe, body)
+    }
+
+    /// The YAML tree, within the node budget, given to `body` with a reader; nil and the reason when the
+    /// file is not one.
+    private static func readTree<T>(_ text: String, file: String, safe: Bool,
+                                    _ body: (inout NodeReader, Node) -> T) -> (T?, [DescriptionDiagnostic]) {
+        let fail = { (position: SourcePosition, message: String) -> (T?, [DescriptionDiagnostic]) in
+            (nil, [DescriptionDiagnostic(file: file, position: position, message: message)])
         }
         let root: Node?
         do {
@@ -50,8 +89,8 @@ public enum DescriptionReader {
             return fail(position(root), "the description has more than \(limit) values (aliases count each time they are used)\(safe ? " under --safe" : "")")
         }
         var reader = NodeReader(file: file, safe: safe)
-        let description = reader.readRoot(root)
-        return Result(description: description, diagnostics: reader.diagnostics.ordered())
+        let result = body(&reader, root)
+        return (result, reader.diagnostics.ordered())
     }
 
     // MARK: YAML syntax errors

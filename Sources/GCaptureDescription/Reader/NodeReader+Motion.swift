@@ -5,8 +5,8 @@ extension NodeReader {
     /// `motion: true` (the whole picture, no trigger) or a mapping.
     mutating func readMotion(_ node: Node) -> CaptureDescription.Motion {
         var motion = CaptureDescription.Motion()
-        let p = "outputs.motion"
-        guard case .mapping = node, let fields = entries(node, path: p, what: p) else { return motion }
+        let p = shown("outputs.motion")
+        guard case .mapping = node, let fields = entries(node, path: "outputs.motion", what: p) else { return motion }
         if let node = fields["zones"] { motion.zones = rectangles(node, "\(p).zones") }
         if let node = fields["masks"] { motion.masks = rectangles(node, "\(p).masks") }
         if let node = fields["sensitivity"], let value = fraction(node, "\(p).sensitivity") { motion.sensitivity = value }

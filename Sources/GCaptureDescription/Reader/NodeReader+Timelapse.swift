@@ -4,10 +4,10 @@ extension NodeReader {
     /// `timelapse: true` (one frame a second at 30 fps) or a mapping.
     mutating func readTimelapse(_ node: Node) -> CaptureDescription.Timelapse {
         var timelapse = CaptureDescription.Timelapse()
-        let p = "outputs.timelapse"
+        let p = shown("outputs.timelapse")
         // Under --safe it stops at the size a movie without max-size stops at (it has no key of its own).
         if safe { timelapse.maxSize = SafeLimits.defaultMaxSize }
-        guard case .mapping = node, let fields = entries(node, path: p, what: p) else { return timelapse }
+        guard case .mapping = node, let fields = entries(node, path: "outputs.timelapse", what: p) else { return timelapse }
         // From a frame every 20 ms (a 50 fps camera's every frame) to one a day.
         if let node = fields["interval"], let value = seconds(node, "\(p).interval", in: 0.02...86_400) { timelapse.interval = value }
         if let node = fields["frame-rate"], let value = integer(node, "\(p).frame-rate", in: 1...120, unit: "frames a second") {

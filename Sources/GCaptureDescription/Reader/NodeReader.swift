@@ -9,10 +9,22 @@ struct NodeReader {
     var diagnostics: [DescriptionDiagnostic] = []
     var valuePositions: [String: SourcePosition] = [:]
     var keyPositions: [String: SourcePosition] = [:]
+    /// Where the mapping read sits in the file, as messages name it: "cameras[1]." for an entry of
+    /// `cameras:`, "" for the file itself. Positions stay keyed without it ("outputs.photo.folder"), so that
+    /// an entry's description is keyed as a one-camera file's is.
+    let scope: String
+    /// The findings of each entry of `cameras:`, in file order (they are in `diagnostics` too).
+    var entryDiagnostics: [[DescriptionDiagnostic]] = []
 
-    init(file: String, safe: Bool) {
+    init(file: String, safe: Bool, scope: String = "") {
         self.file = file
         self.safe = safe
+        self.scope = scope
+    }
+
+    /// A key's dotted path as messages show it: inside its camera's entry when there is one.
+    func shown(_ path: String) -> String {
+        path.isEmpty ? String(scope.dropLast()) : scope + path
     }
 
     mutating func error(_ position: SourcePosition, _ message: String) {
@@ -28,10 +40,11 @@ struct NodeReader {
     // MARK: Mappings
 
     /// A mapping's entries with string keys, after reporting unknown, non-text keys; nil (reported) when
-    /// the node is not a mapping.
-    mutating func entries(_ node: Node, path: String, what: String) -> [String: Node]? {
+    /// the node is not a mapping. `allowed`: the keys when they are not the schema's for `path`.
+    mutating func entries(_ node: Node, path: String, what: String, allowed: [String]? = nil) -> [String: Node]? {
+        let allowed = allowed ?? Schema.keys[path]!
         guard case .mapping(let mapping) = node else {
-            let keys = Schema.keys[path]!.joined(separator: ", ")
+            let keys = allowed.joined(separator: ", ")
             if DescriptionReader.isNull(node), let key = keyPositions[path] {
                 error(key, "\(what) has no value: its keys (\(keys)) go on the lines below it, indented")
                 return nil
@@ -39,7 +52,6 @@ struct NodeReader {
             error(at(node), "\(what) must be a mapping of keys (\(keys)), not \(describe(node))")
             return nil
         }
-        let allowed = Schema.keys[path]!
         var result: [String: Node] = [:]
         for (keyNode, value) in mapping {
             guard case .scalar(let scalar) = keyNode else {
@@ -60,7 +72,7 @@ struct NodeReader {
     }
 
     func unknownKeyMessage(_ key: String, path: String, allowed: [String]) -> String {
-        let place = path.isEmpty ? "at the top level" : "in \(path)"
+        let place = shown(path).isEmpty ? "at the top level" : "in \(shown(path))"
         var message = "unknown key '\(key)' \(place)"
         if let suggestion = Suggestion.closest(to: key, among: allowed) {
             return message + "; did you mean '\(suggestion)'?"

@@ -6,7 +6,7 @@ import Yams
 /// the same keys.
 enum Schema {
     static let keys: [String: [String]] = [
-        "": ["version", "camera", "microphone", "rotation", "mirror", "outputs", "filters", "web"],
+        "": ["version", "camera", "microphone", "rotation", "mirror", "outputs", "filters", "web", "cameras"],
         "camera": ["id", "position", "preset", "mount", "source", "pattern", "noise"],
         "outputs": ["preview", "photo", "movie", "frames", "stream", "timelapse", "motion"],
         "outputs.motion": ["zones", "masks", "sensitivity", "minimum-area", "triggers"],
@@ -19,6 +19,16 @@ enum Schema {
         "outputs.timelapse": ["interval", "frame-rate", "max-duration", "folder", "name"],
         "web": ["tls-cert", "tls-key"],
     ]
+
+    /// An entry of `cameras:`. Kept out of `keys`, whose "belongs under" hints would otherwise name it for
+    /// every key an output also has (`name`).
+    static let cameraEntryKeys = ["name", "camera", "rotation", "mirror", "outputs"]
+    /// The top-level keys every camera of a `cameras:` file shares.
+    static let sharedKeys = ["version", "microphone", "filters", "web"]
+    /// The top-level keys a `cameras:` file gives in each entry instead.
+    static let perCameraKeys = ["camera", "outputs", "rotation", "mirror"]
+    /// As many cameras as the engine has been run with at once (the four-camera start in README).
+    static let maxCameras = 4
 
     /// CaptureSession.Preset's names (a test keeps the two lists equal).
     static let presets = ["photo", "high", "medium", "low", "vga640x480", "hd1280x720", "hd1920x1080",

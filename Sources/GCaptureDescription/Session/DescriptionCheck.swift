@@ -60,7 +60,14 @@ extension CaptureDescription {
     public static func load(contentsOf url: URL, file: String? = nil,
                             options: DescriptionOptions = .init()) throws(DescriptionError) -> CheckedDescription {
         let name = file ?? url.path
-        let data: Data
+        let data = try readFile(url, name: name, options: options)
+        var options = options
+        if options.root == nil, !options.safe { options.root = url.deletingLastPathComponent() }
+        return try check(DescriptionReader.read(data, file: name, safe: options.safe), options: options)
+    }
+
+    /// The file's bytes, or why there are none in plain words.
+    static func readFile(_ url: URL, name: String, options: DescriptionOptions) throws(DescriptionError) -> Data {
         do {
             if options.safe, let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int,
                size > SafeLimits.fileBytes {
@@ -70,16 +77,13 @@ extension CaptureDescription {
             if let problem = notAFile(url.path) {
                 throw DescriptionError([DescriptionDiagnostic(file: name, position: .start, message: "\(name) \(problem)")])
             }
-            data = try Data(contentsOf: url)
+            return try Data(contentsOf: url)
         } catch let error as DescriptionError {
             throw error
         } catch {
             throw DescriptionError([DescriptionDiagnostic(file: name, position: .start,
                                                           message: "cannot read the file: \((error as NSError).localizedDescription)")])
         }
-        var options = options
-        if options.root == nil, !options.safe { options.root = url.deletingLastPathComponent() }
-        return try check(DescriptionReader.read(data, file: name, safe: options.safe), options: options)
     }
 
     /// What a path that is there but is no description file is, in plain words: Foundation's own errors
@@ -108,11 +112,16 @@ extension CaptureDescription {
         let all = (reading.diagnostics + checker.diagnostics).ordered()
         let errors = all.filter { $0.severity == .error }
         guard errors.isEmpty, let result else { throw DescriptionError(errors) }
-        var checked = CheckedDescription(description: description, camera: result.camera, microphone: result.microphone,
-                                  photoFolder: result.photoFolder, movieFolder: result.movieFolder,
-                                  streamLocation: result.streamLocation, tlsCertificate: result.tlsCertificate,
-                                  tlsKey: result.tlsKey, warnings: all.filter { $0.severity == .warning }, notices: checker.notices)
-        checked.timelapseFolder = result.timelapseFolder
+        return checked(description, found: result, warnings: all.filter { $0.severity == .warning }, notices: checker.notices)
+    }
+
+    static func checked(_ description: CaptureDescription, found: MachineCheck.Found, warnings: [DescriptionDiagnostic],
+                        notices: [String]) -> CheckedDescription {
+        var checked = CheckedDescription(description: description, camera: found.camera, microphone: found.microphone,
+                                         photoFolder: found.photoFolder, movieFolder: found.movieFolder,
+                                         streamLocation: found.streamLocation, tlsCertificate: found.tlsCertificate,
+                                         tlsKey: found.tlsKey, warnings: warnings, notices: notices)
+        checked.timelapseFolder = found.timelapseFolder
         return checked
     }
 }
@@ -149,6 +158,9 @@ struct MachineCheck {
     mutating func warning(_ position: SourcePosition, _ message: String) {
         diagnostics.append(DescriptionDiagnostic(file: description.file, position: position, severity: .warning, message: message))
     }
+
+    /// A camera's key as messages show it: inside its entry of `cameras:` when there is one.
+    func shown(_ path: String) -> String { description.pathScope + path }
 
     /// Whether the reader already refused the value at this path (its default stands in for it).
     func refused(_ path: String) -> Bool {
@@ -215,8 +227,8 @@ struct MachineCheck {
             device = found
         case .source(let fragment):
             let sourcePosition = description.position(of: "camera.source")
-            if checkFragment(fragment, at: sourcePosition, what: "camera.source") {
-                error(sourcePosition, "camera.source is not supported yet: the engine cannot take its camera from a GStreamer fragment (the fragment itself is valid); name the camera by id")
+            if checkFragment(fragment, at: sourcePosition, what: shown("camera.source")) {
+                error(sourcePosition, "\(shown("camera.source")) is not supported yet: the engine cannot take its camera from a GStreamer fragment (the fragment itself is valid); name the camera by id")
             }
             return nil
         }
@@ -302,7 +314,7 @@ struct MachineCheck {
     mutating func checkPreview(_ preview: CaptureDescription.Preview) {
         if preview.sink != "auto" {
             guard !refused("outputs.preview.sink"),
-                  checkFragment(preview.sink, at: description.position(of: "outputs.preview.sink"), what: "outputs.preview.sink")
+                  checkFragment(preview.sink, at: description.position(of: "outputs.preview.sink"), what: shown("outputs.preview.sink"))
             else { return }
         }
         let output = CapturePreviewOutput()
@@ -311,9 +323,9 @@ struct MachineCheck {
         do {
             _ = try output.checkDisplay()
         } catch .invalidSettings(let reason) where preview.fullscreen {
-            error(description.position(of: "outputs.preview.fullscreen"), "outputs.preview.fullscreen: \(reason)")
+            error(description.position(of: "outputs.preview.fullscreen"), "\(shown("outputs.preview.fullscreen")): \(reason)")
         } catch {
-            self.error(description.keyPosition(of: "outputs.preview"), "outputs.preview: \(error)")
+            self.error(description.keyPosition(of: "outputs.preview"), "\(shown("outputs.preview")): \(error)")
         }
     }
 
@@ -328,7 +340,7 @@ struct MachineCheck {
         // No url (or one the reader refused) was reported where it is missing.
         guard !stream.url.isEmpty, !refused(path) else { return nil }
         if options.safe {
-            error(description.keyPosition(of: "outputs.stream"), "outputs.stream publishes the camera to a server, which --safe forbids")
+            error(description.keyPosition(of: "outputs.stream"), "\(shown("outputs.stream")) publishes the camera to a server, which --safe forbids")
             return nil
         }
         var location = stream.url
@@ -342,7 +354,7 @@ struct MachineCheck {
         do {
             try output.checkDestination(location)
         } catch {
-            self.error(description.position(of: path), "\(path): \(error)")
+            self.error(description.position(of: path), "\(shown(path)): \(error)")
             return nil
         }
         return location
@@ -353,14 +365,14 @@ struct MachineCheck {
     /// What the description names at `path` (a folder, a file) as an absolute URL, relative to the root (or
     /// the current folder), with the root it was taken from and where the value stands; nil when the path
     /// is refused, or under --safe when it leads outside the root (said as `outside`).
-    private mutating func locate(_ value: String, _ path: String, outside: String) -> (URL, URL, SourcePosition)? {
+    private mutating func locate(_ value: String, _ path: String, shownAs shownPath: String, outside: String) -> (URL, URL, SourcePosition)? {
         if refused(path) { return nil }
         let position = description.position(of: path)
         let base = (options.root ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL
         let url = value.hasPrefix("/") ? URL(fileURLWithPath: value).standardizedFileURL
             : base.appendingPathComponent(value).standardizedFileURL
         if options.safe, !SafeRoot(base).contains(url) {
-            error(position, "\(path) '\(value)' \(outside), which --safe forbids")
+            error(position, "\(shownPath) '\(value)' \(outside), which --safe forbids")
             return nil
         }
         return (url, base, position)
@@ -369,22 +381,23 @@ struct MachineCheck {
     /// The folder's absolute URL; under --safe, only when it stays inside the root once every symbolic
     /// link on the way is followed.
     mutating func folder(_ folder: String, _ path: String) -> URL? {
-        guard let (url, _, position) = locate(folder, path, outside: "leads outside the root through a symbolic link") else { return nil }
+        let shownPath = shown(path)
+        guard let (url, _, position) = locate(folder, path, shownAs: shownPath, outside: "leads outside the root through a symbolic link") else { return nil }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
             if !isDirectory.boolValue {
-                error(position, "\(path) '\(folder)' is a file, not a folder")
+                error(position, "\(shownPath) '\(folder)' is a file, not a folder")
                 return nil
             }
             if !FileManager.default.isWritableFile(atPath: url.path) {
-                error(position, "\(path) '\(folder)' is not writable by this user")
+                error(position, "\(shownPath) '\(folder)' is not writable by this user")
                 return nil
             }
         } else {
             var ancestor = url.deletingLastPathComponent()
             while !FileManager.default.fileExists(atPath: ancestor.path), ancestor.path != "/" { ancestor.deleteLastPathComponent() }
             if !FileManager.default.isWritableFile(atPath: ancestor.path) {
-                error(position, "\(path) '\(folder)' does not exist and cannot be made: \(ancestor.path) is not writable")
+                error(position, "\(shownPath) '\(folder)' does not exist and cannot be made: \(ancestor.path) is not writable")
                 return nil
             }
         }
@@ -394,7 +407,7 @@ struct MachineCheck {
     /// A file to read (the web page's certificate or key): its absolute URL when it exists, is a file and
     /// this user can read it; under --safe, only inside the root.
     mutating func readableFile(_ file: String, _ path: String) -> URL? {
-        guard let (url, base, position) = locate(file, path, outside: "is outside the root") else { return nil }
+        guard let (url, base, position) = locate(file, path, shownAs: path, outside: "is outside the root") else { return nil }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
             error(position, "\(path) '\(file)' does not exist" + (file.hasPrefix("/") ? "" : " (in \(base.path))"))
