@@ -133,52 +133,38 @@ enum DescriptionCommandSupport {
     }
 
     static func open(_ file: String, safe: Bool, root: String?) throws -> DescribedSession {
-        let options = options(safe: safe, root: root)
-        let checked: CheckedDescription
+        try build(load(file, safe: safe, root: root) { url, options throws(DescriptionError) in try CaptureDescription.load(contentsOf: url, file: file, options: options) }, file: file)
+    }
+
+    /// Every camera of the description (one for a file of one camera), each its session built.
+    static func openCameras(_ file: String, safe: Bool, root: String?) throws -> [DescribedSession] {
+        let cameras = try load(file, safe: safe, root: root) { url, options throws(DescriptionError) in
+            try CaptureDescription.loadCameras(contentsOf: url, file: file, options: options)
+        }
+        // The shared microphone's notice and the shared keys' warnings are each camera's: said once.
+        var said = Set<String>()
+        return try cameras.map { checked in try build(checked, file: file) { said.insert($0).inserted } }
+    }
+
+    /// Reads and checks the file; its errors and warnings on stderr with their positions, exit status 1.
+    private static func load<Loaded>(_ file: String, safe: Bool, root: String?,
+                                     _ read: (URL, DescriptionOptions) throws(DescriptionError) -> Loaded) throws -> Loaded {
         do {
-            checked = try CaptureDescription.load(contentsOf: URL(fileURLWithPath: file), file: file, options: options)
+            return try read(URL(fileURLWithPath: file), options(safe: safe, root: root))
         } catch {
             FileHandle.standardError.write(Data((error.description + "\n").utf8))
             throw ExitCode(1)
-        }
-        for warning in checked.warnings { FileHandle.standardError.write(Data("\(warning)\n".utf8)) }
-        for notice in checked.notices + [checked.waitingNotice].compactMap({ $0 }) {
-            FileHandle.standardError.write(Data("gcapture: \(notice)\n".utf8))
-        }
-        do {
-            return try DescribedSession(checked)
-        } catch {
-            throw CommandFailure("\(file): the session cannot be built: \(error)")
         }
     }
 
-    /// Each camera's session of a file that may list several (`cameras:`); what the cameras share is
-    /// warned about once.
-    static func openCameras(_ file: String, safe: Bool, root: String?) throws -> [DescribedSession] {
-        let options = options(safe: safe, root: root)
-        let cameras: [CheckedDescription]
+    private static func build(_ checked: CheckedDescription, file: String, unsaid: (String) -> Bool = { _ in true }) throws -> DescribedSession {
+        let lines = checked.warnings.map { "\($0)" } + (checked.notices + [checked.waitingNotice].compactMap { $0 }).map { "gcapture: \($0)" }
+        for line in lines where unsaid(line) { FileHandle.standardError.write(Data("\(line)\n".utf8)) }
+        let camera = checked.description.cameraName.map { " (camera \($0))" } ?? ""
         do {
-            cameras = try CaptureDescription.loadCameras(contentsOf: URL(fileURLWithPath: file), file: file, options: options)
+            return try DescribedSession(checked)
         } catch {
-            FileHandle.standardError.write(Data((error.description + "\n").utf8))
-            throw ExitCode(1)
-        }
-        var said = Set<String>()
-        for checked in cameras {
-            for warning in checked.warnings where said.insert(warning.description).inserted {
-                FileHandle.standardError.write(Data("\(warning)\n".utf8))
-            }
-            for notice in checked.notices + [checked.waitingNotice].compactMap({ $0 }) where said.insert(notice).inserted {
-                FileHandle.standardError.write(Data("gcapture: \(notice)\n".utf8))
-            }
-        }
-        return try cameras.map { checked in
-            do {
-                return try DescribedSession(checked)
-            } catch {
-                let camera = checked.description.cameraName.map { " (camera \($0))" } ?? ""
-                throw CommandFailure("\(file): the session\(camera) cannot be built: \(error)")
-            }
+            throw CommandFailure("\(file)\(camera): the session cannot be built: \(error)")
         }
     }
 }

@@ -121,30 +121,49 @@ struct RunCommand: AsyncParsableCommand {
     /// hook that re-reads the file and returns its settings.
     func makeCapture() throws -> ControlledRun.SetUp {
         guard let file else { return ControlledRun.SetUp(capture: try captureFromOptions()) }
-        let described = try DescriptionCommandSupport.open(file, safe: safe, root: root)
-        var capture = ControlledCapture(session: described.session, photoOutput: described.photoOutput,
-                                        movieOutput: described.movieOutput, streamOutput: described.streamOutput,
-                                        streamLocation: described.checked.streamLocation, settings: Self.settings(of: described),
-                                        camera: described.cameraInput.device.description,
-                                        microphone: described.microphoneInput?.device.description,
-                                        notices: described.checked.notices)
+        let cameras = try DescriptionCommandSupport.openCameras(file, safe: safe, root: root)
         let options = DescriptionCommandSupport.options(safe: safe, root: root)
-        capture.paths.root = safe ? options.root.map(SafeRoot.init) : nil
-        (capture.motionOutput, capture.motionTriggersEvents) = (described.motionOutput, described.motionTriggersMovie)
-        capture.timelapse = described.timelapse
-        let reload: CaptureController.ReloadHook = { _ in
-            let new = try CaptureDescription.load(contentsOf: URL(fileURLWithPath: file), file: file, options: options)
-            let report = try described.reload(new)
+        let names = cameras.map { $0.description.cameraName ?? "camera" }
+        let setUps = cameras.enumerated().map { index, described in
+            var capture = ControlledCapture(session: described.session, photoOutput: described.photoOutput,
+                                            movieOutput: described.movieOutput, streamOutput: described.streamOutput,
+                                            streamLocation: described.checked.streamLocation, settings: Self.settings(of: described),
+                                            camera: described.cameraInput.device.description,
+                                            microphone: described.microphoneInput?.device.description,
+                                            notices: described.checked.notices)
+            capture.paths.root = safe ? options.root.map(SafeRoot.init) : nil
+            (capture.motionOutput, capture.motionTriggersEvents) = (described.motionOutput, described.motionTriggersMovie)
+            capture.timelapse = described.timelapse
+            return ControlledRun.SetUp.Camera(name: names[index], capture: capture,
+                                              reload: Self.reload(described, camera: index, of: names, file: file, options: options))
+        }
+        // Read only when the page is served, and not when --tls-cert/--tls-key give one.
+        let webTLS = http != nil && web.tls == nil ? try Self.webTLS(of: cameras[0].checked, file: file) : nil
+        // The sessions' stop drains the timelapses; their files become plain MP4s just after, which the run waits for.
+        let timelapses = cameras.compactMap(\.timelapse)
+        return ControlledRun.SetUp(cameras: setUps, webTLS: webTLS,
+                                   settle: { for timelapse in timelapses { await timelapse.waitUntilSettled() } })
+    }
+
+    /// SIGHUP for one camera of a description: the file re-read, and that camera's part applied. A file whose
+    /// list of cameras changed (one added, removed, renamed or moved) needs a new run: reported, left as it was.
+    private static func reload(_ described: DescribedSession, camera index: Int, of names: [String], file: String,
+                               options: DescriptionOptions) -> CaptureController.ReloadHook {
+        { _ in
+            let cameras = try CaptureDescription.loadCameras(contentsOf: URL(fileURLWithPath: file), file: file, options: options)
+            guard cameras.map({ $0.description.cameraName ?? "camera" }) == names else {
+                if index == 0 {
+                    FileHandle.standardError.write(Data("gcapture: \(file): cameras changed; that needs a new run and was left as it was\n".utf8))
+                }
+                return ReloadedSetUp(settings: Self.settings(of: described), needsNewRun: ["cameras"])
+            }
+            let report = try described.reload(cameras[index])
             if !report.needsRestart.isEmpty {
-                FileHandle.standardError.write(Data("gcapture: \(file): \(report.needsRestart.joined(separator: ", ")) changed; that needs a new run and was left as it was\n".utf8))
+                let camera = names.count > 1 ? " (\(names[index]))" : ""
+                FileHandle.standardError.write(Data("gcapture: \(file)\(camera): \(report.needsRestart.joined(separator: ", ")) changed; that needs a new run and was left as it was\n".utf8))
             }
             return ReloadedSetUp(settings: Self.settings(of: described), needsNewRun: report.needsRestart)
         }
-        // Read only when the page is served, and not when --tls-cert/--tls-key give one.
-        let webTLS = http != nil && web.tls == nil ? try Self.webTLS(of: described.checked, file: file) : nil
-        // The session's stop drains the timelapse; its file becomes a plain MP4 just after, which the run waits for.
-        return ControlledRun.SetUp(capture: capture, reload: reload, webTLS: webTLS,
-                                   settle: { await described.timelapse?.waitUntilSettled() })
     }
 
     /// The description's certificate and key for the page (already found readable by the check), read; a

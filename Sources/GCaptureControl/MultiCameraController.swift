@@ -90,18 +90,34 @@ public actor MultiCameraController {
             return select(name)
         case .recordStop, .pause, .resume:
             return await recordingCamera().controller.perform(command, trigger: trigger)
-        case .photo, .recordStart, .trigger, .rotate, .mirror, .help, .quit:
+        case .photo:
+            if let refusal = refusalForPickedCamera(without: \.photoOutput, "takes no photos") { return .failure(refusal) }
+            return await cameras[selected].controller.perform(command, trigger: trigger)
+        case .recordStart, .trigger:
+            if let refusal = refusalForPickedCamera(without: \.movieOutput, "records no movies") { return .failure(refusal) }
+            return await cameras[selected].controller.perform(command, trigger: trigger)
+        case .rotate, .mirror, .help, .quit:
             return await cameras[selected].controller.perform(command, trigger: trigger)
         }
     }
 
     public func requestPhoto(path: String?, trigger: String) async throws(ControlFailure) -> PhotoTicket {
+        if isSeveral, let refusal = refusalForPickedCamera(without: \.photoOutput, "takes no photos") { throw refusal }
         let camera = selected
         return PhotoTicket(camera: camera, ticket: try await cameras[camera].controller.requestPhoto(path: path, trigger: trigger))
     }
 
     public func takePhoto(_ ticket: PhotoTicket) async -> Result<ControlReply, ControlFailure> {
         await cameras[ticket.camera].controller.takePhoto(ticket.ticket)
+    }
+
+    /// Why the picked camera cannot do what was asked for want of an output, and which cameras can.
+    private func refusalForPickedCamera(without output: KeyPath<ControlledCapture, (some CaptureOutput)?>, _ cannot: String) -> ControlFailure? {
+        let picked = cameras[selected]
+        guard picked.capture[keyPath: output] == nil else { return nil }
+        let able = cameras.filter { $0.capture[keyPath: output] != nil }.map(\.name)
+        return ControlFailure("the picked camera, \(picked.name), \(cannot) (it has no such output)"
+                              + (able.isEmpty ? "" : ": `switch \(able[0])` picks one that does"))
     }
 
     /// The camera that records now (the picked one first), else the picked one, which then answers that

@@ -171,4 +171,18 @@ extension XCTestCase {
         try http(port, "POST", "/api/command", headers: ["Content-Type": "application/json"].merging(headers) { $1 }, body: json,
                  timeout: timeout)
     }
+
+    /// The mean luma of a frame of `camera`'s MJPEG live view (the last of 2 s, past any start-up frame), as
+    /// ffmpeg decodes it; nil when no frame came.
+    func liveFrameLuma(port: Int, camera: String) throws -> UInt8? {
+        let viewer = try HTTPTestConnection(port: port)
+        viewer.send("GET /live.mjpg?camera=\(camera) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        let data = HTTPTestConnection.readAll([viewer], for: 2)[0]
+        guard let head = data.range(of: Data("\r\n\r\n".utf8)), let (body, _) = HTTPTestConnection.dechunk(Data(data[head.upperBound...])),
+              let frame = mjpegParts(body).last else { return nil }
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("live-\(UUID()).jpg")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try frame.write(to: url)
+        return try frameLumas(url).first
+    }
 }

@@ -239,19 +239,6 @@ final class MultiCamV4L2Tests: XCTestCase {
         XCTAssertGreaterThan(try probe(URL(fileURLWithPath: blackMovie)).videoFrames ?? 0, 25, "about 2 s at 25 fps")
     }
 
-    /// The mean luma of a frame of `camera`'s MJPEG live view (a few frames in, past any start-up frame).
-    private func liveFrameLuma(port: Int, camera: String) throws -> UInt8? {
-        let viewer = try HTTPTestConnection(port: port)
-        viewer.send("GET /live.mjpg?camera=\(camera) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
-        let data = HTTPTestConnection.readAll([viewer], for: 2)[0]
-        guard let head = data.range(of: Data("\r\n\r\n".utf8)), let (body, _) = HTTPTestConnection.dechunk(Data(data[head.upperBound...])),
-              let frame = mjpegParts(body).last else { return nil }
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("live-\(UUID()).jpg")
-        defer { try? FileManager.default.removeItem(at: url) }
-        try frame.write(to: url)
-        return try frameLumas(url).first
-    }
-
     /// Each frame's mean luma of its left and right halves, as ffmpeg decodes the movie.
     private func frameHalves(_ url: URL) throws -> [(left: UInt8, right: UInt8)] {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("halves-\(UUID().uuidString).raw")

@@ -7,15 +7,6 @@ import XCTest
 final class ServeBrowserTests: XCTestCase {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Browser/serve_page.py")
 
-    func requireBrowser() throws {
-        for part in ["/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: part) {
-            throw TestEnvironment.missing("\(part) is not installed (apt install chromium chromium-driver, or bash scripts/install-deps.sh)")
-        }
-        guard (try? runTool("/usr/bin/python3", ["-c", "import selenium"]).status) == 0 else {
-            throw TestEnvironment.missing("Selenium is not installed for /usr/bin/python3 (apt install python3-selenium)")
-        }
-    }
-
     static let liveScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Browser/webrtc_page.py")
 
     func testThePagePlaysTheLiveViewOverWebRTCShowingPicturesJustTaken() throws {
@@ -188,5 +179,17 @@ final class ServeBrowserTests: XCTestCase {
                                   timeout: 90)
         XCTAssertEqual(refusal.status, 0, "the browser test failed:\n\(refusal.stdout)\n\(refusal.stderr.suffix(2000))")
         XCTAssertTrue(refusal.stdout.contains("ERR_CERT_AUTHORITY_INVALID"), refusal.stdout)
+    }
+}
+
+extension XCTestCase {
+    /// Headless Chromium, its driver and Selenium, or the test cannot be had.
+    func requireBrowser() throws {
+        for part in ["/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: part) {
+            throw TestEnvironment.missing("\(part) is not installed (apt install chromium chromium-driver, or bash scripts/install-deps.sh)")
+        }
+        guard (try? runTool("/usr/bin/python3", ["-c", "import selenium"]).status) == 0 else {
+            throw TestEnvironment.missing("Selenium is not installed for /usr/bin/python3 (apt install python3-selenium)")
+        }
     }
 }
