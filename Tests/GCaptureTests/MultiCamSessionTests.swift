@@ -69,6 +69,49 @@ final class MultiCamSessionTests: XCTestCase {
         }
     }
 
+    /// A stream connected to both cameras side by side (HLS, as ffmpeg plays it back): the black camera on the
+    /// left, the white one on the right, at twice one camera's width, the whole time it streamed.
+    func testACompositeStreamShowsBothCamerasSideBySide() async throws {
+        let session = CaptureMultiCamSession()
+        let stream = CaptureStreamOutput()
+        session.beginConfiguration()
+        let inputs = try [black, white].map(CaptureDeviceInput.init(device:))
+        for input in inputs {
+            try session.addInputWithNoConnections(input)
+            try session.setSessionPreset(.vga640x480, for: input)
+        }
+        try session.addOutputWithNoConnections(stream)
+        try session.addConnection(CaptureConnection(inputPorts: inputs.flatMap(\.ports), output: stream))
+        try session.setCompositeLayout(.sideBySide, for: stream)
+        try withinBlocking(engineDeadline, "commitAndWait()") { try session.commitAndWait() }
+        let errors = Locked<[String]>([])
+        let errorStream = session.runtimeErrors()
+        let errorTask = Task { for await error in errorStream { errors.withLock { $0.append("\(error)") } } }
+        defer { errorTask.cancel() }
+        try await within(engineDeadline, "session.start()") { try await session.start() }
+        let playlist = try temporaryFolder().appendingPathComponent("live.m3u8")
+        try stream.startStreaming(to: playlist.path)
+        try await Task.sleep(for: .seconds(5))
+        stream.stopStreaming()
+        let deadline = Date().addingTimeInterval(10)
+        while stream.isStreaming, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        XCTAssertFalse(stream.isStreaming, "the stream did not end within 10 s")
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+        XCTAssertEqual(errors.withLock { $0 }, [], "runtime errors")
+
+        let probed = try probe(playlist)
+        XCTAssertEqual(probed.videoSize?.width, 1280)
+        XCTAssertEqual(probed.videoSize?.height, 480)
+        XCTAssertEqual(probed.duration, 5, accuracy: 1.5, "the stream's length")
+        for seconds in [1.0, 3.5] {
+            let grid = try lumaGrid(playlist, at: seconds)
+            for row in grid {
+                XCTAssertTrue(row[0] < 40 && row[1] < 40, "at \(seconds) s the left half is not the black camera: \(grid)")
+                XCTAssertTrue(row[2] > 200 && row[3] > 200, "at \(seconds) s the right half is not the white camera: \(grid)")
+            }
+        }
+    }
+
     /// Records 2 s of a movie connected to `cameras` in `layout`; every frame the recording took is in the file.
     private func recordComposite(_ layout: CaptureMultiCamSession.CompositeLayout,
                                  cameras: [CaptureDevice]) async throws -> (URL, ProbedMovie) {
