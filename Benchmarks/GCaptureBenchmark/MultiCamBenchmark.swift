@@ -1,5 +1,6 @@
 import Foundation
 import GCapture
+import GStreamerKit
 import Synchronization
 
 /// Several cameras at once (CaptureMultiCamSession) against one, on real V4L2 cameras: inside
@@ -7,8 +8,10 @@ import Synchronization
 /// 640x480 (vivid: 25 fps) with a frame output whose frames are read in Swift. Rounds alternate one camera and all
 /// of them, in this process:
 ///   start        start() called → the first frame of every camera at its consumer; goal: all ≤ 1.5× one. Beside
-///                it the plain floor: `v4l2src ! caps ! appsink` pipelines, one alone and one per camera set playing
-///                at once from threads of their own, PLAYING → every pipeline's first frame.
+///                it the plain floor: `v4l2src ! caps ! appsink` pipelines, built ahead, one alone and one per camera
+///                set playing at the same moment from threads of their own, PLAYING → every pipeline's first frame;
+///                and the same with the devices opened and probed ahead (what a start costs without v4l2src's
+///                format probing: vivid lists 83 formats).
 ///   CPU          this process's CPU over --seconds of steady capture; goal: all ≤ 4.2× one per camera
 ///                count, with the frames each delivered beside it (CPU bought by dropping frames is no gain).
 /// vivid draws its frames in its own kernel thread, outside the process: the CPU is the engine's.
@@ -26,9 +29,14 @@ enum MultiCamBenchmark {
         var framesAll: [Int] = []
         var plainStartOneSeconds: [Double] = []
         var plainStartAllSeconds: [Double] = []
+        /// The same with every device opened and its formats probed before (READY and a caps query): what is
+        /// left of a start when the negotiation's probing is done ahead.
+        var probedStartOneSeconds: [Double] = []
+        var probedStartAllSeconds: [Double] = []
 
         var startRatio: Double { Statistics.median(startAllSeconds) / Statistics.median(startOneSeconds) }
         var plainStartRatio: Double { Statistics.median(plainStartAllSeconds) / Statistics.median(plainStartOneSeconds) }
+        var probedStartRatio: Double { Statistics.median(probedStartAllSeconds) / Statistics.median(probedStartOneSeconds) }
         var cpuRatio: Double { Statistics.median(cpuAllSeconds) / Statistics.median(cpuOneSeconds) }
         var frameRatio: Double { Statistics.median(framesAll.map(Double.init)) / Statistics.median(framesOne.map(Double.init)) }
         var startGoal: Double { 1.5 }
@@ -51,10 +59,13 @@ enum MultiCamBenchmark {
         // The format the engine picks on vivid for .vga640x480.
         let caps = "video/x-raw,format=NV12,width=640,height=480,framerate=25/1"
         for round in 1...rounds {
-            report.plainStartOneSeconds.append(try InterruptionBenchmark.plainStart(caps: caps, device: present[0]))
+            report.plainStartOneSeconds.append(try plainStartAtOnce(caps: caps, devices: [present[0]]))
             report.plainStartAllSeconds.append(try plainStartAtOnce(caps: caps, devices: present))
-            progress(String(format: "round %d, plain: one %.1f ms, all %.1f ms", round,
-                            report.plainStartOneSeconds.last! * 1000, report.plainStartAllSeconds.last! * 1000))
+            report.probedStartOneSeconds.append(try plainStartAtOnce(caps: caps, devices: [present[0]], probedAhead: true))
+            report.probedStartAllSeconds.append(try plainStartAtOnce(caps: caps, devices: present, probedAhead: true))
+            progress(String(format: "round %d, plain: one %.1f ms, all %.1f ms; probed ahead: one %.1f ms, all %.1f ms", round,
+                            report.plainStartOneSeconds.last! * 1000, report.plainStartAllSeconds.last! * 1000,
+                            report.probedStartOneSeconds.last! * 1000, report.probedStartAllSeconds.last! * 1000))
             for group in [[cameras[0]], cameras] {
                 let figures = try await measure(group, seconds: seconds)
                 if group.count == 1 {
@@ -121,19 +132,56 @@ enum MultiCamBenchmark {
         return (Double(start.components.seconds) + Double(start.components.attoseconds) / 1e18, cpu, frames)
     }
 
-    /// Plain pipelines on every camera set playing at the same moment, each from a thread of its own: the slowest
-    /// one's PLAYING → first frame.
-    private static func plainStartAtOnce(caps: String, devices: [String]) throws -> Double {
-        let results = Locked<[Result<Double, any Error>]>([])
-        let group = DispatchGroup()
-        for device in devices {
-            DispatchQueue.global().async(group: group) {
-                let result = Result { try InterruptionBenchmark.plainStart(caps: caps, device: device) }
-                results.withLock { $0.append(result) }
+    /// Plain pipelines on every camera set playing at the same moment, each from a thread of its own: from that
+    /// moment to the last pipeline's first frame. The pipelines are built first and their threads wait at a
+    /// barrier: started through Dispatch's pool instead, they ran one after another on two cores (each thread
+    /// blocked in its start, the pool gave the next one a thread only ~100 ms later), so "all" measured one start
+    /// four times over, never four at once.
+    /// `probedAhead`: each device opened and its formats probed before that moment (READY and a caps query).
+    private static func plainStartAtOnce(caps: String, devices: [String], probedAhead: Bool = false) throws -> Double {
+        let pipelines = try devices.map { device in
+            try Pipeline.launch("v4l2src device=\(device) ! \(caps) ! appsink name=sink sync=false max-buffers=1 drop=true")
+        }
+        defer { pipelines.forEach { $0.shutDown() } }
+        let firstFrames = Locked<[ContinuousClock.Instant?]>(Array(repeating: nil, count: devices.count))
+        let allFirst = DispatchSemaphore(value: 0)
+        for (index, pipeline) in pipelines.enumerated() {
+            guard let sink = pipeline.element(named: "sink").flatMap(AppSink.init) else {
+                throw BenchmarkError.setup("the plain V4L2 pipeline has no appsink")
+            }
+            sink.setSampleHandler { _ in
+                let first = firstFrames.withLock { frames in
+                    defer { if frames[index] == nil { frames[index] = ContinuousClock.now } }
+                    return frames[index] == nil
+                }
+                if first { allFirst.signal() }
             }
         }
-        group.wait()
-        return try results.withLock { $0 }.map { try $0.get() }.max() ?? 0
+        if probedAhead {
+            for pipeline in pipelines {
+                try pipeline.setState(.ready)
+                _ = pipeline.elements(madeBy: "v4l2src").first?.staticPad("src")?.queryCaps()
+            }
+        }
+        let failures = Locked<[String]>([])
+        let ready = DispatchGroup(), go = DispatchSemaphore(value: 0)
+        for pipeline in pipelines {
+            ready.enter()
+            Thread.detachNewThread {
+                ready.leave()
+                go.wait()
+                do { try pipeline.setState(.playing) } catch { failures.withLock { $0.append("\(error)") } }
+            }
+        }
+        ready.wait()
+        let began = ContinuousClock.now
+        for _ in pipelines { go.signal() }
+        let allCame = (0..<pipelines.count).allSatisfy { _ in allFirst.wait(timeout: .now() + 10) == .success }
+        if let failure = failures.withLock({ $0.first }) { throw BenchmarkError.setup("a plain pipeline did not start: \(failure)") }
+        guard allCame, let last = firstFrames.withLock({ $0.compactMap { $0 }.max() }) else {
+            throw BenchmarkError.setup("a plain pipeline delivered no frame in 10 s")
+        }
+        return (last - began).seconds
     }
 
     private static func processCPUSeconds() -> Double {
@@ -148,12 +196,14 @@ enum MultiCamBenchmark {
             Several cameras (CaptureMultiCamSession, %d vivid cameras at 640x480 against one, frames read in Swift, median of %d)
               start → every camera's first frame   one %.1f ms, all %.1f ms   %.2f×   goal ≤ %.2f×  %@
               plain v4l2src pipelines, the same    one %.1f ms, all %.1f ms   %.2f×
+              the same, formats probed ahead      one %.1f ms, all %.1f ms   %.2f×
               CPU over %.0f s                      one %.3f s, all %.3f s     %.2f×   goal ≤ %.2f×  %@
               frames delivered                     one %.0f, all %.0f           %.2f×   (every camera's frames: %d×)
             """, report.cameras, report.startOneSeconds.count,
             Statistics.median(report.startOneSeconds) * 1000, Statistics.median(report.startAllSeconds) * 1000, report.startRatio,
             report.startGoal, verdict(report.startRatio <= report.startGoal),
             Statistics.median(report.plainStartOneSeconds) * 1000, Statistics.median(report.plainStartAllSeconds) * 1000, report.plainStartRatio,
+            Statistics.median(report.probedStartOneSeconds) * 1000, Statistics.median(report.probedStartAllSeconds) * 1000, report.probedStartRatio,
             report.seconds, Statistics.median(report.cpuOneSeconds), Statistics.median(report.cpuAllSeconds), report.cpuRatio,
             report.cpuGoal, verdict(report.cpuRatio <= report.cpuGoal),
             Statistics.median(report.framesOne.map(Double.init)), Statistics.median(report.framesAll.map(Double.init)), report.frameRatio,

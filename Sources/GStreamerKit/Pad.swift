@@ -30,6 +30,9 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
 
     public var currentCaps: Caps? { gst_pad_get_current_caps(pointer).map { Caps(adopting: $0) } }
 
+    /// Every format the pad could take now (a CAPS query, unfiltered): a source opens and probes its device for it.
+    public func queryCaps() -> Caps? { gst_pad_query_caps(pointer, nil).map { Caps(adopting: $0) } }
+
     public func link(to sink: Pad) throws {
         try check(gst_pad_link(pointer, sink.pointer), linkingTo: sink)
     }
