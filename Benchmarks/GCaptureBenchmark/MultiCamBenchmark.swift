@@ -23,6 +23,14 @@ enum MultiCamBenchmark {
         var seconds: Double
         var startOneSeconds: [Double] = []
         var startAllSeconds: [Double] = []
+        /// This process's CPU from the start's call to the last first frame: a start is CPU-bound work (v4l2src
+        /// probing the device's formats, negotiation, the buffer pool), so N cameras on fewer cores cannot start in
+        /// less than N / cores times one's.
+        var startCPUOneSeconds: [Double] = []
+        var startCPUAllSeconds: [Double] = []
+        var plainStartCPUOneSeconds: [Double] = []
+        var plainStartCPUAllSeconds: [Double] = []
+        var processors = ProcessInfo.processInfo.activeProcessorCount
         var cpuOneSeconds: [Double] = []
         var cpuAllSeconds: [Double] = []
         var framesOne: [Int] = []
@@ -59,10 +67,11 @@ enum MultiCamBenchmark {
         // The format the engine picks on vivid for .vga640x480.
         let caps = "video/x-raw,format=NV12,width=640,height=480,framerate=25/1"
         for round in 1...rounds {
-            report.plainStartOneSeconds.append(try plainStartAtOnce(caps: caps, devices: [present[0]]))
-            report.plainStartAllSeconds.append(try plainStartAtOnce(caps: caps, devices: present))
-            report.probedStartOneSeconds.append(try plainStartAtOnce(caps: caps, devices: [present[0]], probedAhead: true))
-            report.probedStartAllSeconds.append(try plainStartAtOnce(caps: caps, devices: present, probedAhead: true))
+            let (plainOne, plainAll) = (try plainStartAtOnce(caps: caps, devices: [present[0]]), try plainStartAtOnce(caps: caps, devices: present))
+            report.plainStartOneSeconds.append(plainOne.start); report.plainStartCPUOneSeconds.append(plainOne.cpu)
+            report.plainStartAllSeconds.append(plainAll.start); report.plainStartCPUAllSeconds.append(plainAll.cpu)
+            report.probedStartOneSeconds.append(try plainStartAtOnce(caps: caps, devices: [present[0]], probedAhead: true).start)
+            report.probedStartAllSeconds.append(try plainStartAtOnce(caps: caps, devices: present, probedAhead: true).start)
             progress(String(format: "round %d, plain: one %.1f ms, all %.1f ms; probed ahead: one %.1f ms, all %.1f ms", round,
                             report.plainStartOneSeconds.last! * 1000, report.plainStartAllSeconds.last! * 1000,
                             report.probedStartOneSeconds.last! * 1000, report.probedStartAllSeconds.last! * 1000))
@@ -70,8 +79,10 @@ enum MultiCamBenchmark {
                 let figures = try await measure(group, seconds: seconds)
                 if group.count == 1 {
                     report.startOneSeconds.append(figures.start); report.cpuOneSeconds.append(figures.cpu); report.framesOne.append(figures.frames)
+                    report.startCPUOneSeconds.append(figures.startCPU)
                 } else {
                     report.startAllSeconds.append(figures.start); report.cpuAllSeconds.append(figures.cpu); report.framesAll.append(figures.frames)
+                    report.startCPUAllSeconds.append(figures.startCPU)
                 }
                 progress(String(format: "round %d, %d camera(s): start %.1f ms, CPU %.3f s, %d frames",
                                 round, group.count, figures.start * 1000, figures.cpu, figures.frames))
@@ -82,7 +93,8 @@ enum MultiCamBenchmark {
 
     /// One camera or several in a multi-camera session: start → every camera's first frame, then the CPU and the
     /// frames of `seconds` of capture.
-    private static func measure(_ cameras: [CaptureDevice], seconds: Double) async throws -> (start: Double, cpu: Double, frames: Int) {
+    private static func measure(_ cameras: [CaptureDevice], seconds: Double) async throws
+        -> (start: Double, startCPU: Double, cpu: Double, frames: Int) {
         let session = CaptureMultiCamSession(name: "bench-multicam")
         let outputs: [CaptureVideoDataOutput] = cameras.map { _ in CaptureVideoDataOutput() }
         session.beginConfiguration()
@@ -111,7 +123,7 @@ enum MultiCamBenchmark {
             }
         }
         defer { readers.forEach { $0.cancel() } }
-        let began = ContinuousClock.now
+        let began = ContinuousClock.now, cpuAtStart = processCPUSeconds()
         try await session.start()
         let cameraCount = cameras.count
         let allCame = await Task.detached {
@@ -121,7 +133,7 @@ enum MultiCamBenchmark {
             await session.stop()
             throw BenchmarkError.setup("a camera gave no frame within 20 s of the start")
         }
-        let start = began.duration(to: last)
+        let start = began.duration(to: last), startCPU = processCPUSeconds() - cpuAtStart
         // Steady capture: a second to settle, then the measured seconds.
         try await Task.sleep(for: .seconds(1))
         let cpuBefore = processCPUSeconds(), framesBefore = counts.withLock { $0.reduce(0, +) }
@@ -129,7 +141,7 @@ enum MultiCamBenchmark {
         let cpu = processCPUSeconds() - cpuBefore
         let frames = counts.withLock { $0.reduce(0, +) } - framesBefore
         await session.stop()
-        return (Double(start.components.seconds) + Double(start.components.attoseconds) / 1e18, cpu, frames)
+        return (start.seconds, startCPU, cpu, frames)
     }
 
     /// Plain pipelines on every camera set playing at the same moment, each from a thread of its own: from that
@@ -138,7 +150,7 @@ enum MultiCamBenchmark {
     /// blocked in its start, the pool gave the next one a thread only ~100 ms later), so "all" measured one start
     /// four times over, never four at once.
     /// `probedAhead`: each device opened and its formats probed before that moment (READY and a caps query).
-    private static func plainStartAtOnce(caps: String, devices: [String], probedAhead: Bool = false) throws -> Double {
+    private static func plainStartAtOnce(caps: String, devices: [String], probedAhead: Bool = false) throws -> (start: Double, cpu: Double) {
         let pipelines = try devices.map { device in
             try Pipeline.launch("v4l2src device=\(device) ! \(caps) ! appsink name=sink sync=false max-buffers=1 drop=true")
         }
@@ -174,14 +186,14 @@ enum MultiCamBenchmark {
             }
         }
         ready.wait()
-        let began = ContinuousClock.now
+        let began = ContinuousClock.now, cpuAtStart = processCPUSeconds()
         for _ in pipelines { go.signal() }
         let allCame = (0..<pipelines.count).allSatisfy { _ in allFirst.wait(timeout: .now() + 10) == .success }
         if let failure = failures.withLock({ $0.first }) { throw BenchmarkError.setup("a plain pipeline did not start: \(failure)") }
         guard allCame, let last = firstFrames.withLock({ $0.compactMap { $0 }.max() }) else {
             throw BenchmarkError.setup("a plain pipeline delivered no frame in 10 s")
         }
-        return (last - began).seconds
+        return ((last - began).seconds, processCPUSeconds() - cpuAtStart)
     }
 
     private static func processCPUSeconds() -> Double {
@@ -197,6 +209,8 @@ enum MultiCamBenchmark {
               start → every camera's first frame   one %.1f ms, all %.1f ms   %.2f×   goal ≤ %.2f×  %@
               plain v4l2src pipelines, the same    one %.1f ms, all %.1f ms   %.2f×
               the same, formats probed ahead      one %.1f ms, all %.1f ms   %.2f×
+              CPU of the start, engine             one %.1f ms, all %.1f ms   (plain: one %.1f ms, all %.1f ms)
+                a start is CPU-bound: %d cameras on %d processors cannot start in under %.2f× one's
               CPU over %.0f s                      one %.3f s, all %.3f s     %.2f×   goal ≤ %.2f×  %@
               frames delivered                     one %.0f, all %.0f           %.2f×   (every camera's frames: %d×)
             """, report.cameras, report.startOneSeconds.count,
@@ -204,6 +218,9 @@ enum MultiCamBenchmark {
             report.startGoal, verdict(report.startRatio <= report.startGoal),
             Statistics.median(report.plainStartOneSeconds) * 1000, Statistics.median(report.plainStartAllSeconds) * 1000, report.plainStartRatio,
             Statistics.median(report.probedStartOneSeconds) * 1000, Statistics.median(report.probedStartAllSeconds) * 1000, report.probedStartRatio,
+            Statistics.median(report.startCPUOneSeconds) * 1000, Statistics.median(report.startCPUAllSeconds) * 1000,
+            Statistics.median(report.plainStartCPUOneSeconds) * 1000, Statistics.median(report.plainStartCPUAllSeconds) * 1000,
+            report.cameras, report.processors, Double(report.cameras) / Double(min(report.cameras, max(report.processors, 1))),
             report.seconds, Statistics.median(report.cpuOneSeconds), Statistics.median(report.cpuAllSeconds), report.cpuRatio,
             report.cpuGoal, verdict(report.cpuRatio <= report.cpuGoal),
             Statistics.median(report.framesOne.map(Double.init)), Statistics.median(report.framesAll.map(Double.init)), report.frameRatio,
