@@ -72,21 +72,9 @@ final class MultiCamSessionTests: XCTestCase {
     /// A stream connected to both cameras side by side (HLS, as ffmpeg plays it back): the black camera on the
     /// left, the white one on the right, at twice one camera's width, the whole time it streamed.
     func testACompositeStreamShowsBothCamerasSideBySide() async throws {
-        let session = CaptureMultiCamSession()
         let stream = CaptureStreamOutput()
-        session.beginConfiguration()
-        let inputs = try [black, white].map(CaptureDeviceInput.init(device:))
-        for input in inputs {
-            try session.addInputWithNoConnections(input)
-            try session.setSessionPreset(.vga640x480, for: input)
-        }
-        try session.addOutputWithNoConnections(stream)
-        try session.addConnection(CaptureConnection(inputPorts: inputs.flatMap(\.ports), output: stream))
-        try session.setCompositeLayout(.sideBySide, for: stream)
-        try withinBlocking(engineDeadline, "commitAndWait()") { try session.commitAndWait() }
-        let errors = Locked<[String]>([])
-        let errorStream = session.runtimeErrors()
-        let errorTask = Task { for await error in errorStream { errors.withLock { $0.append("\(error)") } } }
+        let session = try compositeSession(.sideBySide, cameras: [black, white], output: stream)
+        let (errors, errorTask) = collectRuntimeErrors(of: session)
         defer { errorTask.cancel() }
         try await within(engineDeadline, "session.start()") { try await session.start() }
         let playlist = try temporaryFolder().appendingPathComponent("live.m3u8")
@@ -115,21 +103,9 @@ final class MultiCamSessionTests: XCTestCase {
     /// Records 2 s of a movie connected to `cameras` in `layout`; every frame the recording took is in the file.
     private func recordComposite(_ layout: CaptureMultiCamSession.CompositeLayout,
                                  cameras: [CaptureDevice]) async throws -> (URL, ProbedMovie) {
-        let session = CaptureMultiCamSession()
         let movie = CaptureMovieFileOutput()
-        session.beginConfiguration()
-        let inputs = try cameras.map(CaptureDeviceInput.init(device:))
-        for input in inputs {
-            try session.addInputWithNoConnections(input)
-            try session.setSessionPreset(.vga640x480, for: input)
-        }
-        try session.addOutputWithNoConnections(movie)
-        try session.addConnection(CaptureConnection(inputPorts: inputs.flatMap(\.ports), output: movie))
-        try session.setCompositeLayout(layout, for: movie)
-        try withinBlocking(engineDeadline, "commitAndWait()") { try session.commitAndWait() }
-        let errors = Locked<[String]>([])
-        let errorStream = session.runtimeErrors()
-        let errorTask = Task { for await error in errorStream { errors.withLock { $0.append("\(error)") } } }
+        let session = try compositeSession(layout, cameras: cameras, output: movie)
+        let (errors, errorTask) = collectRuntimeErrors(of: session)
         defer { errorTask.cancel() }
         try await within(engineDeadline, "session.start()") { try await session.start() }
         let url = try temporaryFolder().appendingPathComponent("composite.mp4")
@@ -144,6 +120,30 @@ final class MultiCamSessionTests: XCTestCase {
         XCTAssertEqual(Double(try XCTUnwrap(probed.videoFrames)), Double(movie.lastStatistics.frames), accuracy: 1)
         XCTAssertEqual(Double(try XCTUnwrap(probed.videoFrames)), probed.duration * 30, accuracy: 3, "frames against the duration")
         return (url, probed)
+    }
+
+    /// A session whose one output is connected to every camera (VGA each) in `layout`: committed, not started.
+    private func compositeSession(_ layout: CaptureMultiCamSession.CompositeLayout, cameras: [CaptureDevice],
+                                  output: CaptureOutput) throws -> CaptureMultiCamSession {
+        let session = CaptureMultiCamSession()
+        session.beginConfiguration()
+        let inputs = try cameras.map(CaptureDeviceInput.init(device:))
+        for input in inputs {
+            try session.addInputWithNoConnections(input)
+            try session.setSessionPreset(.vga640x480, for: input)
+        }
+        try session.addOutputWithNoConnections(output)
+        try session.addConnection(CaptureConnection(inputPorts: inputs.flatMap(\.ports), output: output))
+        try session.setCompositeLayout(layout, for: output)
+        try withinBlocking(engineDeadline, "commitAndWait()") { try session.commitAndWait() }
+        return session
+    }
+
+    /// The session's runtime errors as they come, until the task is cancelled.
+    private func collectRuntimeErrors(of session: CaptureMultiCamSession) -> (Locked<[String]>, Task<Void, Never>) {
+        let errors = Locked<[String]>([])
+        let stream = session.runtimeErrors()
+        return (errors, Task { for await error in stream { errors.withLock { $0.append("\(error)") } } })
     }
 
     /// The luma of one frame of a movie, `at` seconds in, averaged over a grid of cells (rows of columns).
