@@ -100,9 +100,10 @@ final class MultiCamV4L2Tests: XCTestCase {
 
         try checkMovie(urls[0], of: movies[0], white: false, rate: rates[0])
         // No gap but what the black recording's own encoder let go under the VM's load (counted as dropped; seen in CI:
-        // 2 dropped, a 0.12 s gap): an interruption of its camera would leave a gap of its length, half a second and more.
+        // 2 dropped, a 0.12 s gap; 5 dropped, a 0.263 s gap), give or take the arrival-time stamps' jitter under that
+        // load (0.1 s): an interruption of its camera would leave a gap of its length, half a second and more.
         let blackGap = try largestVideoGap(urls[0]), dropped = movies[0].lastStatistics.droppedFrames
-        XCTAssertLessThanOrEqual(blackGap, (Double(dropped) + 1.5) / rates[0],
+        XCTAssertLessThanOrEqual(blackGap, (Double(dropped) + 1) / rates[0] + 0.1,
                                  "the black camera's movie has a gap its \(dropped) dropped frames do not explain while the other camera was unplugged")
         let lumas = try frameLumas(urls[1])
         XCTAssertTrue(try ffmpegDecodes(urls[1]), "the white camera's movie does not decode")
