@@ -63,7 +63,7 @@ public actor MultiCameraController {
             for await result in group { results.append(result) }
             return results.sorted { $0.0 < $1.0 }
         }
-        guard let (failed, error) = results.first(where: { $0.1 != nil }).map({ ($0.0, $0.1!) }) else { return }
+        guard let (failed, failure) = results.first(where: { $0.1 != nil }), let error = failure else { return }
         await shutDown()
         if !isSeveral { throw error }
         throw ControlFailure("camera \(cameras[failed].name) (\(cameras[failed].capture.camera)) cannot start: \(error)")
@@ -151,17 +151,18 @@ public actor MultiCameraController {
 
     /// The picked camera's status, and with several every camera's name, device, state and recording.
     public func status() async -> ControlFields {
-        var fields = await cameras[selected].controller.status()
-        guard isSeveral else { return fields }
-        var entries: [ControlFields] = []
-        for (index, camera) in cameras.enumerated() {
-            let status = await camera.controller.status()
-            entries.append(["name": camera.name, "camera": camera.capture.camera, "selected": index == selected,
-                            "interruption": status["interruption"] ?? NSNull(), "recording": status["recording"] ?? NSNull(),
-                            "running": status["running"] ?? false])
+        guard isSeveral else { return await cameras[0].controller.status() }
+        var statuses: [ControlFields] = []
+        for camera in cameras { statuses.append(await camera.controller.status()) }
+        let picked = selected
+        var fields = statuses[picked]
+        fields["cameraName"] = cameras[picked].name
+        fields["cameraSet"] = zip(cameras, statuses).enumerated().map { index, entry -> ControlFields in
+            let (camera, status) = entry
+            return ["name": camera.name, "camera": camera.capture.camera, "selected": index == picked,
+                    "interruption": status["interruption"] ?? NSNull(), "recording": status["recording"] ?? NSNull(),
+                    "running": status["running"] ?? false]
         }
-        fields["cameraName"] = cameras[selected].name
-        fields["cameraSet"] = entries
         return fields
     }
 }
