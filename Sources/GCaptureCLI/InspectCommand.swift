@@ -64,8 +64,7 @@ struct InspectCommand: ParsableCommand {
     /// kiosk.dot for the camera door: kiosk-door.dot.
     private static func dotFile(_ path: String, camera: String) -> String {
         let url = URL(fileURLWithPath: path)
-        let stem = url.deletingPathExtension().lastPathComponent + "-" + camera
-        let named = url.pathExtension.isEmpty ? stem : stem + "." + url.pathExtension
+        let named = OutputPath.fileName(url.lastPathComponent, forCamera: camera)
         return path.contains("/") ? url.deletingLastPathComponent().appendingPathComponent(named).path : named
     }
 

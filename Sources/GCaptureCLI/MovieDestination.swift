@@ -49,9 +49,15 @@ enum OutputPath {
     /// The file of one of several cameras: `name` with the camera's short name before the extension, its node's
     /// (video0) or else its id's letters and digits (clip.jpg becomes clip-video0.jpg).
     static func forCamera(_ url: URL, _ camera: CaptureDevice) -> URL {
-        let label = cameraLabel(camera)
-        let stem = url.deletingPathExtension().lastPathComponent
-        return url.deletingLastPathComponent().appendingPathComponent("\(stem)-\(label)").appendingPathExtension(url.pathExtension)
+        url.deletingLastPathComponent().appendingPathComponent(fileName(url.lastPathComponent, forCamera: cameraLabel(camera)))
+    }
+
+    /// The one rule for naming one camera's file among several: its label before the extension (clip.mp4 and
+    /// video0 give clip-video0.mp4; a naming pattern's text and a graph's file name alike).
+    static func fileName(_ name: String, forCamera label: String) -> String {
+        let fileExtension = URL(fileURLWithPath: name).pathExtension
+        let stem = fileExtension.isEmpty ? name : String(name.dropLast(fileExtension.count + 1))
+        return "\(stem)-\(label)" + (fileExtension.isEmpty ? "" : ".\(fileExtension)")
     }
 
     /// A camera's short name in file names and commands: its node's (video0), else its id's letters and digits.
@@ -84,8 +90,6 @@ extension FileNamePattern {
     /// The rule for one of several cameras sharing a folder: the camera's name before the extension
     /// (photo-{date}-{counter}.jpg becomes photo-{date}-{counter}-video1.jpg), so neither numbers over the other.
     func forCamera(_ name: String) throws -> FileNamePattern {
-        let fileExtension = URL(fileURLWithPath: text).pathExtension
-        let stem = fileExtension.isEmpty ? text : String(text.dropLast(fileExtension.count + 1))
-        return try FileNamePattern(parsing: "\(stem)-\(name)" + (fileExtension.isEmpty ? "" : ".\(fileExtension)"))
+        try FileNamePattern(parsing: OutputPath.fileName(text, forCamera: name))
     }
 }
