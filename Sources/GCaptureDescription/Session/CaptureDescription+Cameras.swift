@@ -8,10 +8,7 @@ extension CaptureDescription {
     /// web) that `DescribedSession` builds unchanged. Throws every error of every camera at once.
     public static func loadCameras(contentsOf url: URL, file: String? = nil,
                                    options: DescriptionOptions = .init()) throws(DescriptionError) -> [CheckedDescription] {
-        let name = file ?? url.path
-        let data = try readFile(url, name: name, options: options)
-        var options = options
-        if options.root == nil, !options.safe { options.root = url.deletingLastPathComponent() }
+        let (name, data, options) = try open(url, file: file, options: options)
         return try checkCameras(DescriptionReader.readCameras(data, file: name, safe: options.safe), options: options)
     }
 

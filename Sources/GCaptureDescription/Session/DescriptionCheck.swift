@@ -59,15 +59,23 @@ extension CaptureDescription {
     /// folders). Throws every error at once, in file order; warnings are in the result.
     public static func load(contentsOf url: URL, file: String? = nil,
                             options: DescriptionOptions = .init()) throws(DescriptionError) -> CheckedDescription {
+        let (name, data, options) = try open(url, file: file, options: options)
+        return try check(DescriptionReader.read(data, file: name, safe: options.safe), options: options)
+    }
+
+    /// The file's name for diagnostics, its bytes, and the options to check it with: outside --safe, paths
+    /// in it are relative to its folder unless a root is given.
+    static func open(_ url: URL, file: String?,
+                     options: DescriptionOptions) throws(DescriptionError) -> (name: String, data: Data, options: DescriptionOptions) {
         let name = file ?? url.path
         let data = try readFile(url, name: name, options: options)
         var options = options
         if options.root == nil, !options.safe { options.root = url.deletingLastPathComponent() }
-        return try check(DescriptionReader.read(data, file: name, safe: options.safe), options: options)
+        return (name, data, options)
     }
 
     /// The file's bytes, or why there are none in plain words.
-    static func readFile(_ url: URL, name: String, options: DescriptionOptions) throws(DescriptionError) -> Data {
+    private static func readFile(_ url: URL, name: String, options: DescriptionOptions) throws(DescriptionError) -> Data {
         do {
             if options.safe, let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int,
                size > SafeLimits.fileBytes {
