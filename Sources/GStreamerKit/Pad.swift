@@ -235,7 +235,7 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
         case drop
         /// Let the data pass and remove the probe.
         case remove
-        /// Keep a blocking probe blocking.
+        /// Let the data pass and keep the probe; a blocking probe then blocks on the next data.
         case pass
 
         var raw: GstPadProbeReturn {

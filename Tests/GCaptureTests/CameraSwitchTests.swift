@@ -76,8 +76,10 @@ final class CameraSwitchTests: XCTestCase {
     /// At a switch the new camera takes the outputs with its first frame newer than the old camera's latest by
     /// more than `cutSpacing`, even when that is less than a quarter of its interval (vivid's cameras, stamped by
     /// one timer, deliver a few milliseconds apart: waiting for a quarter interval cost a 25 fps camera two or
-    /// three frames, 108-121 ms against a plain start's 27-29 in the VM). Older frames, and one too close to
-    /// tell from the old camera's last, stay out.
+    /// three frames, 108-121 ms against a plain start's 27-29 in the VM). A first frame older than the old
+    /// camera's last by less than half its interval goes out retimed just after it (waiting past it cost a whole
+    /// interval in one switch in three in the VM); older frames, and one too close to tell from the frame before
+    /// it in the outputs, stay out.
     func testTheCutTakesTheNewCamerasFirstFrameNewerThanTheOldOnesLast() throws {
         let caps = "video/x-raw,format=GRAY8,width=4,height=4,framerate=25/1"
         let pipeline = try Pipeline.launch("tee name=tee allow-not-linked=true ! appsink name=sink sync=false")
@@ -95,7 +97,7 @@ final class CameraSwitchTests: XCTestCase {
         sink.setSampleHandler { sample in times.withLock { $0.append(sample.presentationTime ?? 0) } }
         let oldLast: ClockTime = 1_000_000_000, millisecond: ClockTime = 1_000_000, frame: ClockTime = 40 * millisecond
         let cut = SourceCut(previous: old, next: new, tee: tee, previousLastTime: { oldLast }) { _, _ in }
-        try XCTUnwrap(new.staticPad("src")).addProbe(.blockBuffer) { info in cut.moveTee(bufferTime: info.bufferPTS) }
+        try XCTUnwrap(new.staticPad("src")).addProbe(.blockBuffer) { info in cut.moveTee(info) }
         try pipeline.setState(.playing)
         let pixels = [UInt8](repeating: 128, count: 16)
         XCTAssertTrue(pixels.withUnsafeBytes { oldSource.push(copying: $0, presentationTime: oldLast) })
@@ -105,13 +107,16 @@ final class CameraSwitchTests: XCTestCase {
         }
         wait { times.withLock { $0 } == [oldLast] }
         XCTAssertEqual(times.withLock { $0 }, [oldLast], "the old camera's frame at the outputs")
-        for time in [oldLast - 3 * millisecond, oldLast + millisecond, oldLast + 5 * millisecond, oldLast + 45 * millisecond] {
+        for time in [oldLast - 25 * millisecond, oldLast - 3 * millisecond, oldLast + millisecond, oldLast + 5 * millisecond,
+                     oldLast + 45 * millisecond] {
             XCTAssertTrue(pixels.withUnsafeBytes { newSource.push(copying: $0, presentationTime: time, duration: frame) })
         }
-        wait { times.withLock { $0.count } >= 3 }
+        wait { times.withLock { $0.count } >= 4 }
         Thread.sleep(forTimeInterval: 0.1)
-        XCTAssertEqual(times.withLock { $0 }, [oldLast, oldLast + 5 * millisecond, oldLast + 45 * millisecond],
-                       "3 ms older and 1 ms newer stay out; 5 ms newer is the first of the new camera")
+        let retimed = oldLast + SourceCut.cutSpacing + 1
+        XCTAssertEqual(times.withLock { $0 }, [oldLast, retimed, oldLast + 5 * millisecond, oldLast + 45 * millisecond],
+                       "25 ms older stays out; 3 ms older goes out just after the old camera's last; 1 ms newer, "
+                       + "not after that, stays out; 5 ms newer follows")
     }
 
     /// A frame a hair newer than the last of the source before it (two cameras' frames of one moment, 100 µs
@@ -149,6 +154,19 @@ final class CameraSwitchTests: XCTestCase {
         XCTAssertFalse(SourceCut.isNewMoment(last + 900_000, after: last, frameDuration: nil), "no duration: a millisecond")
         XCTAssertTrue(SourceCut.isNewMoment(last + 2_000_000, after: last, frameDuration: nil))
         XCTAssertFalse(SourceCut.isNewMoment(last - frame, after: last, frameDuration: frame))
+    }
+
+    /// Retimed at the cut: only a frame older than the old camera's last by less than half its own interval, and
+    /// only to just after that last.
+    func testAFrameIsRetimedAtTheCutOnlyWhenLessThanHalfAnIntervalOlder() {
+        let last: ClockTime = 1_000_000_000, frame: ClockTime = 40_000_000, millisecond: ClockTime = 1_000_000
+        let justAfter = last + SourceCut.cutSpacing + 1
+        XCTAssertEqual(SourceCut.retimedAtTheCut(last - 3 * millisecond, duration: frame, after: last), justAfter)
+        XCTAssertEqual(SourceCut.retimedAtTheCut(last + SourceCut.cutSpacing, duration: frame, after: last), justAfter)
+        XCTAssertEqual(SourceCut.retimedAtTheCut(last - 17 * millisecond, duration: frame, after: last), justAfter)
+        XCTAssertNil(SourceCut.retimedAtTheCut(last - 18 * millisecond, duration: frame, after: last), "moved by half an interval")
+        XCTAssertNil(SourceCut.retimedAtTheCut(last - 3 * millisecond, duration: nil, after: last), "no interval to judge by")
+        XCTAssertNil(SourceCut.retimedAtTheCut(justAfter, duration: frame, after: last), "newer already: nothing to retime")
     }
 
     /// A switch to a camera that delivers its frames 200 ms after taking them (as USB cameras do by 50-200 ms)

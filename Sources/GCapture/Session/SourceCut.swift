@@ -18,6 +18,9 @@ import Synchronization
 /// within it of each other, so a switch to a 25 fps camera waited two or three frames (108-121 ms against a
 /// plain start's 27-29, in the VM; 37-45 ms now). The movie keeps its own rule (RecordingTimeline): a frame
 /// closer than a moment to the one before goes in a moment after it.
+/// A new camera's frame only a little older than the old one's latest is not waited past but goes out retimed
+/// (`retimedAtTheCut`): two cameras' frames interleave, and one in three switches in the VM found the old
+/// camera's frame of the same moment just ahead, and waited a whole interval more (75-110 ms, not 40).
 final class SourceCut: Sendable {
     private enum Stage { case waiting, moved, abandoned }
 
@@ -30,6 +33,8 @@ final class SourceCut: Sendable {
         var previousLastTime: ClockTime?
         /// When the new source's first buffer came (it may be older than the old source's latest, and wait).
         var firstNewBuffer: ContinuousClock.Instant?
+        /// Whether a frame of the new source reached the outputs retimed (the probe stays until one is newer).
+        var newSourceDelivered = false
     }
 
     /// How long the cut waits for the new camera to catch up with the old one.
@@ -42,6 +47,16 @@ final class SourceCut: Sendable {
 
     /// Whether the new camera's frame stamped `time` may follow the old camera's stamped `last` in the outputs.
     static func isNewerAtTheCut(_ time: ClockTime, than last: ClockTime) -> Bool { time > last + cutSpacing }
+
+    /// The time the new camera's frame stamped `time`, not newer at the cut than the old camera's `last`, goes out
+    /// with instead of being dropped: right after `last`, when that moves it by less than half its interval
+    /// (`duration`), so its successor still comes well after it. Nil when it is older than that (a camera that
+    /// delivers late: its first frames stay out), or says no interval.
+    static func retimedAtTheCut(_ time: ClockTime, duration: ClockTime?, after last: ClockTime) -> ClockTime? {
+        let retimed = last + cutSpacing + 1
+        guard let duration, duration > 0, time < retimed, retimed - time < duration / 2 else { return nil }
+        return retimed
+    }
 
     /// Whether a frame stamped `time` is a moment after one stamped `last`, as a movie sees it. Newer by a
     /// nanosecond is not enough: mp4mux keeps a track's times in hundredths of the frame interval its caps give
@@ -81,19 +96,22 @@ final class SourceCut: Sendable {
     var linkFailure: GStreamerError? { state.withLock { $0.linkFailure } }
 
     /// On the new source's streaming thread, at its buffers until the tee has moved and one of them came after
-    /// the old source's last (then the probe goes). `time`: the buffer's.
-    func moveTee(bufferTime time: ClockTime?) -> Pad.ProbeReturn {
-        state.withLock { state in
+    /// the old source's last (then the probe goes). A buffer a little older than that last goes out retimed.
+    func moveTee(_ buffer: Pad.ProbeInfo) -> Pad.ProbeReturn {
+        let time = buffer.bufferPTS, duration = buffer.bufferDuration
+        return state.withLock { state in
             switch state.stage {
             // An abandoned switch: the new source's buffers go nowhere until it is stopped.
             case .abandoned: return .drop
-            case .moved: return isAfterPrevious(time, state) ? .remove : .drop
+            case .moved: return passOrDrop(buffer, time: time, duration: duration, &state)
             case .waiting: break
             }
-            // Not newer than what the old camera has already delivered: it goes on delivering for now.
+            // Not newer than what the old camera has already delivered, nor close enough to go out retimed: it
+            // goes on delivering for now.
             let now = ContinuousClock.now
             if state.firstNewBuffer == nil { state.firstNewBuffer = now }
             if let time, let latest = previousLastTime(), !Self.isNewerAtTheCut(time, than: latest),
+               Self.retimedAtTheCut(time, duration: duration, after: latest) == nil,
                now - state.firstNewBuffer! < Self.longestWaitForNewerFrame {
                 return .drop
             }
@@ -119,8 +137,20 @@ final class SourceCut: Sendable {
             state.stage = .moved
             // Read once the old source can deliver no more (a frame it was pushing is counted already).
             state.previousLastTime = previousLastTime()
-            return isAfterPrevious(time, state) ? .remove : .drop
+            return passOrDrop(buffer, time: time, duration: duration, &state)
         }
+    }
+
+    /// Once the tee has moved: a buffer newer than the last frame out goes on and ends the probe; the new source's
+    /// first, if a little older, goes on retimed just after that frame (the probe stays, for the next); older
+    /// ones, and a later one not newer than a retimed first, stay out.
+    private func passOrDrop(_ buffer: Pad.ProbeInfo, time: ClockTime?, duration: ClockTime?, _ state: inout State) -> Pad.ProbeReturn {
+        guard let time, let last = state.previousLastTime, !Self.isNewerAtTheCut(time, than: last) else { return .remove }
+        guard !state.newSourceDelivered, let retimed = Self.retimedAtTheCut(time, duration: duration, after: last),
+              buffer.replaceBufferWithRetimedCopy(pts: retimed, duration: duration ?? 0) else { return .drop }
+        state.newSourceDelivered = true
+        state.previousLastTime = retimed
+        return .pass
     }
 
     /// The same rule where a source replaces another that already stopped (a filler and the camera coming back):
@@ -135,11 +165,6 @@ final class SourceCut: Sendable {
             dropped.add(1, ordering: .relaxed)
             return .drop
         }
-    }
-
-    private func isAfterPrevious(_ time: ClockTime?, _ state: State) -> Bool {
-        guard let time, let last = state.previousLastTime else { return true }
-        return Self.isNewerAtTheCut(time, than: last)
     }
 
     /// On the session's thread, when the new source failed: the tee goes back to the old one if it had moved.
