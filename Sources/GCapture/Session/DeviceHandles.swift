@@ -7,38 +7,51 @@ import Foundation
 /// camera switched away from and back within a second, or reopened with another format, would fail. So the
 /// session waits for the handles it left behind, and only for those.
 enum DeviceHandles {
-    /// The node a path leads to (a /dev/v4l/by-path or udev link resolves to its /dev/videoN).
+    /// The node a path leads to (a /dev/v4l/by-path or udev link resolves to its /dev/videoN). realpath(3):
+    /// through Foundation's URL it took 0.3-0.6 ms of a camera switch in the VM.
     static func resolvedNode(_ path: String) -> String {
-        URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
-    /// Whether any file descriptor of this process is open on `node` (resolved). Straight readdir and readlinkat
-    /// on /proc/self/fd: through FileManager (an array of names, a String per link) one look took 4-100 ms in
-    /// the VM, and a camera switched back to pays for one.
-    static func areOpen(on node: String) -> Bool {
-        guard let directory = opendir("/proc/self/fd") else { return false }
+    /// The file descriptors of this process open on `node` (resolved). Straight readdir and readlinkat on
+    /// /proc/self/fd: through FileManager (an array of names, a String per link) one look took 4-100 ms in
+    /// the VM. Still a system call per descriptor (1.5-3.7 ms in the VM's emulated CPU), so a switch looks
+    /// once, when it leaves a camera, and later checks only what it found (`areOpen`).
+    static func descriptors(on node: String) -> [Int32] {
+        guard let directory = opendir("/proc/self/fd") else { return [] }
         defer { closedir(directory) }
         let directoryDescriptor = dirfd(directory)
-        var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        return node.withCString { wanted in
-            let wantedLength = strlen(wanted)
-            while let entry = readdir(directory) {
-                let length = withUnsafePointer(to: &entry.pointee.d_name) { name in
-                    name.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { name in
-                        readlinkat(directoryDescriptor, name, &target, target.count - 1)
-                    }
-                }
-                if length == wantedLength, memcmp(target, wanted, wantedLength) == 0 { return true }
+        var found: [Int32] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) { name in
+                name.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
             }
-            return false
+            guard let descriptor = Int32(name), descriptor != directoryDescriptor, isOpen(descriptor, on: node) else { continue }
+            found.append(descriptor)
         }
+        return found
     }
 
-    /// Blocks until no handle of this process is open on `node`, or `limit` passes; returns how long it
-    /// waited, or nil when the handles are still open.
-    static func waitUntilClosed(on node: String, within limit: Duration) -> Duration? {
+    /// Whether any of `descriptors` is still open on `node` (one it found, closed and reused since for something
+    /// else, is not).
+    static func areOpen(_ descriptors: [Int32], on node: String) -> Bool {
+        descriptors.contains { isOpen($0, on: node) }
+    }
+
+    private static func isOpen(_ descriptor: Int32, on node: String) -> Bool {
+        var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/fd/\(descriptor)", &target, target.count - 1)
+        guard length > 0 else { return false }
+        return String(decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) == node
+    }
+
+    /// Blocks until none of `descriptors` is open on `node`, or `limit` passes; returns how long it waited, or
+    /// nil when one is still open.
+    static func waitUntilClosed(_ descriptors: [Int32], on node: String, within limit: Duration) -> Duration? {
         let start = ContinuousClock.now
-        while areOpen(on: node) {
+        while areOpen(descriptors, on: node) {
             if ContinuousClock.now - start >= limit { return nil }
             Thread.sleep(forTimeInterval: 0.02)
         }
@@ -46,23 +59,30 @@ enum DeviceHandles {
     }
 }
 
-/// Camera nodes one graph stopped using, and when: v4l2 may hold a node a moment longer, so before the graph
-/// opens one of them again it waits for the handles it left. On the session queue.
+/// Camera nodes one graph stopped using, when, and the handles it still had on them then: v4l2 may hold a node
+/// a moment longer, so before the graph opens one of them again it waits for those handles. On the session queue.
 struct CamerasLeftBehind {
-    private var since: [String: ContinuousClock.Instant] = [:]
+    private struct Left {
+        var since: ContinuousClock.Instant
+        var descriptors: [Int32]
+    }
 
-    /// A source the graph stopped using.
+    private var left: [String: Left] = [:]
+
+    /// A source the graph stopped using (already stopped: what is open on its node now is what it still holds).
     mutating func note(_ unit: SourceUnit) {
         guard !unit.isFiller, let node = unit.device.nodePath else { return }
-        since[DeviceHandles.resolvedNode(node)] = .now
+        let resolved = DeviceHandles.resolvedNode(node)
+        left[resolved] = Left(since: .now, descriptors: DeviceHandles.descriptors(on: resolved))
     }
 
     /// Before a camera let go of in the last few seconds is opened again: its old handles gone.
     mutating func waitForHandles(on device: CaptureDevice, graphName: String) {
         guard let path = device.nodePath else { return }
         let node = DeviceHandles.resolvedNode(path)
-        guard let leftAt = since.removeValue(forKey: node), ContinuousClock.now - leftAt < .seconds(10) else { return }
-        if let waited = DeviceHandles.waitUntilClosed(on: node, within: .seconds(3)) {
+        guard let behind = left.removeValue(forKey: node), !behind.descriptors.isEmpty,
+              ContinuousClock.now - behind.since < .seconds(10) else { return }
+        if let waited = DeviceHandles.waitUntilClosed(behind.descriptors, on: node, within: .seconds(3)) {
             if waited > .milliseconds(20) { Log.session.debug("\(graphName): waited \(waited) for the session's old handle on \(node) to close") }
         } else {
             Log.session.notice("\(graphName): the session's old handle on \(node) is still open after 3 s")
