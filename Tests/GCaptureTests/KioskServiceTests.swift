@@ -77,7 +77,10 @@ final class KioskServiceTests: XCTestCase {
                                           "--photo-folder", folder.path, "--movie-folder", folder.path],
                              environment: ["NOTIFY_SOCKET": socket.address, "WATCHDOG_USEC": "600000"])
         XCTAssertTrue(socket.wait(for: "READY=1", timeout: 30), "no READY=1; stderr: \(run.errorOutput); got \(socket.fields)")
-        // Ready means capturing: the session had started when systemd was told.
+        // Ready means capturing: the session had started when systemd was told. The "started" line is written
+        // before READY=1 is sent, but stdout and the socket are two channels read by two threads here: the line
+        // may still be in the pipe when the socket's message is read (seen once, on a loaded machine).
+        XCTAssertTrue(run.waitForEvent("started", timeout: 5), run.output)
         XCTAssertEqual(run.events("started").count, 1, run.output)
         XCTAssertTrue(socket.fields.contains { $0.hasPrefix("STATUS=capturing from ") }, "\(socket.fields)")
 
