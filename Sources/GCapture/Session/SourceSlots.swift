@@ -241,7 +241,7 @@ final class SourceSlots: @unchecked Sendable {
         let failure = onTrial(path, waitingForFirstBufferFrom: [unit], timeout: timeout) {
             // Blocking probes run before the trial's first-buffer probe: the buffer that confirms the new
             // source is the first that, once the tee is moved, reaches the outputs (SourceCut drops the ones
-            // not `cutSpacing` newer than the old source's last).
+            // not `cutSpacing` newer than the old source's last, but retimes a first one only a little older).
             unit.bin.staticPad("src")?.addProbe(.blockBuffer) { info in cut.moveTee(info) }
             unit.bin.baseTime = pipeline.baseTime
             try unit.bin.setState(.ready)
