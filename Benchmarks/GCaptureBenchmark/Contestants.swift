@@ -6,17 +6,18 @@ import GStreamerKit
 /// For one CaptureVideoDataOutput on the test camera at .hd1920x1080 the engine builds (SessionGraph,
 /// SourceBuilder, CaptureVideoDataOutput.branchDescription):
 ///
-///     pipeline (system clock) ┬ bin[videotestsrc ! capsfilter] ! tee(allow-not-linked) ! bin[queue ! appsink]
+///     pipeline (system clock) ┬ bin[videotestsrc ! capsfilter] ! tee(allow-not-linked) ! bin[queue ! videoflip ! appsink]
 ///                             └ audio tee (unlinked)
 ///
-/// The plain pipeline has the same elements with the same settings, without the bins.
+/// The plain pipeline has the same elements with the same settings, without the bins and without the videoflip
+/// (passing frames through untouched, kept for a rotation set later): those are the engine's own cost.
 enum Contestants {
     static let width = 1920, height = 1080, frameRate = 30
     static let caps = "video/x-raw,format=NV12,width=\(width),height=\(height),framerate=\(frameRate)/1"
     static let source = "videotestsrc is-live=true pattern=smpte horizontal-speed=2"
     /// The engine's guard queue (CaptureOutput.queueDepth 2) and appsink (CaptureVideoDataOutput).
     static let branch = "queue leaky=downstream max-size-buffers=2 max-size-bytes=0 max-size-time=0 ! "
-        + "appsink name=sink sync=false max-buffers=1 drop=false emit-signals=false enable-last-sample=false"
+        + "appsink name=sink sync=false async=false max-buffers=1 drop=false emit-signals=false enable-last-sample=false"
 
     static let plainDescription = "\(source) ! \(caps) ! tee allow-not-linked=true ! \(branch)"
 

@@ -83,7 +83,13 @@ public class CaptureOutput: @unchecked Sendable, Hashable {
 
     /// The branch end for outputs that take frames in Swift: an appsink named "sink" that never syncs to the
     /// clock and never keeps a sample of its own.
-    static let appSinkFragment = "appsink name=sink sync=false max-buffers=1 drop=false emit-signals=false enable-last-sample=false"
+    ///
+    /// async=false: an asynchronous sink inside a branch bin is not told PLAYING with the pipeline (the bin,
+    /// still busy going to PAUSED, only records the target), so its first frame waits in preroll until the
+    /// bin's state change goes on from GLib's thread pool. On two cores that thread often queued behind the
+    /// test camera rendering its next frame: the first frame stood 2-4 ms in the appsink in 7 starts of 40.
+    /// A sink that never syncs has no preroll to wait for.
+    static let appSinkFragment = "appsink name=sink sync=false async=false max-buffers=1 drop=false emit-signals=false enable-last-sample=false"
 
     /// That appsink in a branch built with `appSinkFragment`.
     static func appSink(in branch: Bin?) -> AppSink? {
