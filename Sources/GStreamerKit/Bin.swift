@@ -147,3 +147,36 @@ extension Bin {
         }
     }
 }
+
+extension Bin {
+    /// Puts `element` (in no bin yet, with one "sink" and one "src" pad) into this bin right after `upstream`,
+    /// between it and what its "src" pad feeds. While data flows the change is made between two buffers (an
+    /// idle probe, on the streaming thread), else at once; the element is brought to the bin's state and
+    /// receives the stream's sticky events with the next buffer. Linked as negotiated (`linkAsNegotiated`):
+    /// the element must take what `upstream` sends, and nothing upstream negotiates again. `done` says whether
+    /// it went in: a link that fails leaves the bin as it was.
+    public func insert(_ element: Element, after upstream: Element, done: (@Sendable (Bool) -> Void)? = nil) {
+        guard let upstreamPad = upstream.staticPad("src"), let downstreamPad = upstreamPad.peer,
+              let input = element.staticPad("sink"), let output = element.staticPad("src") else {
+            done?(false)
+            return
+        }
+        upstreamPad.addProbe(.idle) { [self] _ in
+            var inserted = false
+            if (try? add(element)) != nil {
+                _ = try? element.syncStateWithParent()
+                _ = upstreamPad.unlink(from: downstreamPad)
+                if (try? upstreamPad.linkAsNegotiated(to: input)) != nil, (try? output.linkAsNegotiated(to: downstreamPad)) != nil {
+                    inserted = true
+                } else {
+                    _ = upstreamPad.unlink(from: input)
+                    _ = try? element.setState(.null)
+                    remove(element)
+                    _ = try? upstreamPad.linkAsNegotiated(to: downstreamPad)
+                }
+            }
+            done?(inserted)
+            return .remove
+        }
+    }
+}

@@ -111,6 +111,49 @@ final class OrientationMatrixTests: XCTestCase {
         XCTAssertEqual(failures, [], failures.joined(separator: "\n"))
     }
 
+    /// Frames to code pay for a flip only once they are turned: an unturned output's branch has none, the
+    /// first turn while frames flow puts one in and the frames come turned from then on, and a turn back
+    /// keeps it, passing frames through.
+    func testFramesToCodeGetAFlipOnlyOnceTheyAreTurned() async throws {
+        let frames = CaptureVideoDataOutput()
+        frames.connection.automaticallyAdjustsVideoMirroring = false
+        let session = try await startSession(camera: camera, preset: .inputPriority, outputs: [frames])
+        let graph = { session.launchDescription ?? "" }
+        let unturned = try await nextFrameSize(of: frames, in: [(160, 120)])
+        XCTAssertEqual(unturned, Size(160, 120))
+        XCTAssertFalse(graph().contains("videoflip"), "an unturned output has no flip: \(graph())")
+
+        frames.connection.videoRotationAngle = 90
+        let turned = try await nextFrameSize(of: frames, in: [(120, 160)])
+        XCTAssertEqual(turned, Size(120, 160), "the first turn turns the frames")
+        XCTAssertTrue(graph().contains("videoflip"), "the turn put a flip in: \(graph())")
+
+        frames.connection.videoRotationAngle = 0
+        let turnedBack = try await nextFrameSize(of: frames, in: [(160, 120)])
+        XCTAssertEqual(turnedBack, Size(160, 120), "turned back")
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+    }
+
+    private struct Size: Equatable {
+        let width, height: Int
+        init(_ width: Int, _ height: Int) { (self.width, self.height) = (width, height) }
+    }
+
+    /// The size of the first frame of one of `sizes`, or of the 15th frame when none came in that size.
+    private func nextFrameSize(of output: CaptureVideoDataOutput, in sizes: [(Int, Int)]) async throws -> Size {
+        let stream = output.sampleBuffers()
+        return try await within(5, "a frame") {
+            var seen = 0
+            for await buffer in stream {
+                seen += 1
+                if sizes.contains(where: { $0 == (buffer.width, buffer.height) }) || seen >= 15 {
+                    return Size(buffer.width, buffer.height)
+                }
+            }
+            throw CheckFailed(description: "the frames ended")
+        }
+    }
+
     /// The table's own promise, independent of any pipeline: each setting is one distinct transform, whose
     /// rotation and mirroring read back, and whose MP4 split (pixels flipped, then turned by the player)
     /// composes to the same transform as the whole turn.
