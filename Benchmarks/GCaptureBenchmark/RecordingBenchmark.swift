@@ -30,6 +30,9 @@ enum RecordingBenchmark {
         /// gst-launch-1.0 with the engine's whole graph: the sources' tees, the bounded leaky queues that keep
         /// the camera from waiting for the encoder, and the sidecar. Same work, no Swift: the memory reference.
         case gstLaunchEngineGraph = "gst-launch+engine-graph"
+        /// The same graph run by this Swift program (`Pipeline.launch`, no engine): what any program built as the
+        /// engine is (the Swift runtime and Foundation linked in) holds around the graph. The memory floor.
+        case swiftEngineGraph = "swift+engine-graph"
         /// ffmpeg with libx264 at the same settings, its own test source paced by -re.
         case ffmpeg
     }
@@ -39,8 +42,10 @@ enum RecordingBenchmark {
         for round in 1...rounds {
             // The engine and its reference alternate who goes first; the others follow in turn.
             let order: [Kind] = round % 2 == 1
-                ? [.engine, .gstLaunch, .gstLaunchSidecar, .gstLaunchSidecarRemux, .gstLaunchEngineGraph, .ffmpeg, .engineWithOutputs]
-                : [.gstLaunch, .engine, .ffmpeg, .gstLaunchEngineGraph, .gstLaunchSidecarRemux, .gstLaunchSidecar, .engineWithOutputs]
+                ? [.engine, .gstLaunch, .gstLaunchSidecar, .gstLaunchSidecarRemux, .gstLaunchEngineGraph, .swiftEngineGraph, .ffmpeg,
+                   .engineWithOutputs]
+                : [.gstLaunch, .engine, .ffmpeg, .swiftEngineGraph, .gstLaunchEngineGraph, .gstLaunchSidecarRemux, .gstLaunchSidecar,
+                   .engineWithOutputs]
             for kind in order {
                 let run = try record(kind, seconds: seconds, round: round)
                 runs.append(run)
@@ -75,6 +80,12 @@ enum RecordingBenchmark {
                 usage.add(try ChildProcess.gstLaunch(RecordingContestants.remuxDescription(of: file, to: plain), timeout: timeout))
                 file = plain
             }
+        case .swiftEngineGraph:
+            let description = RecordingContestants.gstLaunchDescription(
+                seconds: seconds, file: file, sidecar: directory.appendingPathComponent("movie.mkv"), engineGraph: true)
+            (usage, _) = try ChildProcess.runChild([LaunchedGraphChild.childMode, "--seconds", String(seconds), "--description", description],
+                                                   timeout: timeout, label: "recording (\(kind.rawValue))",
+                                                   as: LaunchedGraphChild.Report.self)
         case .ffmpeg:
             usage = try ChildProcess.run("ffmpeg", RecordingContestants.ffmpegArguments(seconds: seconds, file: file),
                                          searchPath: true, timeout: timeout)

@@ -249,3 +249,38 @@ final class MovieEvents: CaptureFileOutputRecordingDelegate {
         continuation.finish()
     }
 }
+
+/// A gst-launch description run to its end by this program, as gst-launch-1.0 runs it: the same graph in a
+/// process built like the engine's, without the engine.
+enum LaunchedGraphChild {
+    static let childMode = "launch"
+
+    struct Report: Codable {
+        var wallSeconds: Double
+    }
+
+    static func childMain(_ arguments: [String]) async -> Int32 {
+        guard let description = arguments.value(after: "--description"),
+              let seconds = arguments.value(after: "--seconds").flatMap(Double.init) else {
+            printError("child \(childMode): needs --seconds and --description")
+            return 2
+        }
+        return await ChildProcess.serve(childMode) { () throws -> Report in
+            let started = Monotonic.now
+            let pipeline = try Pipeline.launch(description)
+            defer { pipeline.shutDown() }
+            try pipeline.setState(.playing)
+            // Its sources stop after `seconds` (num-buffers): the graph then ends by itself, finalized.
+            let deadline = Monotonic.now + UInt64((seconds + 30) * 1e9)
+            while Monotonic.now < deadline {
+                guard let message = pipeline.bus.pop(timeout: 200 * ClockTime.millisecond) else { continue }
+                switch message.kind {
+                case .endOfStream: return Report(wallSeconds: Double(Monotonic.now - started) / 1e9)
+                case .error(let error): throw BenchmarkError.child("the graph failed: \(error.message)")
+                default: continue
+                }
+            }
+            throw BenchmarkError.child("the graph did not end within \(seconds + 30) s")
+        }
+    }
+}

@@ -18,6 +18,7 @@ struct RecordingReport: Codable {
     var gstLaunchSidecar: RecordingSide
     var gstLaunchSidecarRemux: RecordingSide
     var gstLaunchEngineGraph: RecordingSide
+    var swiftEngineGraph: RecordingSide
     var ffmpeg: RecordingSide
     var engineToGstLaunch: RecordingRatio
     var engineToGstLaunchSidecar: RecordingRatio
@@ -25,6 +26,12 @@ struct RecordingReport: Codable {
     var engineToGstLaunchSidecarRemux: RecordingRatio
     /// Against the same graph in gst-launch: what the engine's Swift side costs.
     var engineToGstLaunchEngineGraph: RecordingRatio
+    /// Against the same graph run by a program built as the engine is, without the engine: what the engine's own
+    /// code and work cost beyond any such program.
+    var engineToSwiftEngineGraph: RecordingRatio
+    /// The same program against gst-launch running that graph: the floor of the memory goal for a program built
+    /// with the Swift runtime and Foundation linked in.
+    var swiftEngineGraphToGstLaunchEngineGraph: RecordingRatio
     var engineToFFmpeg: RecordingRatio
     /// What the photo and frame outputs add to the recording process.
     var engineWithOutputsToEngine: RecordingRatio
@@ -118,10 +125,12 @@ extension RecordingReport {
             ffmpegCommand: RecordingContestants.ffmpegCommand,
             engine: engine, engineWithOutputs: side(.engineWithOutputs), gstLaunch: gstLaunch,
             gstLaunchSidecar: side(.gstLaunchSidecar), gstLaunchSidecarRemux: side(.gstLaunchSidecarRemux),
-            gstLaunchEngineGraph: side(.gstLaunchEngineGraph), ffmpeg: side(.ffmpeg),
+            gstLaunchEngineGraph: side(.gstLaunchEngineGraph), swiftEngineGraph: side(.swiftEngineGraph), ffmpeg: side(.ffmpeg),
             engineToGstLaunch: RecordingRatio(engine, to: gstLaunch), engineToGstLaunchSidecar: cpuRatio,
             engineToGstLaunchSidecarRemux: RecordingRatio(engine, to: side(.gstLaunchSidecarRemux)),
             engineToGstLaunchEngineGraph: memoryRatio,
+            engineToSwiftEngineGraph: RecordingRatio(engine, to: side(.swiftEngineGraph)),
+            swiftEngineGraphToGstLaunchEngineGraph: RecordingRatio(side(.swiftEngineGraph), to: side(.gstLaunchEngineGraph)),
             engineToFFmpeg: RecordingRatio(engine, to: side(.ffmpeg)),
             engineWithOutputsToEngine: RecordingRatio(side(.engineWithOutputs), to: engine),
             cpuGoal: RecordingBenchmark.cpuGoal, meetsCPUGoal: cpuRatio.cpu <= RecordingBenchmark.cpuGoal,
@@ -183,6 +192,7 @@ extension RecordingReport {
             row("  gst-launch  + matroskamux sidecar (engine's)", gstLaunchSidecar),
             row("  gst-launch  + sidecar, then copied to plain MP4", gstLaunchSidecarRemux),
             row("  gst-launch  engine's graph: tees, leaky queues", gstLaunchEngineGraph),
+            row("  swift       engine's graph, Pipeline.launch", swiftEngineGraph),
             row("  ffmpeg      libx264 + aac, -re lavfi testsrc2", ffmpeg),
             ratioRow("  engine / gst-launch", engineToGstLaunch),
             ratioRow("  engine / gst-launch + sidecar", engineToGstLaunchSidecar)
@@ -191,10 +201,14 @@ extension RecordingReport {
                 + String(format: "   like for like: %@ %.2f×", engineToGstLaunchSidecarRemux.cpu <= cpuGoal ? "≤" : ">", cpuGoal),
             ratioRow("  engine / gst-launch, engine's graph", engineToGstLaunchEngineGraph)
                 + String(format: "   goal peak RSS ≤ %.2f×  ", memoryGoal) + (meetsMemoryGoal ? "met" : "MISSED"),
+            ratioRow("  engine / swift, engine's graph", engineToSwiftEngineGraph) + "   the engine beyond any program built as it is",
+            ratioRow("  swift / gst-launch, engine's graph", swiftEngineGraphToGstLaunchEngineGraph)
+                + "   the floor of a program with Swift linked in",
             ratioRow("  engine / ffmpeg", engineToFFmpeg),
             ratioRow("  engine + outputs / engine", engineWithOutputsToEngine),
             "  peak RSS in two parts (MiB): anonymous (heap, frames, stacks) + mapped files (code of the program and its libraries)",
             splitRow("engine", engine), splitRow("gst-launch", gstLaunch), splitRow("gst-launch, engine's graph", gstLaunchEngineGraph),
+            splitRow("swift, engine's graph", swiftEngineGraph),
             "  engine built with: \(engineLinkage)",
             "  with photo and frame outputs (worst of \(rounds)): \(outputs.fileFrames) of \(expectedFrames) frames in the file, "
                 + "movie dropped \(outputs.movieDroppedFrames); frame output \(outputs.frameOutputFrames) frames, "

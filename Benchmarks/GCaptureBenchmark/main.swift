@@ -145,6 +145,7 @@ if arguments.first == "child" {
     let childArguments = Array(arguments.dropFirst())
     if childArguments.first == PhotoBurst.childMode { exit(await PhotoBurst.childMain(childArguments)) }
     if childArguments.first == RecordingChild.childMode { exit(await RecordingChild.childMain(childArguments)) }
+    if childArguments.first == LaunchedGraphChild.childMode { exit(await LaunchedGraphChild.childMain(childArguments)) }
     if childArguments.first?.hasPrefix("soak-") == true { exit(await SoakChild.childMain(childArguments)) }
     if childArguments.first?.hasPrefix("v4l2-") == true { exit(await V4L2RingChild.childMain(childArguments)) }
     if childArguments.first == PlainStartChild.childMode { exit(await PlainStartChild.childMain(childArguments)) }
