@@ -153,15 +153,24 @@ extension Bin {
     /// between it and what its "src" pad feeds. While data flows the change is made between two buffers (an
     /// idle probe, on the streaming thread), else at once; the element is brought to the bin's state and
     /// receives the stream's sticky events with the next buffer. Linked as negotiated (`linkAsNegotiated`):
-    /// the element must take what `upstream` sends, and nothing upstream negotiates again. `done` says whether
-    /// it went in: a link that fails leaves the bin as it was.
+    /// nothing upstream negotiates again, so an element that would not take the format already flowing is not
+    /// put in. `done` says whether it went in: one that is not, or whose link fails, leaves the bin as it was.
     public func insert(_ element: Element, after upstream: Element, done: (@Sendable (Bool) -> Void)? = nil) {
         guard let upstreamPad = upstream.staticPad("src"), let downstreamPad = upstreamPad.peer,
               let input = element.staticPad("sink"), let output = element.staticPad("src") else {
             done?(false)
             return
         }
-        upstreamPad.addProbe(.idle) { [self] _ in
+        // Weakly: a probe that never runs (a push that never returns) must not keep the bin alive.
+        upstreamPad.addProbe(.idle) { [weak self] _ in
+            guard let self else {
+                done?(false)
+                return .remove
+            }
+            if let flowing = upstreamPad.currentCaps, !input.accepts(flowing) {
+                done?(false)
+                return .remove
+            }
             var inserted = false
             if (try? add(element)) != nil {
                 _ = try? element.syncStateWithParent()

@@ -33,6 +33,9 @@ public final class Pad: @unchecked Sendable, Hashable, CustomStringConvertible {
     /// Every format the pad could take now (a CAPS query, unfiltered): a source opens and probes its device for it.
     public func queryCaps() -> Caps? { gst_pad_query_caps(pointer, nil).map { Caps(adopting: $0) } }
 
+    /// Whether the pad would take `caps` (an ACCEPT_CAPS query).
+    public func accepts(_ caps: Caps) -> Bool { gst_pad_query_accept_caps(pointer, caps.pointer) != 0 }
+
     public func link(to sink: Pad) throws {
         try check(gst_pad_link(pointer, sink.pointer), linkingTo: sink)
     }

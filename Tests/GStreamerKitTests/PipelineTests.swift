@@ -155,4 +155,49 @@ final class PipelineTests: XCTestCase {
         XCTAssertEqual(planes[1].0, base!.map { $0 + 320 * 240 })
         XCTAssertEqual(planes[1].2, 120)
     }
+
+    /// An element put in behind a queue takes the frames from the next one on, whether the pipeline is stopped
+    /// (put in at once) or frames flow (between two of them): a videoflip turning 64x48 into 48x64. One that
+    /// would not take the format already flowing is not put in, and the frames go on as they were.
+    func testAnElementPutInBehindAQueueTakesTheNextFrames() throws {
+        for (format, whilePlaying, expected) in [("I420", false, "48x64"), ("I420", true, "48x64"), ("RGB16", true, nil)] {
+            let label = "\(format), put in \(whilePlaying ? "while playing" : "before")"
+            let pipeline = try Pipeline.launch("videotestsrc is-live=true ! video/x-raw,format=\(format),width=64,height=48,framerate=30/1 "
+                + "! queue name=entrance ! appsink name=sink sync=false async=false max-buffers=1")
+            defer { pipeline.shutDown() }
+            let sizes = Mutex<[String]>([])
+            let sink = try XCTUnwrap(pipeline.element(named: "sink").flatMap(AppSink.init))
+            sink.setSampleHandler { sample in
+                if let info = sample.videoInfo { sizes.withLock { $0.append("\(info.width)x\(info.height)") } }
+            }
+            let flip = try Element.make("videoflip", name: "flip")
+            try flip.set("video-direction", "90r")
+            let inserted = Mutex<Bool?>(nil)
+            func waitFor(_ what: String, _ done: () -> Bool) {
+                let deadline = Date().addingTimeInterval(5)
+                while !done(), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+                XCTAssertTrue(done(), "\(label): \(what); frames seen: \(sizes.withLock { $0.count }), last \(sizes.withLock { $0.last ?? "none" })")
+            }
+            if whilePlaying {
+                try pipeline.setState(.playing)
+                waitFor("unturned frames") { sizes.withLock { $0.contains("64x48") } }
+            }
+            pipeline.insert(flip, after: try XCTUnwrap(pipeline.element(named: "entrance"))) { ok in inserted.withLock { $0 = ok } }
+            if !whilePlaying { try pipeline.setState(.playing) }
+            waitFor("an answer") { inserted.withLock { $0 } != nil }
+            XCTAssertEqual(inserted.withLock { $0 }, expected != nil, label)
+            if let expected {
+                waitFor("turned frames") { sizes.withLock { $0.contains(expected) } }
+                // Once turned, every later frame is.
+                let seen = sizes.withLock { $0 }
+                XCTAssertFalse(seen.drop { $0 != expected }.contains("64x48"), "\(label): \(seen)")
+                XCTAssertNotNil(pipeline.element(named: "flip"), label)
+            } else {
+                let before = sizes.withLock { $0.count }
+                waitFor("frames going on") { sizes.withLock { $0.count } >= before + 5 }
+                XCTAssertEqual(Set(sizes.withLock { $0 }), ["64x48"], label)
+                XCTAssertNil(pipeline.element(named: "flip"), label)
+            }
+        }
+    }
 }

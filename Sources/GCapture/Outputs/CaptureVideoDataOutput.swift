@@ -188,7 +188,7 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
         guard let entrance = branch.element(named: "guard") else { return }
         branch.insert(flip, after: entrance) { [weak self] inserted in
             guard !inserted else { return }
-            Log.session.warning("\(self?.displayName ?? "video data output"): frames cannot be turned (videoflip could not be linked)")
+            Log.session.warning("\(self?.displayName ?? "video data output"): frames stay unturned: videoflip does not take the camera's format")
             self?.state.withLock { state in if state.flip === flip { state.flip = nil } }
         }
     }
