@@ -233,6 +233,42 @@ final class PhotoOutputTests: XCTestCase {
         XCTAssertEqual(ring.memoryBytes, 0)
     }
 
+    /// When another camera takes over, the ring forgets the old one's frames, keeps none of them still on
+    /// their way, and takes the new camera's from then on.
+    func testTheRingForgetsTheOldCamerasFramesAtASwitch() throws {
+        let caps = try Caps("video/x-raw,format=GRAY8,width=64,height=48,framerate=30/1")
+        let pool = try BufferPool(caps: caps, bufferSize: 64 * 48)
+        let ring = FrameRing(depth: 4)
+        let frame = { (index: Int) in try XCTUnwrap(pool.makeSample(presentationTime: ClockTime(index) * 33_000_000)) }
+        for index in 0..<6 { ring.store(try frame(index)) }
+        ring.forgetFrames(exposedBefore: 5 * 33_000_000)
+        XCTAssertEqual(ring.frames(atOrBefore: .max, limit: 4).map(\.presentationTime), [5 * 33_000_000], "exposed at the switch stays")
+        XCTAssertFalse(ring.store(try frame(4)), "an old camera's frame still on its way")
+        XCTAssertTrue(ring.store(try frame(7)))
+        XCTAssertEqual(ring.frames(atOrBefore: .max, limit: 4).map(\.presentationTime), [7, 5].map { UInt64($0) * 33_000_000 })
+    }
+
+    /// A photo asked for right after a camera switch is of the new camera: by the time the switch is done
+    /// the ring holds no frame of the old one (a black camera here; the new one, slower, shows bright bars).
+    /// It used to keep them until the new camera's frames pushed them out, and a photo taken before the new
+    /// camera's first frame reached the ring was black (MultiCameraControllerTests, once, in CI).
+    func testAfterACameraSwitchThePhotoRingHoldsNoFrameOfTheOldCamera() async throws {
+        let photos = CapturePhotoOutput()
+        let black = CaptureDevice.makeTestCamera(uniqueID: "ring-black", options: .init(pattern: .black, maxFrameRate: 30))
+        let bars = CaptureDevice.makeTestCamera(uniqueID: "ring-bars", options: .init(pattern: .smpte, maxFrameRate: 5))
+        let session = try await startedSession(photos, camera: black)
+        XCTAssertGreaterThanOrEqual(photos.framesInRing.count, 3, "the ring filled with the black camera's frames")
+        session.beginConfiguration()
+        for input in session.inputs { try session.remove(input) }
+        try session.add(CaptureDeviceInput(device: bars))
+        try session.commitAndWait()
+        let brightest = photos.framesInRing.map { frame in
+            frame.sample.withBytes { bytes in bytes.prefix(frame.info.width * frame.info.height).max() ?? 0 } ?? 0
+        }
+        XCTAssertTrue(brightest.allSatisfy { $0 > 100 }, "the brightest luma of each frame in the ring: \(brightest)")
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+    }
+
     /// A bounded pool (a V4L2 camera's) is never drained by the ring or by captures: the ring borrows its
     /// buffers only when its depth fits in half the pool's spare buffers, and captures then get copies.
     func testTheRingNeverDrainsABoundedPool() throws {

@@ -69,6 +69,9 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     /// Memory the zero-shutter-lag ring holds now.
     public var zeroShutterLagMemoryBytes: Int { captures.ringMemoryBytes }
 
+    /// The frames the zero-shutter-lag ring holds now, newest first.
+    var framesInRing: [CapturedFrame] { captures.ringNow().ring?.frames(atOrBefore: .max, limit: .max) ?? [] }
+
     /// Readiness now (coordinators are told of every change).
     public var captureReadiness: CaptureReadiness { captures.readiness }
 
@@ -118,8 +121,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     }
 
     /// The ring keeps frames, but copies by itself those the camera's pool cannot spare and hands captures
-    /// copies (FrameRing); it forgets its frames when the camera is interrupted, and a new camera's frames
-    /// push out an old one's within the ring's depth.
+    /// copies (FrameRing); it forgets its frames when the camera is interrupted or another takes over.
     override var keepsFrames: Bool { false }
 
     override func didJoin(_ context: OutputContext, branch: Bin?) {
@@ -151,6 +153,14 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         guard reason.affectsVideo else { return }
         // After the flag: a capture released here must find the reason.
         captures.interrupt(reason)?.suspend()
+    }
+
+    /// On the session's queue, once another camera delivers: a photo asked for from now on is of it. The old
+    /// camera's frames would otherwise stay in the ring until pushed out, and one asked for right after the
+    /// switch (before the new camera's first frame had reached the ring) was the old camera's picture.
+    override func videoDeviceDidChange(_ device: CaptureDevice?) {
+        let (ring, now) = captures.ringNow()
+        if let ring, let now { ring.forgetFrames(exposedBefore: now) }
     }
 
     /// On the session's queue: photos can be taken again from the camera's first frame from now on.

@@ -132,6 +132,18 @@ final class FrameRing: @unchecked Sendable {
         withExtendedLifetime(dropped) {}
     }
 
+    /// Another camera took over at `time`: the frames exposed before it go, and one still on its way is not
+    /// kept, so a photo asked for from now on is the new camera's (its first frame, exposed a moment before
+    /// the switch was done, included: a capture then waits for its next).
+    func forgetFrames(exposedBefore time: UInt64) {
+        let dropped = condition.withLock { () -> [Slot?] in
+            keepsFramesFrom = max(keepsFramesFrom, time)
+            defer { slots = slots.map { slot in slot.flatMap { $0.frame.presentationTime >= time ? $0 : nil } } }
+            return slots
+        }
+        withExtendedLifetime(dropped) {}
+    }
+
     /// The camera delivers again: frames exposed from `time` on are kept.
     func resume(keepingFramesFrom time: UInt64) {
         condition.withLock {

@@ -90,6 +90,11 @@ final class PhotoCaptureQueue: Sendable {
         }
     }
 
+    /// The ring and the session's running time now (nil before the output is attached).
+    func ringNow() -> (ring: FrameRing?, now: UInt64?) {
+        state.withLock { ($0.ring, $0.context?.runningTime()) }
+    }
+
     var interruption: CaptureSession.InterruptionReason? { state.withLock { $0.interruption } }
 
     func frameArrived() {
