@@ -85,10 +85,13 @@ final class MultiCamV4L2Tests: XCTestCase {
         let told = seen.map { "\($0.camera.nodePath ?? ""): \($0.event)" }
         XCTAssertEqual(seen.compactMap { entry -> CaptureSession.InterruptionReason? in if case .wasInterrupted(let reason) = entry.event { reason } else { nil } }, [.videoDeviceUnplugged], "\(told)")
         XCTAssertEqual(seen.compactMap { entry -> CaptureSession.InterruptionReason? in if case .interruptionEnded(let reason) = entry.event { reason } else { nil } }, [.videoDeviceUnplugged], "\(told)")
+        // Pressure is not the unplug: it is the machine's load, which every camera's session measures (in the VM
+        // under software emulation the white camera's recovery backed up the black one's encoder: "fair
+        // (frameBacklog)"). What the black camera must not hear of is the interruption.
         let troubles = seen.filter { entry in
             switch entry.event {
-            case .didStartRunning, .didStopRunning: false
-            case .wasInterrupted, .interruptionEnded, .runtimeError, .systemPressureChanged: true
+            case .didStartRunning, .didStopRunning, .systemPressureChanged: false
+            case .wasInterrupted, .interruptionEnded, .runtimeError: true
             }
         }
         XCTAssertTrue(troubles.allSatisfy { $0.camera == cameras[1] }, "the black camera heard of the white one's unplug: \(told)")
