@@ -176,16 +176,15 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
     private func applyOrientation() {
         let transform = self.transform
         // Made under the lock, so two changes at once put in one flip; the later one only turns it.
-        let (flip, insertInto) = state.withLock { state -> (Element?, Bin?) in
+        let (flip, insertion) = state.withLock { state -> (Element?, (branch: Bin, entrance: Element)?) in
             if let flip = state.flip { return (flip, nil) }
-            guard transform != .identity, let branch = state.branch,
+            guard transform != .identity, let branch = state.branch, let entrance = branch.element(named: "guard"),
                   let flip = try? Element.make("videoflip", name: Self.flipName) else { return (nil, nil) }
             state.flip = flip
-            return (flip, branch)
+            return (flip, (branch, entrance))
         }
         try? flip?.set("video-direction", transform.rawValue)
-        guard let flip, let branch = insertInto else { return }
-        guard let entrance = branch.element(named: "guard") else { return }
+        guard let flip, let (branch, entrance) = insertion else { return }
         branch.insert(flip, after: entrance) { [weak self] inserted in
             guard !inserted else { return }
             Log.session.warning("\(self?.displayName ?? "video data output"): frames stay unturned: videoflip does not take the camera's format")
