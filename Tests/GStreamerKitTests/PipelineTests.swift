@@ -1,6 +1,6 @@
 import Foundation
 import GStreamerKit
-import Synchronization
+import GCaptureSupport
 import XCTest
 
 final class PipelineTests: XCTestCase {
@@ -44,7 +44,7 @@ final class PipelineTests: XCTestCase {
     /// the thread that starts it, and each one decoded in Swift was time before the first frame.
     func testAHandlerIsGivenOnlyTheKindsOfMessageItAskedFor() throws {
         let pipeline = try Pipeline.launch("videotestsrc num-buffers=5 ! video/x-raw,width=64,height=48 ! fakesink")
-        let kinds = Mutex<[String]>([])
+        let kinds = Locked<[String]>([])
         pipeline.bus.setHandler(for: [.endOfStream]) { message in
             kinds.withLock { $0.append("\(message.kind)") }
         }
@@ -55,7 +55,7 @@ final class PipelineTests: XCTestCase {
         XCTAssertEqual(kinds.withLock { $0 }, ["endOfStream"], "state changes, stream-start and the rest are not asked for")
 
         let everything = try Pipeline.launch("videotestsrc num-buffers=5 ! video/x-raw,width=64,height=48 ! fakesink")
-        let madeReady = Mutex(0)
+        let madeReady = Locked(0)
         everything.bus.setHandler { message in
             if case .stateChanged(.null, .ready, _) = message.kind { madeReady.withLock { $0 += 1 } }
         }
@@ -165,14 +165,14 @@ final class PipelineTests: XCTestCase {
             let pipeline = try Pipeline.launch("videotestsrc is-live=true ! video/x-raw,format=\(format),width=64,height=48,framerate=30/1 "
                 + "! queue name=entrance ! appsink name=sink sync=false async=false max-buffers=1")
             defer { pipeline.shutDown() }
-            let sizes = Mutex<[String]>([])
+            let sizes = Locked<[String]>([])
             let sink = try XCTUnwrap(pipeline.element(named: "sink").flatMap(AppSink.init))
             sink.setSampleHandler { sample in
                 if let info = sample.videoInfo { sizes.withLock { $0.append("\(info.width)x\(info.height)") } }
             }
             let flip = try Element.make("videoflip", name: "flip")
             try flip.set("video-direction", "90r")
-            let inserted = Mutex<Bool?>(nil)
+            let inserted = Locked<Bool?>(nil)
             func waitFor(_ what: String, _ done: () -> Bool) {
                 let deadline = Date().addingTimeInterval(5)
                 while !done(), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
