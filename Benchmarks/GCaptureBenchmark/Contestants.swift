@@ -1,5 +1,7 @@
+import Foundation
 import GCapture
 import GStreamerKit
+import Synchronization
 
 /// Both contestants: the engine as an app uses it, and the plain GStreamer pipeline it amounts to.
 ///
@@ -36,6 +38,25 @@ enum Contestants {
     }
 
     /// The test camera as the plain pipeline's source is configured.
+    /// `source ! appsink`, the plain start a camera's start or switch is held against: PLAYING → the first
+    /// sample in the appsink's callback, in seconds.
+    static func plainStart(_ source: String) throws -> Double {
+        let pipeline = try Pipeline.launch("\(source) ! appsink name=sink sync=false max-buffers=1 drop=true")
+        defer { pipeline.shutDown() }
+        guard let sink = pipeline.element(named: "sink").flatMap(AppSink.init) else {
+            throw BenchmarkError.setup("the plain pipeline has no appsink")
+        }
+        let first = DispatchSemaphore(value: 0)
+        let seen = Atomic<Bool>(false)
+        sink.setSampleHandler { _ in
+            if !seen.exchange(true, ordering: .relaxed) { first.signal() }
+        }
+        let started = ContinuousClock.now
+        try pipeline.setState(.playing)
+        guard first.wait(timeout: .now() + 10) == .success else { throw BenchmarkError.setup("the plain pipeline delivered no frame in 10 s") }
+        return (ContinuousClock.now - started).seconds
+    }
+
     static func makeTestCamera() -> CaptureDevice {
         CaptureDevice.makeTestCamera(options: TestCameraOptions(pattern: .smpte, motion: 2))
     }

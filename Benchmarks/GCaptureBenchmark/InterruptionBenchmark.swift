@@ -89,20 +89,7 @@ enum InterruptionBenchmark {
 
     /// PLAYING → first frame of a plain pipeline on the camera, as a hand-written program would open it.
     static func plainStart(caps: String, device: String = InterruptionBenchmark.device) throws -> Double {
-        let pipeline = try Pipeline.launch("v4l2src device=\(device) ! \(caps) ! appsink name=sink sync=false max-buffers=1 drop=true")
-        defer { pipeline.shutDown() }
-        guard let sink = pipeline.element(named: "sink").flatMap(AppSink.init) else {
-            throw BenchmarkError.setup("the plain V4L2 pipeline has no appsink")
-        }
-        let first = DispatchSemaphore(value: 0)
-        let seen = Atomic<Bool>(false)
-        sink.setSampleHandler { _ in
-            if !seen.exchange(true, ordering: .relaxed) { first.signal() }
-        }
-        let started = ContinuousClock.now
-        try pipeline.setState(.playing)
-        guard first.wait(timeout: .now() + 10) == .success else { throw BenchmarkError.setup("the plain pipeline delivered no frame in 10 s") }
-        return (ContinuousClock.now - started).seconds
+        try Contestants.plainStart("v4l2src device=\(device) ! \(caps)")
     }
 }
 

@@ -21,10 +21,20 @@ import Synchronization
 enum SwitchBenchmark {
     static let nodes = ["/dev/video0", "/dev/video1"]
     static let presets: [CaptureSession.Preset] = [.low, .vga640x480]
-    /// What those presets give on vivid: (width, height, frames per second).
+    /// What those presets give on vivid, and what the test cameras offer: (width, height, frames per second).
     static let formats = [(320, 180, 30), (640, 480, 25)]
 
-    static func run(rounds: Int, progress: (String) -> Void) async throws -> SwitchReport {
+    /// The two cameras switched between, the caps each is started at, and the plain start held against a switch.
+    struct Cameras {
+        var label: String
+        var devices: [CaptureDevice]
+        var caps: [String]
+        /// PLAYING → first frame of a plain pipeline on camera `index`, in seconds.
+        var plainStart: @Sendable (_ index: Int) throws -> Double
+    }
+
+    /// vivid's two cameras (inside the VM).
+    static func v4l2Cameras() throws -> Cameras {
         guard nodes.allSatisfy(FileManager.default.fileExists(atPath:)) else {
             throw BenchmarkError.setup("\(nodes.joined(separator: " and ")) are not here: run inside ../shared/testbed/v4l2-vm "
                                        + "--vivid-opts \"n_devs=2 node_types=0x1,0x1\"")
@@ -42,6 +52,30 @@ enum SwitchBenchmark {
             }
             return "video/x-raw,format=\(format.pixelFormat),width=\(width),height=\(height),framerate=\(rate)/1"
         }
+        return Cameras(label: nodes.joined(separator: " and "), devices: cameras, caps: caps) { index in
+            try InterruptionBenchmark.plainStart(caps: caps[index], device: nodes[index])
+        }
+    }
+
+    /// Two built-in test cameras of vivid's sizes and rates, on any machine: no device time, so what a switch
+    /// costs beyond a plain start is the engine's own work, on this machine's CPU rather than the VM's emulated one.
+    static func testCameras() -> Cameras {
+        let patterns: [TestCameraOptions.Pattern] = [.smpte, .checkers]
+        let devices = formats.indices.map { index in
+            CaptureDevice.makeTestCamera(uniqueID: "bench-switch-\(index)", options: .init(
+                pattern: patterns[index], motion: 2, sizes: [.init(width: formats[index].0, height: formats[index].1)],
+                maxFrameRate: formats[index].2))
+        }
+        let caps = formats.map { "video/x-raw,format=NV12,width=\($0.0),height=\($0.1),framerate=\($0.2)/1" }
+        return Cameras(label: "two test cameras", devices: devices, caps: caps) { index in
+            // The test camera's own source, as SourceBuilder makes it.
+            try Contestants.plainStart("videotestsrc is-live=true pattern=\(patterns[index].rawValue) horizontal-speed=2 ! capsfilter caps=\"\(caps[index])\"")
+        }
+    }
+
+    static func run(rounds: Int, cameras chosen: Cameras, progress: (String) -> Void) async throws -> SwitchReport {
+        let cameras = chosen.devices
+        let caps = chosen.caps
         let session = CaptureSession(name: "bench-switch")
         let frames = CaptureVideoDataOutput()
         let movie = CaptureMovieFileOutput()
@@ -63,10 +97,11 @@ enum SwitchBenchmark {
         movie.startRecording(to: url, recordingDelegate: recording)
         try await Task.sleep(for: .seconds(2))
 
-        var report = SwitchReport(caps: caps, rounds: rounds)
+        var report = SwitchReport(cameras: chosen.label, caps: caps, rounds: rounds)
         for round in 1...rounds * 2 {
             let target = round % 2
-            report.plainStartSeconds.append(try InterruptionBenchmark.plainStart(caps: caps[target], device: nodes[target]))
+            report.targets.append(target)
+            report.plainStartSeconds.append(try chosen.plainStart(target))
             try await Task.sleep(for: .milliseconds(500))
             let before = log.count
             let began = ContinuousClock.now
@@ -83,7 +118,7 @@ enum SwitchBenchmark {
             let gap = log.gapBefore(index)
             report.gapFrameIntervals.append(gap * Double(formats[target].2))
             progress(String(format: "switch: round %d/%d to %@: first frame after %.0f ms (plain start %.0f ms), gap %.0f ms",
-                            round, rounds * 2, nodes[target], report.switchToFirstFrameSeconds.last! * 1000,
+                            round, rounds * 2, cameras[target].uniqueID, report.switchToFirstFrameSeconds.last! * 1000,
                             report.plainStartSeconds.last! * 1000, gap * 1000))
             try await Task.sleep(for: .seconds(1))
             if let next = log.interval(after: index) { report.secondFrameSeconds.append(next) }
@@ -176,8 +211,11 @@ private final class RecordingDelegate: CaptureFileOutputRecordingDelegate, @unch
 }
 
 struct SwitchReport: Codable {
+    var cameras: String
     var caps: [String]
     var rounds: Int
+    /// Which camera (an index into `caps`) each switch went to; the plain start before it was on the same one.
+    var targets: [Int] = []
     var plainStartSeconds: [Double] = []
     var switchToFirstFrameSeconds: [Double] = []
     /// Last frame of the old camera → first of the new one, in the new camera's frame intervals.
@@ -193,11 +231,19 @@ struct SwitchReport: Codable {
         let ratio = Statistics.median(switchToFirstFrameSeconds) / Statistics.median(plainStartSeconds)
         let worstGap = gapFrameIntervals.max() ?? .infinity
         return [
-            "Camera switches between \(SwitchBenchmark.nodes.joined(separator: " and ")) (\(caps.joined(separator: " / "))), "
+            "Camera switches between \(cameras) (\(caps.joined(separator: " / "))), "
                 + "\(switchToFirstFrameSeconds.count) switches while recording, timed from outside the session",
             "  switch → first frame of the new camera  \(ms(switchToFirstFrameSeconds))",
-            "  plain v4l2src PLAYING → 1st frame       \(ms(plainStartSeconds))",
+            "  plain source PLAYING → 1st frame        \(ms(plainStartSeconds))",
             String(format: "  ratio of the medians                    %.2f×   goal ≤ 1.2× ", ratio) + (ratio <= 1.2 ? "met" : "MISSED"),
+        ] + caps.indices.map { camera in
+            // The cameras' plain starts differ (frame rate, size), so one median of both can hide either.
+            let picked = targets.indices.filter { targets[$0] == camera }
+            let switches = picked.map { switchToFirstFrameSeconds[$0] }, plain = picked.map { plainStartSeconds[$0] }
+            return String(format: "    to camera %d: switch median %.1f ms, plain %.1f ms, ratio %.2f×", camera + 1,
+                          Statistics.median(switches) * 1000, Statistics.median(plain) * 1000,
+                          Statistics.median(switches) / Statistics.median(plain))
+        } + [
             String(format: "  gap across a switch (frame intervals)   median %.2f, worst %.2f   goal ≤ 2 ",
                    Statistics.median(gapFrameIntervals), worstGap) + (worstGap <= 2 ? "met" : "MISSED"),
             "  the new camera's first → second frame   \(ms(secondFrameSeconds))",

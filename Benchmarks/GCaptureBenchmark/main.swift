@@ -6,7 +6,7 @@ import GStreamerKit
 
 struct Options {
     enum Part: String { case latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, `switch`, serve, preroll, motion, library, webrtc, multicam
-        case motionVersus = "motion-vs" }
+        case motionVersus = "motion-vs", switchTest = "switch-test" }
 
     var seconds = 10.0
     var rounds = 3
@@ -28,6 +28,7 @@ struct Options {
                gcapture-bench --only preview [--seconds S] [--rounds N] [--json]  (on DISPLAY, else its own Xvfb)
                gcapture-bench --only stream [--seconds S] [--rounds N] [--json]   (needs nginx + libnginx-mod-rtmp)
                gcapture-bench --only switch [--rounds N] [--json]                 (where /dev/video0 and 1 are vivid)
+               gcapture-bench --only switch-test [--rounds N] [--json]            (the same between two test cameras, anywhere)
                gcapture-bench --only multicam [--seconds S] [--rounds N] [--json] (where /dev/video0-3 are vivid)
                gcapture-bench --only serve [--seconds S] [--rounds N] [--json]    (the web page's live view, 1 and 10 viewers)
                gcapture-bench --only webrtc [--seconds S] [--rounds N] [--json]   (WebRTC against MJPEG: latency in Chromium, 1 and 10 viewers)
@@ -63,6 +64,8 @@ struct Options {
         live again once the server is back after a kill.
         `--only switch` (never part of the default run; two vivid cameras) switches a recording session between them 2×N times: the
         switch → the new camera's first frame against a plain v4l2src's start on it, and the gap across each switch.
+        `--only switch-test` does the same between two test cameras of vivid's sizes and rates, against a plain
+        videotestsrc's start: no device time on either side, so the difference is the engine's own work per switch.
         `--only multicam` (never part of the default run; four vivid cameras: n_devs=4 node_types=0x1,0x1,0x1,0x1) starts
         all four in a CaptureMultiCamSession against one alone: start → every camera's first frame (goal ≤ 1.5×) and the CPU
         of --seconds of capture (goal ≤ 4.2×), frames read in Swift.
@@ -125,7 +128,7 @@ struct Options {
             case "--json": options.json = true
             case "--only":
                 let text = try value(for: argument)
-                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, serve, preroll, motion, motion-vs, library, webrtc or multicam, not '\(text)'") }
+                guard let part = Part(rawValue: text) else { throw .usage("--only takes latency, frames, photo, record, soak, v4l2, interruptions, preview, stream, switch, switch-test, serve, preroll, motion, motion-vs, library, webrtc or multicam, not '\(text)'") }
                 options.only = part
             case "-h", "--help": return nil
             default: throw .usage("unknown argument '\(argument)'")
@@ -135,7 +138,7 @@ struct Options {
     }
 
     /// The soak takes half an hour and the V4L2 part needs a camera: they run only when asked for by name.
-    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .serve, .preroll, .motion, .motionVersus, .library, .webrtc, .multicam].contains(part)) }
+    func runs(_ part: Part) -> Bool { only == part || (only == nil && ![.soak, .v4l2, .interruptions, .preview, .stream, .switch, .switchTest, .serve, .preroll, .motion, .motionVersus, .library, .webrtc, .multicam].contains(part)) }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -238,7 +241,10 @@ do {
         report.interruptions = try await InterruptionBenchmark.run(rounds: options.rounds, progress: printError)
     }
     if options.runs(.switch) {
-        report.switching = try await SwitchBenchmark.run(rounds: options.rounds, progress: printError)
+        report.switching = try await SwitchBenchmark.run(rounds: options.rounds, cameras: try SwitchBenchmark.v4l2Cameras(), progress: printError)
+    }
+    if options.runs(.switchTest) {
+        report.switching = try await SwitchBenchmark.run(rounds: options.rounds, cameras: SwitchBenchmark.testCameras(), progress: printError)
     }
     if options.runs(.soak) {
         report.soak = try SoakBenchmark.run(minutes: options.soakMinutes, progress: printError)
