@@ -118,7 +118,7 @@ enum SwitchBenchmark {
             let gap = log.gapBefore(index)
             report.gapFrameIntervals.append(gap * Double(formats[target].2))
             progress(String(format: "switch: round %d/%d to %@: first frame after %.0f ms (plain start %.0f ms), gap %.0f ms",
-                            round, rounds * 2, cameras[target].uniqueID, report.switchToFirstFrameSeconds.last! * 1000,
+                            round, rounds * 2, cameras[target].nodePath ?? cameras[target].uniqueID, report.switchToFirstFrameSeconds.last! * 1000,
                             report.plainStartSeconds.last! * 1000, gap * 1000))
             try await Task.sleep(for: .seconds(1))
             if let next = log.interval(after: index) { report.secondFrameSeconds.append(next) }
