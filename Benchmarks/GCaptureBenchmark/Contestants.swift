@@ -37,7 +37,6 @@ enum Contestants {
         return (pipeline, sink)
     }
 
-    /// The test camera as the plain pipeline's source is configured.
     /// `source ! appsink`, the plain start a camera's start or switch is held against: PLAYING → the first
     /// sample in the appsink's callback, in seconds.
     static func plainStart(_ source: String) throws -> Double {
@@ -57,6 +56,7 @@ enum Contestants {
         return (ContinuousClock.now - started).seconds
     }
 
+    /// The test camera as the plain pipeline's source is configured.
     static func makeTestCamera() -> CaptureDevice {
         CaptureDevice.makeTestCamera(options: TestCameraOptions(pattern: .smpte, motion: 2))
     }

@@ -18,6 +18,9 @@ import Synchronization
 ///                          at best; goal ≤ 2. The movie's own largest gap (ffprobe) is reported beside it.
 ///   then the second frame  the new camera's first → second frame, by their timestamps: a source that negotiates
 ///                          again once linked (v4l2src: STREAMOFF, a new pool, STREAMON) leaves a hole here.
+/// `--only switch-test` runs the same between two test cameras of the same sizes and rates, against
+/// `videotestsrc ! capsfilter ! appsink`: no device time on either side, so the engine's own work per switch shows,
+/// measured on this machine's CPU rather than the VM's emulated one.
 enum SwitchBenchmark {
     static let nodes = ["/dev/video0", "/dev/video1"]
     static let presets: [CaptureSession.Preset] = [.low, .vga640x480]
