@@ -177,6 +177,26 @@ final class SharedEncoderTests: XCTestCase {
         XCTAssertFalse(encode(width: 1280).satisfies(recordingDefault), "other pictures")
     }
 
+    /// Frames missing between two that reach the file are counted by the gap's length in frame intervals, rounded:
+    /// a camera's frames arrive a little early or late, and a busy encoder lets go of most of them.
+    func testFramesMissingFromTheFileAreCountedByTheGapRounded() {
+        let timeline = RecordingTimeline()
+        let frame: ClockTime = 40_000_000, jitter: ClockTime = 3_000_000
+        var time: ClockTime = 0
+        var kept = 0
+        // Three frames missing before each kept one, the gap 0.075 intervals short of four or over it by as much.
+        for index in 0..<20 {
+            XCTAssertTrue(timeline.muxVideo(time, duration: frame, bytes: 1000, isKeyFrame: index == 0))
+            kept += 1
+            time += 4 * frame + (index % 2 == 0 ? jitter : 0) - (index % 2 == 0 ? 0 : jitter)
+        }
+        // One frame missing, the gap 1.6 intervals: one.
+        XCTAssertTrue(timeline.muxVideo(time - 4 * frame + frame * 8 / 5, duration: frame, bytes: 1000, isKeyFrame: false))
+        kept += 1
+        XCTAssertEqual(timeline.stats.frames, kept)
+        XCTAssertEqual(timeline.stats.droppedFrames, 19 * 3 + 1)
+    }
+
     /// With encoded frames, the file and every resume begin at a key frame: delta frames before one are
     /// left out, and the pause lasts until it.
     func testATimelineOfEncodedFramesBeginsAndResumesAtKeyFrames() {
