@@ -182,18 +182,15 @@ final class SharedEncoderTests: XCTestCase {
     func testFramesMissingFromTheFileAreCountedByTheGapRounded() {
         let timeline = RecordingTimeline()
         let frame: ClockTime = 40_000_000, jitter: ClockTime = 3_000_000
-        var time: ClockTime = 0
-        var kept = 0
-        // Three frames missing before each kept one, the gap 0.075 intervals short of four or over it by as much.
-        for index in 0..<20 {
+        // Three frames missing before each kept one, the gap 0.075 intervals over four or short of it by as much,
+        // then one frame missing, the gap 1.525 intervals.
+        var times: [ClockTime] = [0]
+        for index in 0..<19 { times.append(times.last! + (index % 2 == 0 ? 4 * frame + jitter : 4 * frame - jitter)) }
+        times.append(times.last! + frame * 3 / 2 + frame / 40)
+        for (index, time) in times.enumerated() {
             XCTAssertTrue(timeline.muxVideo(time, duration: frame, bytes: 1000, isKeyFrame: index == 0))
-            kept += 1
-            time += 4 * frame + (index % 2 == 0 ? jitter : 0) - (index % 2 == 0 ? 0 : jitter)
         }
-        // One frame missing, the gap 1.6 intervals: one.
-        XCTAssertTrue(timeline.muxVideo(time - 4 * frame + frame * 8 / 5, duration: frame, bytes: 1000, isKeyFrame: false))
-        kept += 1
-        XCTAssertEqual(timeline.stats.frames, kept)
+        XCTAssertEqual(timeline.stats.frames, times.count)
         XCTAssertEqual(timeline.stats.droppedFrames, 19 * 3 + 1)
     }
 

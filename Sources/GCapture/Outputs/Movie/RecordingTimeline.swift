@@ -336,11 +336,7 @@ extension RecordingTimeline.State {
         statistics.frames += 1
         guard let time = pts else { return true }
         let interval = duration ?? frameInterval ?? 0
-        if let last = lastMuxedVideo, interval > 0, time > last + interval * 3 / 2 {
-            // Rounded, not floored: a camera's frames come a little early or late, and a gap of 3.9 intervals
-            // is three frames missing, not two (floored, a busy encoder's 26 gaps in 4 s lost 12 frames of the count).
-            statistics.droppedFrames += Int((time - last + interval / 2) / interval) - 1
-        }
+        if let last = lastMuxedVideo { statistics.droppedFrames += MissingFrames.between(last, and: time, interval: interval) }
         lastMuxedVideo = time
         if firstMuxedVideo == nil {
             firstMuxedVideo = time

@@ -61,8 +61,8 @@ extension CaptureStreamOutput {
         func frameIn(time: UInt64?, duration: UInt64?) {
             counts.withLock { counts in
                 counts.framesIn += 1
-                if let time, let last = counts.lastFrameTime, let duration, duration > 0, time > last + duration * 3 / 2 {
-                    counts.framesIn += Int((time - last) / duration) - 1
+                if let time, let last = counts.lastFrameTime, let duration {
+                    counts.framesIn += MissingFrames.between(last, and: time, interval: duration)
                 }
                 if let time { counts.lastFrameTime = time }
             }
