@@ -37,6 +37,30 @@ final class WebRTCOutputTests: XCTestCase {
         XCTAssertTrue(refusal(huge).contains("at most"))
     }
 
+    /// Candidates named by a host name reach webrtcbin resolved (GStreamer 1.22 resolving them itself keeps
+    /// each connection's ICE agent and its two threads for good), and those that do not resolve left out.
+    func testCandidateHostNamesAreResolvedBeforeWebRTCBinSeesThem() throws {
+        let offer = try String(contentsOf: Self.chromiumOffer, encoding: .utf8)
+        let mDNSNames = offer.split(whereSeparator: \.isNewline).compactMap { CandidateHostNames.hostName(in: String($0)) }
+        XCTAssertEqual(mDNSNames.count, 4, "Chromium's offer names its candidates by mDNS names")
+        XCTAssertTrue(mDNSNames.allSatisfy { $0.hasSuffix(".local") })
+        // Here no mDNS resolver answers for them: each candidate is left out, every other line kept as it was.
+        let unresolved = CandidateHostNames.resolved(in: offer, within: .seconds(2))
+        XCTAssertFalse(unresolved.contains(".local"), unresolved)
+        XCTAssertEqual(unresolved.split(whereSeparator: \.isNewline).count, offer.split(whereSeparator: \.isNewline).count - 4)
+        XCTAssertTrue(unresolved.hasSuffix("\r\n") && offer.hasSuffix("\r\n"), "SDP's line endings")
+        XCTAssertTrue(try WebRTCOffer(unresolved).videoChoice() != nil)
+
+        // A name that resolves becomes its address; an IP address stays as it was.
+        let lines = ["v=0", "a=candidate:1 1 udp 2113937151 localhost 33328 typ host generation 0",
+                     "a=candidate:2 1 udp 2113937151 192.168.1.20 33329 typ host generation 0",
+                     "a=candidate:3 1 udp 2113937151 fe80::1 33330 typ host generation 0",
+                     "a=candidate:4 1 udp 2113937151 no-such-host.invalid 33331 typ host generation 0", ""]
+        let resolved = CandidateHostNames.resolved(in: lines.joined(separator: "\r\n"), within: .seconds(2))
+        XCTAssertEqual(resolved, ["v=0", "a=candidate:1 1 udp 2113937151 127.0.0.1 33328 typ host generation 0", lines[2], lines[3], ""]
+            .joined(separator: "\r\n"))
+    }
+
     func testAViewerThatNeverConnectsIsLetGoAndTheEncodeWithIt() async throws {
         let output = CaptureWebRTCOutput()
         output.settings.connectLimit = .seconds(1)

@@ -31,6 +31,9 @@ final class WebRTCPeer: Sendable {
     /// 30 s. RTCP's reports come every 5 s at the most (GStreamer's default minimum interval, randomised up
     /// to 7.5 s; browsers report far more often): 12 s never mistakes a quiet peer for a lost one.
     static let silenceLimit: Duration = .seconds(12)
+    /// How long the other side's candidate host names may take to resolve (see `CandidateHostNames`): an mDNS
+    /// name on the same network answers in milliseconds, one that is not there only after seconds.
+    static let nameResolutionLimit: Duration = .seconds(1)
 
     /// Builds the pipeline for what `offer` receives (not started). `onKeyFrameRequest` runs, on a
     /// streaming thread, when the viewer reports a lost picture (RTCP PLI or FIR).
@@ -86,7 +89,7 @@ final class WebRTCPeer: Sendable {
     func answer(_ offer: String, gatheringLimit: Duration = .seconds(3)) throws(CaptureError) -> String {
         do {
             _ = try pipeline.setState(.playing)
-            try webrtc.setRemoteDescription(offer, isOffer: true)
+            try webrtc.setRemoteDescription(CandidateHostNames.resolved(in: offer, within: Self.nameResolutionLimit), isOffer: true)
             try webrtc.createLocalDescription(offer: false)
         } catch let error as GStreamerError {
             throw .invalidSettings("the viewer's offer was refused: \(error.message)")
@@ -114,7 +117,7 @@ final class WebRTCPeer: Sendable {
     /// Takes the other side's answer to `offer()`. Blocks.
     func accept(answer: String) throws(CaptureError) {
         do {
-            try webrtc.setRemoteDescription(answer, isOffer: false)
+            try webrtc.setRemoteDescription(CandidateHostNames.resolved(in: answer, within: Self.nameResolutionLimit), isOffer: false)
         } catch {
             throw .invalidSettings("the server's answer was refused: \(error.message)")
         }
