@@ -59,6 +59,13 @@ final class WebRTCOutputTests: XCTestCase {
         let resolved = CandidateHostNames.resolved(in: lines.joined(separator: "\r\n"), within: .seconds(2))
         XCTAssertEqual(resolved, ["v=0", "a=candidate:1 1 udp 2113937151 127.0.0.1 33328 typ host generation 0", lines[2], lines[3], ""]
             .joined(separator: "\r\n"))
+        // An offer listing many names has only the first 16 looked up. ("127.5" is a name to inet_pton, which
+        // reads only dotted quads, and 127.0.0.5 to getaddrinfo: 40 names that each resolve.)
+        let many = (1...40).map { "a=candidate:\($0) 1 udp 2113937151 127.\($0) 5000 typ host" }
+        let kept = CandidateHostNames.resolved(in: (["v=0"] + many + [""]).joined(separator: "\r\n"), within: .seconds(2))
+            .split(whereSeparator: \.isNewline)
+        XCTAssertEqual(kept.count, 1 + CandidateHostNames.maximumNames, "\(kept)")
+        XCTAssertEqual(kept.last, "a=candidate:16 1 udp 2113937151 127.0.0.16 5000 typ host")
     }
 
     func testAViewerThatNeverConnectsIsLetGoAndTheEncodeWithIt() async throws {

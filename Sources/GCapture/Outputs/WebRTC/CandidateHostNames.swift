@@ -17,11 +17,13 @@ import Glibc
 /// either, and the other side's connectivity checks still find this one (peer-reflexive candidates).
 enum CandidateHostNames {
     /// `sdp` with each candidate's host name replaced by the address it resolves to (IPv4 first), or the
-    /// candidate left out when it does not resolve within `limit`; lines end in CRLF. Blocks up to `limit`.
+    /// candidate left out when it does not resolve within `limit` (or comes after `maximumNames` others); lines
+    /// end in CRLF. Blocks up to `limit`.
     static func resolved(in sdp: String, within limit: Duration) -> String {
         // "\r\n" is one Character to Swift: lines are split at either ending and joined again as SDP writes them.
         let lines = sdp.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).map(String.init)
-        let names = Set(lines.compactMap(hostName))
+        var names: [String] = []
+        for name in lines.compactMap(hostName) where !names.contains(name) && names.count < maximumNames { names.append(name) }
         guard !names.isEmpty else { return sdp }
         let addresses = resolve(names, within: limit)
         return lines.compactMap { line -> String? in
@@ -32,6 +34,11 @@ enum CandidateHostNames {
             return fields.joined(separator: " ")
         }.joined(separator: "\r\n")
     }
+
+    /// The most names one description has resolved (a browser sends one or two per network): each takes a
+    /// thread for as long as its lookup lasts, and an offer could otherwise list hundreds. Further names'
+    /// candidates are left out.
+    static let maximumNames = 16
 
     /// In "a=candidate:foundation component transport priority ADDRESS port typ …" (RFC 8839), the fifth field.
     private static let addressField = 4
@@ -52,7 +59,7 @@ enum CandidateHostNames {
 
     /// Each name's address, those resolved within `limit` (at once: each on a thread of its own, since
     /// getaddrinfo cannot be cancelled; a late one finishes unheard).
-    private static func resolve(_ names: Set<String>, within limit: Duration) -> [String: String] {
+    private static func resolve(_ names: [String], within limit: Duration) -> [String: String] {
         let found = Locked<[String: String]>([:])
         let group = DispatchGroup()
         for name in names {
