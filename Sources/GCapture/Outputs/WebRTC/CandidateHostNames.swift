@@ -87,7 +87,8 @@ enum CandidateHostNames {
         while let info = cursor {
             var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
             if getnameinfo(info.pointee.ai_addr, info.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 {
-                addresses.append((info.pointee.ai_family, String(cString: text)))
+                let length = text.firstIndex(of: 0) ?? text.count
+                addresses.append((info.pointee.ai_family, String(decoding: text[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)))
             }
             cursor = info.pointee.ai_next
         }
