@@ -53,7 +53,7 @@ enum Contestants {
         let started = ContinuousClock.now
         try pipeline.setState(.playing)
         guard first.wait(timeout: .now() + 10) == .success else { throw BenchmarkError.setup("the plain pipeline delivered no frame in 10 s") }
-        return (ContinuousClock.now - started).seconds
+        return (ContinuousClock.now - started).inSeconds
     }
 
     /// The test camera as the plain pipeline's source is configured.

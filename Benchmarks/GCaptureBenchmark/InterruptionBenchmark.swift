@@ -45,8 +45,8 @@ enum InterruptionBenchmark {
         progress("interruptions: \(device) at \(plain.caps)")
 
         var report = InterruptionReport(caps: plain.caps, plainStartSeconds: plain.seconds,
-                                        firstRetryDelaySeconds: CaptureSession.recoveryRetryDelays.first?.seconds ?? 0,
-                                        stallIntervalSeconds: input.frameStallTimeout?.seconds)
+                                        firstRetryDelaySeconds: CaptureSession.recoveryRetryDelays.first?.inSeconds ?? 0,
+                                        stallIntervalSeconds: input.frameStallTimeout?.inSeconds)
         for round in 1...rounds {
             var mark = events.count
             var started = ContinuousClock.now
@@ -58,8 +58,8 @@ enum InterruptionBenchmark {
             let ended = try await events.wait(after: mark, within: .seconds(20), "interruptionEnded after disconnect") {
                 if case .interruptionEnded = $0 { true } else { false }
             }
-            report.disconnectToInterruptedSeconds.append((interrupted - started).seconds)
-            report.disconnectRecoverySeconds.append((ended - interrupted).seconds)
+            report.disconnectToInterruptedSeconds.append((interrupted - started).inSeconds)
+            report.disconnectRecoverySeconds.append((ended - interrupted).inSeconds)
 
             try await Task.sleep(for: .seconds(1))
             mark = events.count
@@ -74,8 +74,8 @@ enum InterruptionBenchmark {
             let stallEnded = try await events.wait(after: mark, within: .seconds(20), "interruptionEnded after the stall") {
                 if case .interruptionEnded = $0 { true } else { false }
             }
-            report.stallToInterruptedSeconds.append((stalled - started).seconds)
-            report.stallRecoverySeconds.append((stallEnded - resumed).seconds)
+            report.stallToInterruptedSeconds.append((stalled - started).inSeconds)
+            report.stallRecoverySeconds.append((stallEnded - resumed).inSeconds)
             progress(String(format: "interruptions: round %d/%d  disconnect → interrupted %.0f ms, → ended %.0f ms; "
                             + "stall → interrupted %.0f ms, resumed → ended %.0f ms; plain start %.0f ms", round, rounds,
                             report.disconnectToInterruptedSeconds.last! * 1000, report.disconnectRecoverySeconds.last! * 1000,
@@ -226,8 +226,4 @@ struct InterruptionReport: Codable {
         }
         return lines
     }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -141,7 +141,7 @@ enum MultiCamBenchmark {
         let cpu = processCPUSeconds() - cpuBefore
         let frames = counts.withLock { $0.reduce(0, +) } - framesBefore
         await session.stop()
-        return (start.seconds, startCPU, cpu, frames)
+        return (start.inSeconds, startCPU, cpu, frames)
     }
 
     /// Plain pipelines on every camera set playing at the same moment, each from a thread of its own: from that
@@ -193,7 +193,7 @@ enum MultiCamBenchmark {
         guard allCame, let last = firstFrames.withLock({ $0.compactMap { $0 }.max() }) else {
             throw BenchmarkError.setup("a plain pipeline delivered no frame in 10 s")
         }
-        return ((last - began).seconds, processCPUSeconds() - cpuAtStart)
+        return ((last - began).inSeconds, processCPUSeconds() - cpuAtStart)
     }
 
     private static func processCPUSeconds() -> Double {

@@ -142,7 +142,7 @@ enum PreRollBenchmark {
             try await Task.sleep(for: .milliseconds(Int((seconds - 2 * margin) * 1000)))
             let steadyElapsed = ContinuousClock.now - steadyStart.time
             let steadyCPU = (processCPUSeconds() - steadyStart.cpu)
-                / (Double(steadyElapsed.components.seconds) + Double(steadyElapsed.components.attoseconds) / 1e18)
+                / steadyElapsed.inSeconds
             try await Task.sleep(for: .milliseconds(Int(margin * 1000)))
             movie.stopRecording()
             _ = await iterator.next()
@@ -161,7 +161,7 @@ enum PreRollBenchmark {
                     switch event {
                     case .began:
                         let elapsed = ContinuousClock.now - pressed
-                        latencies.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+                        latencies.append(elapsed.inMilliseconds)
                     case .ended: ended = true
                     case .extended: break
                     }

@@ -117,7 +117,7 @@ enum SwitchBenchmark {
             guard let (index, arrival) = await log.first(after: before, within: .seconds(20), where: { $0.width == width }) else {
                 throw BenchmarkError.setup("no frame of \(cameras[target]) within 20 s of the switch")
             }
-            report.switchToFirstFrameSeconds.append((arrival - began).seconds)
+            report.switchToFirstFrameSeconds.append((arrival - began).inSeconds)
             let gap = log.gapBefore(index)
             report.gapFrameIntervals.append(gap * Double(formats[target].2))
             progress(String(format: "switch: round %d/%d to %@: first frame after %.0f ms (plain start %.0f ms), gap %.0f ms",

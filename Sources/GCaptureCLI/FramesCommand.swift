@@ -83,7 +83,7 @@ struct FrameCapture {
         let startedAt = clock.now
         try await session.start()
         let running = clock.now
-        onStart(Started(camera: chosen.description, startMilliseconds: milliseconds(running - startedAt),
+        onStart(Started(camera: chosen.description, startMilliseconds: (running - startedAt).inMilliseconds,
                         deviceFields: DeviceChoice.startedFields([choice])))
 
         // The rate is measured by when frames arrive, not by their timestamps: a camera that falls behind
@@ -102,19 +102,15 @@ struct FrameCapture {
         }
         // A signal ends the capture early; the report then says what arrived until then.
         await StopSignals.shared.sleep(seconds: duration)
-        let seconds = milliseconds(clock.now - running) / 1000
+        let seconds = (clock.now - running).inSeconds
         let withheld = session.pressureWithheldFrameCount
         await session.stop()
         counting.cancel()
         let (count, last, first, final) = await counting.value
-        let span = first.flatMap { first in final.map { milliseconds($0 - first) / 1000 } } ?? 0
+        let span = first.flatMap { first in final.map { ($0 - first).inSeconds } } ?? 0
         return Report(frames: count, dropped: output.droppedFrameCount, seconds: seconds,
                       framesPerSecond: count > 1 && span > 0 ? Double(count - 1) / span : 0,
                       width: last?.width ?? 0, height: last?.height ?? 0, pixelFormat: last?.pixelFormat ?? "none",
                       withheldForPressure: withheld)
-    }
-
-    private func milliseconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
     }
 }

@@ -54,8 +54,7 @@ public final class OperatorWebServer: Sendable {
     @discardableResult
     public func start() async throws(StartError) -> Int {
         let application = application, connections = connections, streams = streams
-        let requestTimeout = TimeAmount.nanoseconds(Int64(configuration.requestTimeout.components.seconds) * 1_000_000_000
-                                                    + configuration.requestTimeout.components.attoseconds / 1_000_000_000)
+        let requestTimeout = TimeAmount.nanoseconds(configuration.requestTimeout.inNanoseconds)
         // One context for every connection, made when the certificate was read.
         let tls = configuration.tls?.context
         let bootstrap = ServerBootstrap(group: group)

@@ -102,7 +102,7 @@ final class SourceSlots: @unchecked Sendable {
         do { try action() } catch {
             return busFailure() ?? ((error as? GStreamerError) ?? GStreamerError(kind: .stateChange, message: "\(error)"), nil)
         }
-        let deadline = DispatchTime.now() + .milliseconds(Int(timeout.components.seconds * 1000))
+        let deadline = DispatchTime.now() + timeout.dispatchInterval
         for (source, firstBuffer) in waiting {
             while firstBuffer.wait(timeout: .now() + .milliseconds(10)) != .success {
                 if let failure = busFailure() { return failure }

@@ -80,7 +80,7 @@ enum PhotoProcessor {
         let elapsed = ContinuousClock.now - requestStart
         return CapturePhoto(resolvedSettings: resolved, timestamp: Double(frame.presentationTime) / 1e9,
                             requestTimestamp: Double(job.requestTime) / 1e9,
-                            latencyMilliseconds: Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15,
+                            latencyMilliseconds: elapsed.inMilliseconds,
                             metadata: metadata, fileURL: job.fileURL, isProxy: isProxy, data: data)
     }
 

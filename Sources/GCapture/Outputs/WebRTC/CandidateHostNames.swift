@@ -69,8 +69,7 @@ enum CandidateHostNames {
                 group.leave()
             }
         }
-        let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
-        _ = group.wait(timeout: .now() + seconds)
+        _ = group.wait(timeout: .now() + limit.dispatchInterval)
         return found.withLock { $0 }
     }
 

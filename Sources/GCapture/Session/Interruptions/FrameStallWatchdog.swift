@@ -25,10 +25,6 @@ enum FrameStallWatchdog {
         let tenFrames = 10.0 * Double(frameRate.denominator) / Double(frameRate.numerator)
         return .milliseconds(Int((max(1.0, tenFrames) * 1000).rounded()))
     }
-
-    static func milliseconds(_ duration: Duration) -> Int {
-        Int(duration.components.seconds) * 1000 + Int(duration.components.attoseconds / 1_000_000_000_000_000)
-    }
 }
 
 extension CaptureDeviceInput {
@@ -76,7 +72,7 @@ final class SourceWatch: Sendable {
          onEvent: @escaping @Sendable (GraphEvent) -> Void) {
         self.device = device
         self.withheld = withheld
-        self.stallTimeout = stallTimeout.map { UInt64(max(1, FrameStallWatchdog.milliseconds($0))) * 1_000_000 } ?? 0
+        self.stallTimeout = stallTimeout.map { UInt64(max(1_000_000, $0.inNanoseconds)) } ?? 0
         frameInterval = frameRate.numerator > 0
             ? UInt64(1_000_000_000 * Double(frameRate.denominator) / Double(frameRate.numerator)) : 33_333_333
         self.onEvent = onEvent

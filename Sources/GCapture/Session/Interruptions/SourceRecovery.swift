@@ -139,8 +139,7 @@ extension InterruptionCoordinator {
 
     private func scheduleRecovery(of slot: Slot, attempt: Int, generation: Int, waited: Duration = .zero) {
         let delay = max(.zero, SourceRecovery.delay(beforeAttempt: attempt) - waited)
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.components.seconds) * 1_000_000_000
-                                                          + Int(delay.components.attoseconds / 1_000_000_000))) { [weak self] in
+        queue.asyncAfter(deadline: .now() + delay.dispatchInterval) { [weak self] in
             self?.attemptRecovery(of: slot, scheduledAs: generation)
         }
     }
