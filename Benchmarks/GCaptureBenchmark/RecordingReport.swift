@@ -22,6 +22,8 @@ struct RecordingReport: Codable {
     var ffmpeg: RecordingSide
     var engineToGstLaunch: RecordingRatio
     var engineToGstLaunchSidecar: RecordingRatio
+    /// The goal's ratio round by round.
+    var engineToGstLaunchSidecarSpread: RoundRatioSpread?
     /// Against gst-launch making the same files (the movie copied into a plain MP4 after it): like for like.
     var engineToGstLaunchSidecarRemux: RecordingRatio
     /// Against the same graph in gst-launch: what the engine's Swift side costs.
@@ -107,6 +109,9 @@ struct OutputsFigures: Codable {
 extension RecordingReport {
     init(seconds: Double, rounds: Int, runs: [RecordingRun]) {
         func side(_ kind: RecordingBenchmark.Kind) -> RecordingSide { RecordingSide(runs.filter { $0.kind == kind }) }
+        func perRound(_ kind: RecordingBenchmark.Kind) -> [(round: Int, value: Double)] {
+            runs.filter { $0.kind == kind }.compactMap { run in run.cpuSecondsPerVideoSecond.map { (run.round, $0) } }
+        }
         let expected = RecordingContestants.frames(seconds: seconds)
         let example = URL(fileURLWithPath: "/tmp/movie.mp4")
         let worst = runs.filter { $0.kind == .engineWithOutputs }.min { $0.frames < $1.frames }!
@@ -127,6 +132,7 @@ extension RecordingReport {
             gstLaunchSidecar: side(.gstLaunchSidecar), gstLaunchSidecarRemux: side(.gstLaunchSidecarRemux),
             gstLaunchEngineGraph: side(.gstLaunchEngineGraph), swiftEngineGraph: side(.swiftEngineGraph), ffmpeg: side(.ffmpeg),
             engineToGstLaunch: RecordingRatio(engine, to: gstLaunch), engineToGstLaunchSidecar: cpuRatio,
+            engineToGstLaunchSidecarSpread: RoundRatioSpread(perRound(.engine), over: perRound(.gstLaunchSidecar)),
             engineToGstLaunchSidecarRemux: RecordingRatio(engine, to: side(.gstLaunchSidecarRemux)),
             engineToGstLaunchEngineGraph: memoryRatio,
             engineToSwiftEngineGraph: RecordingRatio(engine, to: side(.swiftEngineGraph)),
@@ -196,7 +202,8 @@ extension RecordingReport {
             row("  ffmpeg      libx264 + aac, -re lavfi testsrc2", ffmpeg),
             ratioRow("  engine / gst-launch", engineToGstLaunch),
             ratioRow("  engine / gst-launch + sidecar", engineToGstLaunchSidecar)
-                + String(format: "   goal CPU ≤ %.2f×  ", cpuGoal) + (meetsCPUGoal ? "met" : "MISSED"),
+                + String(format: "   goal CPU ≤ %.2f×  ", cpuGoal) + (meetsCPUGoal ? "met" : "MISSED")
+                + (engineToGstLaunchSidecarSpread.map { " (\($0.text))" } ?? ""),
             ratioRow("  engine / the same files (+ plain MP4 copy)", engineToGstLaunchSidecarRemux)
                 + String(format: "   like for like: %@ %.2f×", engineToGstLaunchSidecarRemux.cpu <= cpuGoal ? "≤" : ">", cpuGoal),
             ratioRow("  engine / gst-launch, engine's graph", engineToGstLaunchEngineGraph)

@@ -56,6 +56,8 @@ struct FrameDeliveryReport: Codable {
     var idleProcess: FrameSummary
     /// Median CPU seconds per video second, engine / plain.
     var cpuRatio: Double
+    /// The same ratio round by round.
+    var cpuRatioSpread: RoundRatioSpread?
     /// Median peak RSS, engine / plain.
     var rssRatio: Double
     var cpuGoal: Double
@@ -157,6 +159,7 @@ extension FrameDeliveryReport {
             row("  idle    this program, gst_init only", idleProcess),
             "  engine / plain".padding(40) + String(format: "CPU %.2f×", cpuRatio)
                 + String(format: "  goal ≤ %.2f×  ", cpuGoal) + (meetsCPUGoal ? "met" : "MISSED")
+                + (cpuRatioSpread.map { " (\($0.text))" } ?? "")
                 + String(format: "   peak RSS %.2f×  goal ≤ %.2f×  ", rssRatio, rssGoal) + (meetsRSSGoal ? "met" : "MISSED"),
         ]
         lines += warnings.map { "  warning: \($0)" }
