@@ -66,7 +66,10 @@ enum RecordingContestants {
 
     /// What the engine does at a clean stop, in gst-launch-1.0: the fragmented movie's streams copied, not
     /// re-encoded, into a plain MP4 with one index (MovieRemux's graph: qtdemux, a multiqueue reading about a
-    /// second ahead, mp4mux).
+    /// second ahead, mp4mux). What gst-launch cannot do is MovieRemux's segment start moved to zero: without
+    /// it mp4mux sometimes clips the first key frame, and the copy's first second cannot be decoded (270 of
+    /// 300 frames for ffprobe in 1 of 8 runs here; MovieRemux copied the same file whole). The benchmark then
+    /// warns of that round's frames, and the per-video-second ratio against this side reads low.
     static func remuxDescription(of file: URL, to plain: URL) -> String {
         "filesrc location=\(file.path) ! qtdemux name=demux mp4mux name=mux ! filesink location=\(plain.path) "
             + "multiqueue name=ahead max-size-buffers=32 max-size-bytes=0 max-size-time=0 "
