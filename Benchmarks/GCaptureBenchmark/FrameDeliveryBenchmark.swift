@@ -57,13 +57,10 @@ enum FrameDeliveryBenchmark {
         func summary(_ kind: Kind) -> FrameSummary { FrameSummary(runs.filter { $0.kind == kind }) }
         let engine = summary(.engine), plain = summary(.plain)
         let cpuRatio = engine.cpuSecondsPerVideoSecond! / plain.cpuSecondsPerVideoSecond!
-        func perRound(_ kind: Kind) -> [(round: Int, value: Double)] {
-            runs.filter { $0.kind == kind }.compactMap { run in run.cpuSecondsPerVideoSecond.map { (run.round, $0) } }
-        }
         return FrameDeliveryReport(
             seconds: seconds, rounds: rounds, expectedFrames: expected,
             engine: engine, plain: plain, gstLaunchFakesink: summary(.gstLaunch), idleProcess: summary(.idle),
-            cpuRatio: cpuRatio, cpuRatioSpread: RoundRatioSpread(perRound(.engine), over: perRound(.plain)), rssRatio: engine.peakRSSMiB / plain.peakRSSMiB,
+            cpuRatio: cpuRatio, cpuRatioSpread: RoundRatioSpread(cpuOf: runs.filter { $0.kind == .engine }, over: runs.filter { $0.kind == .plain }), rssRatio: engine.peakRSSMiB / plain.peakRSSMiB,
             cpuGoal: cpuGoal, meetsCPUGoal: cpuRatio <= cpuGoal, rssGoal: rssGoal, meetsRSSGoal: engine.peakRSSMiB / plain.peakRSSMiB <= rssGoal, warnings: warnings, runs: runs)
     }
 
@@ -96,6 +93,7 @@ enum FrameDeliveryBenchmark {
 
 /// A child process's run that delivered (or recorded) frames at the test camera's rate, as the parent measured it.
 protocol FrameCountingRun {
+    var round: Int { get }
     var frames: Int { get }
     var wallSeconds: Double { get }
     var cpuSeconds: Double { get }

@@ -109,9 +109,6 @@ struct OutputsFigures: Codable {
 extension RecordingReport {
     init(seconds: Double, rounds: Int, runs: [RecordingRun]) {
         func side(_ kind: RecordingBenchmark.Kind) -> RecordingSide { RecordingSide(runs.filter { $0.kind == kind }) }
-        func perRound(_ kind: RecordingBenchmark.Kind) -> [(round: Int, value: Double)] {
-            runs.filter { $0.kind == kind }.compactMap { run in run.cpuSecondsPerVideoSecond.map { (run.round, $0) } }
-        }
         let expected = RecordingContestants.frames(seconds: seconds)
         let example = URL(fileURLWithPath: "/tmp/movie.mp4")
         let worst = runs.filter { $0.kind == .engineWithOutputs }.min { $0.frames < $1.frames }!
@@ -132,7 +129,7 @@ extension RecordingReport {
             gstLaunchSidecar: side(.gstLaunchSidecar), gstLaunchSidecarRemux: side(.gstLaunchSidecarRemux),
             gstLaunchEngineGraph: side(.gstLaunchEngineGraph), swiftEngineGraph: side(.swiftEngineGraph), ffmpeg: side(.ffmpeg),
             engineToGstLaunch: RecordingRatio(engine, to: gstLaunch), engineToGstLaunchSidecar: cpuRatio,
-            engineToGstLaunchSidecarSpread: RoundRatioSpread(perRound(.engine), over: perRound(.gstLaunchSidecar)),
+            engineToGstLaunchSidecarSpread: RoundRatioSpread(cpuOf: runs.filter { $0.kind == .engine }, over: runs.filter { $0.kind == .gstLaunchSidecar }),
             engineToGstLaunchSidecarRemux: RecordingRatio(engine, to: side(.gstLaunchSidecarRemux)),
             engineToGstLaunchEngineGraph: memoryRatio,
             engineToSwiftEngineGraph: RecordingRatio(engine, to: side(.swiftEngineGraph)),

@@ -64,10 +64,13 @@ struct RoundRatioSpread: Codable, Sendable {
     var highest: Double
     var rounds: Int
 
-    /// nil when no round has a figure from both sides.
-    init?(_ numerator: [(round: Int, value: Double)], over denominator: [(round: Int, value: Double)]) {
-        let below = Dictionary(denominator.map { ($0.round, $0.value) }, uniquingKeysWith: { first, _ in first })
-        let ratios = numerator.compactMap { entry in below[entry.round].flatMap { $0 > 0 ? entry.value / $0 : nil } }
+    /// Of CPU seconds per video second; nil when no round has that figure from both sides.
+    init?(cpuOf numerator: [some FrameCountingRun], over denominator: [some FrameCountingRun]) {
+        let below = Dictionary(denominator.compactMap { run in run.cpuSecondsPerVideoSecond.map { (run.round, $0) } },
+                               uniquingKeysWith: { first, _ in first })
+        let ratios = numerator.compactMap { run in
+            run.cpuSecondsPerVideoSecond.flatMap { value in below[run.round].flatMap { $0 > 0 ? value / $0 : nil } }
+        }
         guard let lowest = ratios.min(), let highest = ratios.max() else { return nil }
         (self.lowest, self.highest, rounds) = (lowest, highest, ratios.count)
     }
