@@ -18,6 +18,10 @@ enum FrameDeliveryBenchmark {
         case engine
         /// The plain pipeline, frames read in the appsink's sample handler.
         case plain
+        /// The plain pipeline, its samples handed to a task as the engine's API hands them (yielded into an
+        /// AsyncStream keeping the newest, read by a task's for-await): what any Swift program pays to get frames
+        /// from GStreamer into async code, without the engine.
+        case plainHandedToTask = "plain-task"
         /// gst-launch-1.0 into a fakesink: the floor, without appsink or Swift.
         case gstLaunch = "gst-launch"
         /// This program, GStreamer initialized, nothing run: the fixed cost of the process.
@@ -28,6 +32,7 @@ enum FrameDeliveryBenchmark {
             switch self {
             case .engine: "engine-frames"
             case .plain: "plain-frames"
+            case .plainHandedToTask: "plain-task-frames"
             case .idle: "idle"
             case .gstLaunch: nil
             }
@@ -38,8 +43,10 @@ enum FrameDeliveryBenchmark {
         let expected = Int((seconds * Double(Contestants.frameRate)).rounded())
         var runs: [FrameRun] = []
         for round in 1...rounds {
-            // Engine and plain alternate who goes first; the references come last.
-            let order: [Kind] = round % 2 == 1 ? [.engine, .plain, .gstLaunch, .idle] : [.plain, .engine, .gstLaunch, .idle]
+            // Engine, plain and plain handed to a task each go first, second and third in turn; the references
+            // come last.
+            let compared: [Kind] = [.engine, .plain, .plainHandedToTask]
+            let order = (0..<compared.count).map { compared[($0 + round - 1) % compared.count] } + [.gstLaunch, .idle]
             for kind in order {
                 let run = try runChild(kind, seconds: seconds, expectedFrames: expected, round: round)
                 runs.append(run)
@@ -55,12 +62,14 @@ enum FrameDeliveryBenchmark {
         }
 
         func summary(_ kind: Kind) -> FrameSummary { FrameSummary(runs.filter { $0.kind == kind }) }
-        let engine = summary(.engine), plain = summary(.plain)
+        let engine = summary(.engine), plain = summary(.plain), handedToTask = summary(.plainHandedToTask)
         let cpuRatio = engine.cpuSecondsPerVideoSecond! / plain.cpuSecondsPerVideoSecond!
         return FrameDeliveryReport(
             seconds: seconds, rounds: rounds, expectedFrames: expected,
-            engine: engine, plain: plain, gstLaunchFakesink: summary(.gstLaunch), idleProcess: summary(.idle),
-            cpuRatio: cpuRatio, cpuRatioSpread: RoundRatioSpread(cpuOf: runs.filter { $0.kind == .engine }, over: runs.filter { $0.kind == .plain }), rssRatio: engine.peakRSSMiB / plain.peakRSSMiB,
+            engine: engine, plain: plain, plainHandedToTask: handedToTask, gstLaunchFakesink: summary(.gstLaunch),
+            idleProcess: summary(.idle), cpuRatio: cpuRatio,
+            cpuRatioAgainstHandedToTask: engine.cpuSecondsPerVideoSecond! / handedToTask.cpuSecondsPerVideoSecond!,
+            handOverRatio: handedToTask.cpuSecondsPerVideoSecond! / plain.cpuSecondsPerVideoSecond!, cpuRatioSpread: RoundRatioSpread(cpuOf: runs.filter { $0.kind == .engine }, over: runs.filter { $0.kind == .plain }), rssRatio: engine.peakRSSMiB / plain.peakRSSMiB,
             cpuGoal: cpuGoal, meetsCPUGoal: cpuRatio <= cpuGoal, rssGoal: rssGoal, meetsRSSGoal: engine.peakRSSMiB / plain.peakRSSMiB <= rssGoal, warnings: warnings, runs: runs)
     }
 
@@ -156,6 +165,7 @@ enum FrameChild {
             switch mode {
             case "engine-frames": report = try await engine(seconds: seconds)
             case "plain-frames": report = try plain(seconds: seconds)
+            case "plain-task-frames": report = try await plainHandedToTask(seconds: seconds)
             case "idle": report = idle()
             default: throw BenchmarkError.usage("unknown mode '\(mode)'")
             }
@@ -199,6 +209,33 @@ enum FrameChild {
         let info = tally.firstInfo
         return ChildReport(mode: "plain-frames", frames: tally.frames, seconds: seconds, width: info?.width ?? 0,
                            height: info?.height ?? 0, pixelFormat: info?.format ?? "", checksum: tally.checksum)
+    }
+
+    /// The plain pipeline, each sample yielded into an AsyncStream that keeps the newest (sampleBuffers()'s policy
+    /// with alwaysDiscardsLateVideoFrames, the default) and read by a task's for-await, as the engine's consumer
+    /// reads: the hand-over's cost without the engine.
+    static func plainHandedToTask(seconds: Double) async throws -> ChildReport {
+        let (pipeline, sink) = try Contestants.makePlainPipeline()
+        let (samples, delivery) = AsyncStream<Sample>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        sink.setSampleHandler { sample in delivery.yield(sample) }
+        let consumer = Task { () -> ChildReport in
+            var report = ChildReport(mode: "plain-task-frames", frames: 0, seconds: seconds, width: 0, height: 0,
+                                     pixelFormat: "", checksum: 0)
+            for await sample in samples {
+                if report.frames == 0, let info = sample.videoInfo {
+                    (report.width, report.height, report.pixelFormat) = (info.width, info.height, info.format)
+                }
+                report.frames += 1
+                let firstByte: UInt8? = sample.withVideoPlanes { planes in planes.first?.bytes.first }.flatMap { $0 }
+                report.checksum &+= Int(firstByte ?? 0)
+            }
+            return report
+        }
+        try pipeline.setState(.playing)
+        try await Task.sleep(for: .seconds(seconds))
+        pipeline.shutDown()
+        delivery.finish()
+        return await consumer.value
     }
 
     /// GStreamer initialized, nothing else: the process's fixed cost.

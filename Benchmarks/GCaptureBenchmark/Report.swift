@@ -52,10 +52,16 @@ struct FrameDeliveryReport: Codable {
     var expectedFrames: Int
     var engine: FrameSummary
     var plain: FrameSummary
+    /// The plain pipeline with its frames handed to a task as the engine's API hands them.
+    var plainHandedToTask: FrameSummary
     var gstLaunchFakesink: FrameSummary
     var idleProcess: FrameSummary
     /// Median CPU seconds per video second, engine / plain.
     var cpuRatio: Double
+    /// Engine / plain handed to a task: the engine's own cost, the API's hand-over taken out.
+    var cpuRatioAgainstHandedToTask: Double
+    /// Plain handed to a task / plain: what the hand-over into async code costs any Swift program.
+    var handOverRatio: Double
     /// The same ratio round by round.
     var cpuRatioSpread: RoundRatioSpread?
     /// Median peak RSS, engine / plain.
@@ -155,12 +161,15 @@ extension FrameDeliveryReport {
                 .enumerated().map { $1.leftPadding([7, 10, 15, 8, 13][$0]) }.joined(),
             row("  engine  CaptureVideoDataOutput stream", engine),
             row("  plain   appsink sample handler", plain),
+            row("  plain   appsink → AsyncStream → task", plainHandedToTask),
             row("  floor   gst-launch-1.0 … ! fakesink", gstLaunchFakesink),
             row("  idle    this program, gst_init only", idleProcess),
             "  engine / plain".padding(40) + String(format: "CPU %.2f×", cpuRatio)
                 + String(format: "  goal ≤ %.2f×  ", cpuGoal) + (meetsCPUGoal ? "met" : "MISSED")
                 + (cpuRatioSpread.map { " (\($0.text))" } ?? "")
                 + String(format: "   peak RSS %.2f×  goal ≤ %.2f×  ", rssRatio, rssGoal) + (meetsRSSGoal ? "met" : "MISSED"),
+            "  engine / plain handed to a task".padding(40) + String(format: "CPU %.2f×", cpuRatioAgainstHandedToTask)
+                + String(format: "  the API's hand-over taken out (it costs plain %.2f×)", handOverRatio),
         ]
         lines += warnings.map { "  warning: \($0)" }
         return lines
