@@ -42,7 +42,7 @@ import Glibc
 ///                     gcapture's 160x120, motion refuses: its height must be a multiple of 8.)
 ///   motion unpaced    motion 640x480 with `framerate 100`: motion paces itself to `framerate` with sleeps of its
 ///                     own; unpaced it takes each frame as soon as the camera has it. Whether that pacing is what
-///                     makes motion late: it is not (about as late, at more CPU: see the README)
+///                     makes motion late: it is not (about as late, at more CPU: see docs/benchmarks.md)
 ///
 /// Two at once, the groups are gcapture with motion 640x480, gcapture capturing only with motion 640x360, and
 /// gcapture with motion unpaced; CPU ratios are taken within each group (over the same seconds), then their median.
