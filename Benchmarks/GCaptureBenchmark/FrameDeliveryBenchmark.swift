@@ -69,8 +69,10 @@ enum FrameDeliveryBenchmark {
             engine: engine, plain: plain, plainHandedToTask: handedToTask, gstLaunchFakesink: summary(.gstLaunch),
             idleProcess: summary(.idle), cpuRatio: cpuRatio,
             cpuRatioAgainstHandedToTask: engine.cpuSecondsPerVideoSecond! / handedToTask.cpuSecondsPerVideoSecond!,
-            handOverRatio: handedToTask.cpuSecondsPerVideoSecond! / plain.cpuSecondsPerVideoSecond!, cpuRatioSpread: RoundRatioSpread(cpuOf: runs.filter { $0.kind == .engine }, over: runs.filter { $0.kind == .plain }), rssRatio: engine.peakRSSMiB / plain.peakRSSMiB,
-            cpuGoal: cpuGoal, meetsCPUGoal: cpuRatio <= cpuGoal, rssGoal: rssGoal, meetsRSSGoal: engine.peakRSSMiB / plain.peakRSSMiB <= rssGoal, warnings: warnings, runs: runs)
+            handOverRatio: handedToTask.cpuSecondsPerVideoSecond! / plain.cpuSecondsPerVideoSecond!,
+            cpuRatioSpread: RoundRatioSpread(cpuOf: runs.filter { $0.kind == .engine }, over: runs.filter { $0.kind == .plain }),
+            rssRatio: engine.peakRSSMiB / plain.peakRSSMiB, cpuGoal: cpuGoal, meetsCPUGoal: cpuRatio <= cpuGoal,
+            rssGoal: rssGoal, meetsRSSGoal: engine.peakRSSMiB / plain.peakRSSMiB <= rssGoal, warnings: warnings, runs: runs)
     }
 
     private static func runChild(_ kind: Kind, seconds: Double, expectedFrames: Int, round: Int) throws -> FrameRun {
@@ -231,8 +233,15 @@ enum FrameChild {
             }
             return report
         }
-        try pipeline.setState(.playing)
-        try await Task.sleep(for: .seconds(seconds))
+        // The stream ends with the pipeline, whatever ends the run, so the consumer's task ends too.
+        defer { delivery.finish() }
+        do {
+            try pipeline.setState(.playing)
+            try await Task.sleep(for: .seconds(seconds))
+        } catch {
+            pipeline.shutDown()
+            throw error
+        }
         pipeline.shutDown()
         delivery.finish()
         return await consumer.value
