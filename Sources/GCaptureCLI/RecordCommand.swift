@@ -300,6 +300,19 @@ final class RecordingObserver: CaptureFileOutputRecordingDelegate, Sendable {
     /// No file started is waiting for its end, and nothing is left to take.
     var isIdle: Bool { state.withLock { $0.open == 0 && $0.pending.isEmpty } }
 
+    /// A file started whose end the delegate has not been told yet (it is being written or settled).
+    var hasFileOpen: Bool { state.withLock { $0.open > 0 } }
+
+    /// Takes the events since the last call: why the last file among them that finished did not finish
+    /// successfully, or nil.
+    func takeFailure() -> CaptureError? {
+        for case .finished(_, let error) in takeEvents().reversed() {
+            guard let error, !error.recordingFinishedSuccessfully else { return nil }
+            return error
+        }
+        return nil
+    }
+
     func fileOutput(_ output: CaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
         state.withLock { state in
             state.open += 1

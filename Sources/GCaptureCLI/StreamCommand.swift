@@ -138,8 +138,7 @@ struct StreamCommand: AsyncParsableCommand {
             if stopped.withLock({ $0 }) { break }
             if let duration, Date().timeIntervalSince(started) >= duration { break }
             if case .failed(let error) = stream.state { failure = error; break }
-            if case .finished(_, let error)? = recorder.takeEvents().last(where: { if case .finished = $0 { true } else { false } }),
-               let error, !error.recordingFinishedSuccessfully {
+            if let error = recorder.takeFailure() {
                 failure = error
                 break
             }
@@ -148,7 +147,12 @@ struct StreamCommand: AsyncParsableCommand {
         stream.stopStreaming()
         movie?.stopRecording()
         _ = await waitUntil(seconds: 5) { stream.state == .idle || stream.state.name == "failed" }
-        _ = await waitUntil(seconds: 10) { movie?.isRecording != true }
+        // The movie is finished when its delegate says so: copied to a plain MP4, durable, its recovery sidecar
+        // removed. isRecording turns false before that, and a run that ended then left the sidecar and the
+        // fragmented file behind (seen under ThreadSanitizer, where the copy is slow). As `record` does, this
+        // waits for as long as settling takes: the engine tells the delegate of every file it started.
+        while recorder.hasFileOpen { try? await Task.sleep(for: .milliseconds(50)) }
+        if failure == nil { failure = recorder.takeFailure() }
         await session.stop()
         printer.cancel()
         let stats = stream.statistics
