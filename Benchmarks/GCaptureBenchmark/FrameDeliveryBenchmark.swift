@@ -208,9 +208,7 @@ enum FrameChild {
         try pipeline.setState(.playing)
         Thread.sleep(forTimeInterval: seconds)
         pipeline.shutDown()
-        let info = tally.firstInfo
-        return ChildReport(mode: "plain-frames", frames: tally.frames, seconds: seconds, width: info?.width ?? 0,
-                           height: info?.height ?? 0, pixelFormat: info?.format ?? "", checksum: tally.checksum)
+        return tally.report(mode: "plain-frames", seconds: seconds)
     }
 
     /// The plain pipeline, each sample yielded into an AsyncStream that keeps the newest (sampleBuffers()'s policy
@@ -220,31 +218,14 @@ enum FrameChild {
         let (pipeline, sink) = try Contestants.makePlainPipeline()
         let (samples, delivery) = AsyncStream<Sample>.makeStream(bufferingPolicy: .bufferingNewest(1))
         sink.setSampleHandler { sample in delivery.yield(sample) }
-        let consumer = Task { () -> ChildReport in
-            var report = ChildReport(mode: "plain-task-frames", frames: 0, seconds: seconds, width: 0, height: 0,
-                                     pixelFormat: "", checksum: 0)
-            for await sample in samples {
-                if report.frames == 0, let info = sample.videoInfo {
-                    (report.width, report.height, report.pixelFormat) = (info.width, info.height, info.format)
-                }
-                report.frames += 1
-                let firstByte: UInt8? = sample.withVideoPlanes { planes in planes.first?.bytes.first }.flatMap { $0 }
-                report.checksum &+= Int(firstByte ?? 0)
-            }
-            return report
-        }
-        // The stream ends with the pipeline, whatever ends the run, so the consumer's task ends too.
-        defer { delivery.finish() }
-        do {
-            try pipeline.setState(.playing)
-            try await Task.sleep(for: .seconds(seconds))
-        } catch {
-            pipeline.shutDown()
-            throw error
-        }
+        let tally = Tally()
+        let consumer = Task { for await sample in samples { tally.add(sample) } }
+        try pipeline.setState(.playing)
+        try await Task.sleep(for: .seconds(seconds))
         pipeline.shutDown()
         delivery.finish()
-        return await consumer.value
+        await consumer.value
+        return tally.report(mode: "plain-task-frames", seconds: seconds)
     }
 
     /// GStreamer initialized, nothing else: the process's fixed cost.
@@ -272,6 +253,13 @@ private final class Tally: Sendable {
     var frames: Int { count.load(ordering: .relaxed) }
     var checksum: Int { sum.load(ordering: .relaxed) }
     var firstInfo: VideoInfo? { info.withLock { $0 } }
+
+    /// What a child that counted its frames here reports.
+    func report(mode: String, seconds: Double) -> ChildReport {
+        let info = firstInfo
+        return ChildReport(mode: mode, frames: frames, seconds: seconds, width: info?.width ?? 0,
+                           height: info?.height ?? 0, pixelFormat: info?.format ?? "", checksum: checksum)
+    }
 }
 
 func printError(_ message: String) {
