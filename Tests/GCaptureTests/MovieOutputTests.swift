@@ -143,6 +143,34 @@ final class MovieOutputTests: XCTestCase {
         XCTAssertTrue(try ffmpegDecodes(turned))
     }
 
+    /// A copy into a plain MP4 that runs out of time is abandoned, and the fragmented movie stays finished: no
+    /// sidecar, no half-written copy beside it, and it plays. That is what a service's stop gets from a long
+    /// recording (CaptureController gives the copy 20 s). With time, the same output makes the plain MP4.
+    func testACopyPastTheDefragmentTimeLimitLeavesTheFinishedFragmentedMovie() async throws {
+        let folder = try temporaryFolder()
+        let movie = CaptureMovieFileOutput()
+        XCTAssertEqual(movie.defragmentTimeLimit, 600)
+        let session = try await session(microphone: .testMicrophone, preset: .vga640x480, outputs: [movie])
+        movie.defragmentTimeLimit = 0
+        let cutShort = folder.appendingPathComponent("cut-short.mp4")
+        let error = try await record(movie, to: cutShort, seconds: 1.0)
+        movie.defragmentTimeLimit = 600
+        let plain = folder.appendingPathComponent("plain.mp4")
+        let plainError = try await record(movie, to: plain, seconds: 1.0)
+        try await within(engineDeadline, "session.stop()") { await session.stop() }
+
+        XCTAssertNil(error, "a movie kept fragmented is finished")
+        XCTAssertTrue(try topLevelBoxes(cutShort).contains("moof"), "the copy was abandoned and the fragments stayed")
+        XCTAssertEqual(try probe(cutShort).duration, 1.0, accuracy: 0.3)
+        XCTAssertEqual(try probe(cutShort).codecs.sorted(), ["aac", "h264"])
+        XCTAssertTrue(try ffmpegDecodes(cutShort))
+        XCTAssertNil(plainError)
+        let plainBoxes = try topLevelBoxes(plain)
+        XCTAssertTrue(plainBoxes.contains("moov") && !plainBoxes.contains("moof"), "given time, the copy is made: \(plainBoxes)")
+        // Neither sidecar nor the abandoned copy (a hidden `.NAME.remuxing.mp4`) is left in the folder.
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted(), ["cut-short.mp4", "plain.mp4"])
+    }
+
     /// A movie's first frame as a PNG, as stored (no display matrix applied).
     private func firstFrame(of movie: URL, in folder: URL) throws -> URL {
         let png = folder.appendingPathComponent(movie.deletingPathExtension().lastPathComponent + "-first.png")

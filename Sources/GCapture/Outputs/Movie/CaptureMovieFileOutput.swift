@@ -79,6 +79,12 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     /// expects), which copies the file once before the delegate hears it finished. Off, the fragmented file
     /// stays: it plays and seeks as well, with an index of its fragments at the end. Default true.
     public var defragmentsMovieOnStop: Bool { get { settings.defragments } set { changeSettings { $0.defragments = newValue } } }
+    /// Seconds that copy may take (default 600). Past them it is abandoned and the complete fragmented movie
+    /// stays, as with `defragmentsMovieOnStop` off: the copy of a long recording is gigabytes, and a stop
+    /// that must end in time (a service being stopped) ends with a finished movie, not one to recover.
+    public var defragmentTimeLimit: TimeInterval {
+        get { settings.defragmentTimeLimit } set { changeSettings { $0.defragmentTimeLimit = max(0, newValue) } }
+    }
     /// The GStreamer element that encodes H.264. nil (the default) picks a hardware encoder where GStreamer
     /// has one (vah264enc, vaapih264enc, nvh264enc, qsvh264enc, v4l2h264enc), else x264enc, else openh264enc.
     public var videoEncoder: String? { get { settings.videoEncoder } set { changeSettings { $0.videoEncoder = newValue } } }
@@ -498,16 +504,16 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     private func finishFile(_ finished: MovieRecording, error: CaptureError?, drained: Bool) {
         finished.monitor?.cancel()
         let stats = finished.timeline?.stats ?? RecordingTimeline.Statistics()
-        let defragments = state.withLock { state -> Bool in
+        let defragmentWithin = state.withLock { state -> TimeInterval? in
             state.finishedStatistics = Statistics(stats, requestRunningTime: finished.filesStarted <= 1 ? finished.requestRunningTime : nil)
-            return state.settings.defragments
+            return state.settings.defragments ? state.settings.defragmentTimeLimit : nil
         }
         // The next recording's start waits on this queue, so it never mistakes these files for a crash's.
         let url = finished.url, encoding = finished.encoding, delegate = finished.delegate, lock = finished.sidecarLock
         workQueue.async {
             // Held until the files are settled, so that no one recovers them meanwhile.
             let outcome = withExtendedLifetime(lock) {
-                Self.settleFiles(of: url, encoding: encoding, stats: stats, error: error, drained: drained, defragment: defragments)
+                Self.settleFiles(of: url, encoding: encoding, stats: stats, error: error, drained: drained, defragmentWithin: defragmentWithin)
             }
             self.delegateQueue.async { delegate.fileOutput(self, didFinishRecordingTo: url, from: [self.connection], error: outcome) }
             // The recording's encoders, muxers and the copy have all been freed by now.

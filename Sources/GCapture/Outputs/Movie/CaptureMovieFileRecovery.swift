@@ -71,7 +71,7 @@ extension CaptureMovieFileOutput {
     }
 
     static func settleFiles(of url: URL, encoding: MovieEncoding, stats: RecordingTimeline.Statistics,
-                            error: CaptureError?, drained: Bool, defragment: Bool) -> CaptureError? {
+                            error: CaptureError?, drained: Bool, defragmentWithin: TimeInterval?) -> CaptureError? {
         let sidecar = MovieRecovery.sidecarURL(for: url)
         if stats.frames == 0 {
             // Without a frame there is no playable movie: leave nothing behind, and do not call it a
@@ -88,12 +88,12 @@ extension CaptureMovieFileOutput {
         let emptyAudioTrack = encoding.withAudio && stats.audioBuffers == 0 && encoding.container == .mp4
         if drained, error == nil || error!.recordingFinishedSuccessfully, !emptyAudioTrack {
             var remuxed = false
-            if defragment, encoding.container == .mp4 {
-                // The fragmented file is complete and stays if this fails: it plays and seeks too.
-                // Its own recording: the tracks are known, no discoverer needed.
+            if let defragmentWithin, encoding.container == .mp4 {
+                // The fragmented file is complete and stays if this fails or runs out of time: it plays and
+                // seeks too. Its own recording: the tracks are known, no discoverer needed.
                 do throws(CaptureError) {
                     try MovieRemux.remux(url, as: .mp4, tracks: .init(video: true, audio: stats.audioBuffers > 0),
-                                         replacing: url, rotation: encoding.displayRotation)
+                                         replacing: url, rotation: encoding.displayRotation, timeout: defragmentWithin)
                     remuxed = true
                 } catch {
                     Log.movie.warning("\(url.lastPathComponent) stays fragmented: \(error)")

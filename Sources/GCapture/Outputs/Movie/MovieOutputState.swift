@@ -10,6 +10,7 @@ struct MovieOutputSettings: Sendable {
     var fileType = CaptureMovieFileOutput.FileType.mp4
     var videoBitRate: Int?
     var defragments = true
+    var defragmentTimeLimit: TimeInterval = 600
     var videoEncoder: String?
     var interruptionBehavior = CaptureMovieFileOutput.InterruptionBehavior.continueThroughGap
     var preRollDuration: TimeInterval = 0

@@ -101,7 +101,7 @@ enum MovieRemux {
         let deadline = Date().addingTimeInterval(timeout)
         waiting: while true {
             guard Date() < deadline else {
-                throw GStreamerError(kind: .timeout, message: "remuxing \(source.lastPathComponent) took over \(Int(timeout)) s")
+                throw GStreamerError(kind: .timeout, message: "remuxing \(source.lastPathComponent) took over \(String(format: "%g", timeout)) s")
             }
             guard let message = pipeline.bus.pop(timeout: 100 * .millisecond) else { continue }
             switch message.kind {
