@@ -8,6 +8,19 @@ extension CaptureController {
 
     /// How long `record start` waits for the recording's first frame.
     static let recordingStartTimeout: Double = 15
+    /// How long `record stop` and the controller's shutdown wait for a stopped recording's files: a service's
+    /// stop must end within its unit's TimeoutStopSec (45 s in Examples/kiosk).
+    static let recordingFinishTimeout: Double = 30
+    /// What of that wait the copy into a plain MP4 may take; the drain before it takes a few seconds at most.
+    /// A longer copy (an hour of 1080p on an SD card) is abandoned and the fragmented movie kept: it is
+    /// finished and plays, where a process ended mid-copy leaves a movie to recover at the next start.
+    static let defragmentBudget: Double = 20
+
+    /// Stops `movie`'s recording and waits for its files (nil: not in time).
+    func stopAndWait(_ movie: CaptureMovieFileOutput, _ recording: RecordingWatcher) async -> RecordingFinish? {
+        movie.stopRecording()
+        return await recording.finished.wait(seconds: Self.recordingFinishTimeout)
+    }
 
     func startRecording(path: String?) async throws(ControlFailure) -> ControlReply {
         try refuseWhenStopping()
@@ -27,6 +40,8 @@ extension CaptureController {
         }
         recording = watcher
         movie.fileType = fileType
+        // Also when the recording ends by itself (its duration or size limit) and the run stops meanwhile.
+        movie.defragmentTimeLimit = min(movie.defragmentTimeLimit, Self.defragmentBudget)
         movie.startRecording(to: url, recordingDelegate: watcher)
         switch await watcher.started.wait(seconds: Self.recordingStartTimeout) {
         case .success?:
@@ -56,9 +71,8 @@ extension CaptureController {
 
     func stopRecording() async throws(ControlFailure) -> ControlReply {
         guard let recording, let movie = capture.movieOutput else { throw ControlFailure("not recording") }
-        movie.stopRecording()
-        guard let finish = await recording.finished.wait(seconds: 30) else {
-            throw ControlFailure("the recording to \(recording.url.path) did not finish within 30 s")
+        guard let finish = await stopAndWait(movie, recording) else {
+            throw ControlFailure("the recording to \(recording.url.path) did not finish within \(Int(Self.recordingFinishTimeout)) s")
         }
         forget(recording)
         if let error = finish.error, !error.recordingFinishedSuccessfully { throw ControlFailure(error.description) }

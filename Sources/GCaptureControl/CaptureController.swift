@@ -105,8 +105,7 @@ public actor CaptureController {
     public func shutDown() async {
         stopping = true
         if let recording, let movie = capture.movieOutput {
-            movie.stopRecording()
-            _ = await recording.finished.wait(seconds: 30)
+            _ = await stopAndWait(movie, recording)
             forget(recording)
         }
         await endEvents()

@@ -28,9 +28,9 @@ final class MultiCameraControllerTests: XCTestCase {
     func testThePickedCameraTakesThePhotosAndARecordingStaysOnItsCamera() async throws {
         let folder = try temporaryFolder()
         let events = Locked<[ControlEvent]>([])
+        let black = try capture(.black, name: "black", folder: folder), white = try capture(.white, name: "white", folder: folder)
         let controller = MultiCameraController(
-            [("black", try capture(.black, name: "black", folder: folder), CaptureController.reapplyCurrentSettings),
-             ("white", try capture(.white, name: "white", folder: folder), CaptureController.reapplyCurrentSettings)],
+            [("black", black, CaptureController.reapplyCurrentSettings), ("white", white, CaptureController.reapplyCurrentSettings)],
             events: ControlEvents { event in events.withLock { $0.append(event) } },
             onFatalError: { XCTFail("fatal: \($0)") })
         try await within(engineDeadline, "start") { try await controller.start() }
@@ -66,6 +66,9 @@ final class MultiCameraControllerTests: XCTestCase {
         let firstStop = try await path(.recordStop)
         let secondStop = try await path(.recordStop)
         XCTAssertEqual([firstStop, secondStop], [blackMovie, whiteMovie])
+        // The copy into a plain MP4 fits the controller's 30 s wait for a stop (MovieOutputTests shows
+        // what a copy past its limit leaves).
+        XCTAssertEqual([black, white].map { $0.movieOutput?.defragmentTimeLimit }, [20, 20])
         guard case .failure(let idle) = await controller.perform(.recordStop, trigger: "command") else { return XCTFail("a third stop was taken") }
         XCTAssertEqual(idle.message, "not recording")
         try await within(engineDeadline, "shutDown") { await controller.shutDown() }
