@@ -79,9 +79,10 @@ public final class CaptureMovieFileOutput: CaptureFileOutput, @unchecked Sendabl
     /// expects), which copies the file once before the delegate hears it finished. Off, the fragmented file
     /// stays: it plays and seeks as well, with an index of its fragments at the end. Default true.
     public var defragmentsMovieOnStop: Bool { get { settings.defragments } set { changeSettings { $0.defragments = newValue } } }
-    /// Seconds that copy may take (default 600). Past them it is abandoned and the complete fragmented movie
-    /// stays, as with `defragmentsMovieOnStop` off: the copy of a long recording is gigabytes, and a stop
-    /// that must end in time (a service being stopped) ends with a finished movie, not one to recover.
+    /// Seconds the copy into a plain MP4 at a clean stop (`defragmentsMovieOnStop`) may take; default 600.
+    /// Past them it is abandoned and the complete fragmented movie stays, as with `defragmentsMovieOnStop`
+    /// off: the copy of a long recording is gigabytes, and a stop that must end in time (a service being
+    /// stopped) ends with a finished movie, not one to recover.
     public var defragmentTimeLimit: TimeInterval {
         get { settings.defragmentTimeLimit } set { changeSettings { $0.defragmentTimeLimit = max(0, newValue) } }
     }
